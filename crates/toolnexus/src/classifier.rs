@@ -1,0 +1,568 @@
+//! The judgment seam: typed questions in, a typed [`Decision`] out.
+//!
+//! Build a [`Classifier`] with [`create_classifier`], then call
+//! [`Classifier::evaluate`] with a JSON state and [`Questions`]. Every answer is
+//! read through a typed accessor that fails loudly ([`Decision::noul`],
+//! [`Decision::choice`], [`Decision::score`]).
+//!
+//! A classifier **interprets; it never authorises**. A schema-valid decision can be
+//! confidently wrong. Numeric limits, permissions and allow-lists stay in your
+//! code; the decision only informs them. Nothing here is a security control.
+//!
+//! ```
+//! use serde_json::json;
+//! use toolnexus::classifier::{
+//!     ClassifierOptions, ClassifierStyle, NoulQuestion, Questions, RecordedDecision,
+//!     create_classifier,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let questions = Questions::from([(
+//!     "refund".to_string(),
+//!     NoulQuestion { instructions: "Does the customer ask for money back?".into(), criteria: None }
+//!         .into(),
+//! )]);
+//! let state = json!({"message": "I was charged twice, please refund one"});
+//! let judge = create_classifier(ClassifierOptions {
+//!     style: ClassifierStyle::Static,
+//!     decisions: vec![RecordedDecision {
+//!         state: state.clone(),
+//!         questions: questions.clone(),
+//!         response: br#"{"model":"jev-1.13","answers":{"refund":{"type":"noul","noul":0.96}}}"#.to_vec(),
+//!     }],
+//!     ..Default::default()
+//! })?;
+//! let d = judge.evaluate(state, &questions).await?;
+//! if d.noul("refund")?.noul > 0.9 {
+//!     // The decision informs; the policy (who may refund, how much) stays here.
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::{StreamExt, TryStreamExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+mod backend {
+    pub(crate) mod custom;
+    pub(crate) mod recorded;
+    pub(crate) mod systemone;
+}
+mod canonical;
+mod decision;
+mod error;
+mod options;
+mod question;
+pub(crate) mod retry;
+
+pub use canonical::{canonical_json, canonical_request, write_canonical};
+pub use decision::{
+    ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer, NEAR_UNIFORM_TOLERANCE, NoulAnswer,
+    ScoreAnswer, near_uniform,
+};
+#[allow(unused_imports)] // `decode` serves the Llm style.
+pub(crate) use decision::{check_coherence, decode};
+pub(crate) use error::msg;
+pub use error::{ClassifierError, ErrorKind};
+pub use options::{
+    Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, DEFAULT_BATCH_CONCURRENCY,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_MS,
+    EvaluateFn, MetricEvent, MetricFn, OnErrorFn, RecordedDecision,
+};
+pub use question::{
+    ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS, NoulCriteria,
+    NoulQuestion, Question, Questions, ScoreQuestion, choice_over, degenerate_criteria,
+    questions_from_wire, questions_wire, validate_questions,
+};
+pub use retry::{DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, MAX_RETRY_AFTER};
+
+use backend::recorded::ReplayBackend;
+use backend::systemone::HttpBackend;
+
+/// Per-call context: a cancellation token and a call name (used by metrics,
+/// tracing and tapes).
+///
+/// ```
+/// use toolnexus::classifier::EvalContext;
+///
+/// let ctx = EvalContext::default().with_call_name("triage");
+/// ctx.cancel.cancel(); // an evaluate using ctx now returns `classifier: context canceled`
+/// assert_eq!(ctx.call_name, "triage");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EvalContext {
+    /// Cancel to abandon the call promptly, also during a retry backoff.
+    pub cancel: CancellationToken,
+    /// A name for this call site.
+    pub call_name: String,
+}
+
+impl EvalContext {
+    /// A context with a fresh token and no name.
+    ///
+    /// ```
+    /// let ctx = toolnexus::classifier::EvalContext::new();
+    /// assert!(ctx.call_name.is_empty());
+    /// ```
+    pub fn new() -> EvalContext {
+        EvalContext::default()
+    }
+
+    /// Sets the call name.
+    ///
+    /// ```
+    /// let ctx = toolnexus::classifier::EvalContext::new().with_call_name("refund-check");
+    /// assert_eq!(ctx.call_name, "refund-check");
+    /// ```
+    pub fn with_call_name(mut self, name: impl Into<String>) -> EvalContext {
+        self.call_name = name.into();
+        self
+    }
+
+    /// Uses `cancel` as this context's token.
+    ///
+    /// ```
+    /// use tokio_util::sync::CancellationToken;
+    /// let parent = CancellationToken::new();
+    /// let ctx = toolnexus::classifier::EvalContext::new().with_cancel(parent.child_token());
+    /// parent.cancel();
+    /// assert!(ctx.cancel.is_cancelled());
+    /// ```
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> EvalContext {
+        self.cancel = cancel;
+        self
+    }
+}
+
+enum Engine {
+    SystemOne(HttpBackend),
+    Static(ReplayBackend),
+    Custom(EvaluateFn),
+    Llm(crate::client::Client),
+}
+
+struct Inner {
+    style: ClassifierStyle,
+    model: String,
+    engine: Engine,
+    on_metric: Option<MetricFn>,
+    batch_concurrency: usize,
+    warned: Mutex<HashSet<String>>,
+}
+
+/// A configured classifier. Cheap to clone (an `Arc`), `Send + Sync`, and meant to
+/// be shared across tasks.
+///
+/// ```
+/// use toolnexus::classifier::{ClassifierOptions, create_classifier};
+///
+/// let judge = create_classifier(ClassifierOptions::default())?;
+/// assert_eq!(judge.model(), "jev-latest");
+/// let shared = judge.clone();
+/// # let _ = shared;
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Clone)]
+pub struct Classifier {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Classifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Classifier");
+        d.field("style", &self.inner.style)
+            .field("model", &self.inner.model);
+        if let Engine::SystemOne(b) = &self.inner.engine {
+            d.field("endpoint", &b.endpoint());
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+/// Builds a classifier, applying the defaults of [`ClassifierOptions`] and
+/// rejecting what cannot work: a style without its required option
+/// (`classifier: style "llm" requires Client`, `classifier: style "custom" requires Evaluate`,
+/// `classifier: style "static" requires Decisions`), a Jev model spelled for
+/// TypeSafe on an openrouter.ai base URL, a bad URL or header name, or a
+/// recorded decision that does not decode.
+///
+/// ```
+/// use toolnexus::classifier::{ClassifierOptions, ClassifierStyle, create_classifier};
+///
+/// let e = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     ..Default::default()
+/// })
+/// .unwrap_err();
+/// assert_eq!(e.to_string(), "classifier: style \"custom\" requires Evaluate");
+///
+/// let e = create_classifier(ClassifierOptions {
+///     base_url: "https://openrouter.ai/api/v1".into(),
+///     model: "jev-1.13".into(),
+///     ..Default::default()
+/// })
+/// .unwrap_err();
+/// assert!(e.to_string().contains("\"typesafe/jev-1.13\""), "{e}");
+/// ```
+pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, ClassifierError> {
+    let r = options::resolve(&options)?;
+    let engine = match options.style {
+        ClassifierStyle::SystemOne => Engine::SystemOne(HttpBackend::new(&options, &r)?),
+        ClassifierStyle::Static => {
+            if options.decisions.is_empty() {
+                return Err(msg::config("style \"static\" requires Decisions"));
+            }
+            Engine::Static(ReplayBackend::new(&r.model, &options.decisions)?)
+        }
+        ClassifierStyle::Custom => match options.evaluate.clone() {
+            Some(f) => Engine::Custom(f),
+            None => return Err(msg::config("style \"custom\" requires Evaluate")),
+        },
+        ClassifierStyle::Llm => match options.client.clone() {
+            Some(c) => Engine::Llm(c),
+            None => return Err(msg::config("style \"llm\" requires Client")),
+        },
+    };
+    let model = match &engine {
+        Engine::Llm(c) if options.model.trim().is_empty() => c.model().to_string(),
+        _ => r.model.clone(),
+    };
+    Ok(Classifier {
+        inner: Arc::new(Inner {
+            style: options.style,
+            model,
+            engine,
+            on_metric: options.on_metric.clone(),
+            batch_concurrency: r.batch_concurrency,
+            warned: Mutex::new(HashSet::new()),
+        }),
+    })
+}
+
+impl Classifier {
+    /// The style this classifier runs.
+    pub fn style(&self) -> ClassifierStyle {
+        self.inner.style
+    }
+
+    /// The model it asks for (a decision's `model` says what actually answered).
+    pub fn model(&self) -> &str {
+        &self.inner.model
+    }
+
+    /// Evaluates `questions` against `state` with a default [`EvalContext`].
+    ///
+    /// Dropping the future abandons the call (an HTTP request in flight is aborted).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use serde_json::json;
+    /// # use toolnexus::classifier::*;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ClassifierError> {
+    /// let judge = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Custom,
+    ///     evaluate: Some(Arc::new(|_ctx, _state, _qs| {
+    ///         Box::pin(async {
+    ///             Decision::from_slice(br#"{"model":"rule","answers":{"spam":{"type":"noul","noul":0.0}}}"#)
+    ///                 .map_err(|e| e.to_string())
+    ///         })
+    ///     })),
+    ///     ..Default::default()
+    /// })?;
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let d = judge.evaluate(json!("hello"), &qs).await?;
+    /// assert_eq!(d.noul("spam")?.noul, 0.0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn evaluate(
+        &self,
+        state: Value,
+        questions: &Questions,
+    ) -> Result<Decision, ClassifierError> {
+        self.evaluate_ctx(EvalContext::default(), state, questions)
+            .await
+    }
+
+    /// Evaluates with a context: cancel through `ctx.cancel` and the call returns
+    /// `classifier: context canceled` promptly, also during a backoff sleep.
+    ///
+    /// The questions are checked first (limits, non-empty), then sent; the answer
+    /// is decoded strictly and checked against the questions: an answer of the
+    /// wrong type, a choice that was not offered, a probability outside [0, 1] or
+    /// a score outside the rubric is an error naming the key. Answers to keys
+    /// never asked are dropped and reported as a `classifier.warning`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use serde_json::json;
+    /// # use toolnexus::classifier::*;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ClassifierError> {
+    /// let judge = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Custom,
+    ///     evaluate: Some(Arc::new(|_ctx, _state, _qs| {
+    ///         Box::pin(async {
+    ///             Decision::from_slice(br#"{"model":"m","answers":{"q":{"type":"noul","noul":1.5}}}"#)
+    ///                 .map_err(|e| e.to_string())
+    ///         })
+    ///     })),
+    ///     ..Default::default()
+    /// })?;
+    /// let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    /// let ctx = EvalContext::new().with_call_name("example");
+    /// let e = judge.evaluate_ctx(ctx, json!(null), &qs).await.unwrap_err();
+    /// assert_eq!(e.to_string(), "classifier: answer \"q\": noul 1.5 is outside [0, 1]");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn evaluate_ctx(
+        &self,
+        ctx: EvalContext,
+        state: Value,
+        questions: &Questions,
+    ) -> Result<Decision, ClassifierError> {
+        validate_questions(questions)?;
+        let span = tracing::info_span!(
+            "classifier.evaluate",
+            style = self.inner.style.as_str(),
+            model = %self.inner.model,
+            call_name = %ctx.call_name,
+        );
+        self.evaluate_checked(ctx, state, questions)
+            .instrument(span)
+            .await
+    }
+
+    async fn evaluate_checked(
+        &self,
+        ctx: EvalContext,
+        state: Value,
+        questions: &Questions,
+    ) -> Result<Decision, ClassifierError> {
+        let started = Instant::now();
+        self.warn_degenerate(&ctx, questions);
+        let result = match &self.inner.engine {
+            Engine::SystemOne(b) => b.evaluate(&ctx, &state, questions).await,
+            Engine::Static(b) => {
+                if ctx.cancel.is_cancelled() {
+                    Err(msg::cancelled())
+                } else {
+                    b.evaluate(&state, questions)
+                }
+            }
+            Engine::Custom(f) => backend::custom::evaluate(f, &ctx, state, questions).await,
+            Engine::Llm(c) => c.evaluate_questions(&ctx, &state, questions).await,
+        };
+        let result = result.and_then(|mut d| {
+            let dropped = check_coherence(&mut d, questions)?;
+            for key in dropped {
+                self.warning(
+                    &ctx,
+                    &key,
+                    format!(
+                        "classifier: answer {key:?} answers no question that was asked; dropped"
+                    ),
+                );
+            }
+            Ok(d)
+        });
+        self.report(&ctx, started, &result);
+        result
+    }
+
+    /// Evaluates every state against the same questions, in order, with at most
+    /// `batch_concurrency` (default 16) in flight. Fails closed: if any state
+    /// fails, the lowest-index failure is returned, its message starting
+    /// `state <i>: `, and the rest are abandoned. An empty list is an error.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use serde_json::json;
+    /// # use toolnexus::classifier::*;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ClassifierError> {
+    /// let judge = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Custom,
+    ///     evaluate: Some(Arc::new(|_ctx, state: serde_json::Value, _qs| {
+    ///         Box::pin(async move {
+    ///             let p = if state.as_str() == Some("spam!") { 0.99 } else { 0.01 };
+    ///             Decision::from_value(&json!({"model": "rule", "answers": {"spam": {"type": "noul", "noul": p}}}))
+    ///                 .map_err(|e| e.to_string())
+    ///         })
+    ///     })),
+    ///     ..Default::default()
+    /// })?;
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let ds = judge.evaluate_batch(vec![json!("hi"), json!("spam!")], &qs).await?;
+    /// assert_eq!(ds[1].noul("spam")?.noul, 0.99);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn evaluate_batch(
+        &self,
+        states: Vec<Value>,
+        questions: &Questions,
+    ) -> Result<Vec<Decision>, ClassifierError> {
+        self.evaluate_batch_ctx(EvalContext::default(), states, questions)
+            .await
+    }
+
+    /// [`evaluate_batch`](Classifier::evaluate_batch) with a context shared by
+    /// every state: cancelling it cancels them all.
+    ///
+    /// ```
+    /// # use serde_json::json;
+    /// # use toolnexus::classifier::*;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # let judge = create_classifier(ClassifierOptions::default()).unwrap();
+    /// # let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    /// let e = judge.evaluate_batch_ctx(EvalContext::new(), vec![], &qs).await.unwrap_err();
+    /// assert_eq!(e.to_string(), "classifier: evaluate_batch needs at least one state");
+    /// # }
+    /// ```
+    pub async fn evaluate_batch_ctx(
+        &self,
+        ctx: EvalContext,
+        states: Vec<Value>,
+        questions: &Questions,
+    ) -> Result<Vec<Decision>, ClassifierError> {
+        if states.is_empty() {
+            return Err(ClassifierError::new(
+                ErrorKind::InvalidQuestion,
+                "classifier: evaluate_batch needs at least one state",
+            ));
+        }
+        validate_questions(questions)?;
+        // A failure stops the states not yet finished; the caller's token still
+        // cancels everything.
+        let stop = ctx.cancel.child_token();
+        let _guard = stop.clone().drop_guard();
+        let n = states.len();
+        futures::stream::iter(states.into_iter().enumerate())
+            .map(|(i, state)| {
+                let ctx = EvalContext {
+                    cancel: stop.clone(),
+                    call_name: ctx.call_name.clone(),
+                };
+                async move {
+                    self.evaluate_ctx(ctx, state, questions)
+                        .await
+                        .map_err(|e| e.in_state(i))
+                }
+            })
+            .buffered(self.inner.batch_concurrency.min(n))
+            .try_collect()
+            .await
+    }
+
+    fn warn_degenerate(&self, ctx: &EvalContext, questions: &Questions) {
+        for (key, q) in questions {
+            let Question::Choice(c) = q else { continue };
+            let Some(why) = degenerate_criteria(&c.criteria) else {
+                continue;
+            };
+            let first = self
+                .inner
+                .warned
+                .lock()
+                .map(|mut w| w.insert(key.clone()))
+                .unwrap_or(false);
+            if first {
+                self.warning(
+                    ctx,
+                    key,
+                    format!(
+                        "classifier: question {key:?}: degenerate choice criteria: {why}; \
+                         the model can only rank these options at chance"
+                    ),
+                );
+            }
+        }
+    }
+
+    fn warning(&self, ctx: &EvalContext, key: &str, text: String) {
+        tracing::warn!(target: "toolnexus::classifier", key, call_name = %ctx.call_name, "{text}");
+        if let Some(f) = &self.inner.on_metric {
+            f(&MetricEvent {
+                name: "classifier.warning",
+                model: self.inner.model.clone(),
+                call_name: ctx.call_name.clone(),
+                status: "warning",
+                duration: std::time::Duration::ZERO,
+                input_tokens: 0,
+                output_tokens: 0,
+                cost: None,
+                error: Some(text),
+                key: Some(key.to_string()),
+            });
+        }
+    }
+
+    fn report(
+        &self,
+        ctx: &EvalContext,
+        started: Instant,
+        result: &Result<Decision, ClassifierError>,
+    ) {
+        let duration = started.elapsed();
+        match result {
+            Ok(d) => tracing::info!(
+                target: "toolnexus::classifier",
+                model = %d.model,
+                ms = duration.as_millis() as u64,
+                input_tokens = d.usage.input_tokens,
+                output_tokens = d.usage.output_tokens,
+                "classifier.evaluate ok"
+            ),
+            Err(e) => tracing::warn!(
+                target: "toolnexus::classifier",
+                ms = duration.as_millis() as u64,
+                error = %e,
+                "classifier.evaluate error"
+            ),
+        }
+        let Some(f) = &self.inner.on_metric else {
+            return;
+        };
+        let (model, status, input_tokens, output_tokens, cost, error) = match result {
+            Ok(d) => (
+                d.model.clone(),
+                "ok",
+                d.usage.input_tokens,
+                d.usage.output_tokens,
+                d.usage.cost,
+                None,
+            ),
+            Err(e) => (
+                self.inner.model.clone(),
+                "error",
+                0,
+                0,
+                None,
+                Some(e.to_string()),
+            ),
+        };
+        f(&MetricEvent {
+            name: "classifier.evaluate",
+            model,
+            call_name: ctx.call_name.clone(),
+            status,
+            duration,
+            input_tokens,
+            output_tokens,
+            cost,
+            error,
+            key: None,
+        });
+    }
+}

@@ -1,0 +1,98 @@
+//! The System One style: `POST {base_url}/systemone` through the shared transport.
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+use crate::classifier::EvalContext;
+use crate::classifier::canonical::{canonical_json, write_canonical};
+use crate::classifier::decision::{Decision, decode};
+use crate::classifier::error::{ClassifierError, msg};
+use crate::classifier::options::{BodyTransformFn, ClassifierOptions, Resolved};
+use crate::classifier::question::{Questions, questions_wire};
+use crate::http::{Auth, Transport, TransportConfig};
+
+/// A System One model behind HTTP.
+pub(crate) struct HttpBackend {
+    transport: Transport,
+    model: String,
+    request_params: Map<String, Value>,
+    body_transform: Option<BodyTransformFn>,
+}
+
+impl HttpBackend {
+    pub(crate) fn new(o: &ClassifierOptions, r: &Resolved) -> Result<HttpBackend, ClassifierError> {
+        let transport = Transport::new(TransportConfig {
+            prefix: "classifier",
+            endpoint: format!("{}/systemone", r.base_url),
+            api_key_env: r.api_key_env.clone(),
+            auth: Auth::Bearer,
+            headers: o
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            fixed_headers: Vec::new(),
+            timeout: r.timeout,
+            retries: r.retries,
+            retry_base: r.retry_base,
+            extra_retryable: o.retryable_statuses.clone(),
+            on_error: o.on_error.clone(),
+            max_response_bytes: r.max_response_bytes,
+        })?;
+        Ok(HttpBackend {
+            transport,
+            model: r.model.clone(),
+            request_params: o.request_params.clone(),
+            body_transform: o.body_transform.clone(),
+        })
+    }
+
+    pub(crate) fn endpoint(&self) -> &str {
+        self.transport.shown()
+    }
+
+    /// The exact bytes posted for this state and these questions.
+    pub(crate) fn body(&self, state: &Value, questions: &Questions) -> String {
+        if self.request_params.is_empty() && self.body_transform.is_none() {
+            // Fast path: the canonical body written directly, keys already in order.
+            let mut out = String::with_capacity(256);
+            out.push_str("{\"model\":");
+            write_canonical(&mut out, &Value::from(self.model.as_str()));
+            out.push_str(",\"questions\":");
+            write_canonical(&mut out, &questions_wire(questions));
+            out.push_str(",\"state\":");
+            write_canonical(&mut out, state);
+            out.push('}');
+            return out;
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(self.model.as_str()));
+        body.insert("questions".into(), questions_wire(questions));
+        body.insert("state".into(), state.clone());
+        for (k, v) in &self.request_params {
+            body.insert(k.clone(), v.clone());
+        }
+        let mut body = Value::Object(body);
+        if let Some(t) = &self.body_transform {
+            body = t(body);
+        }
+        canonical_json(&body)
+    }
+
+    pub(crate) async fn evaluate(
+        &self,
+        ctx: &EvalContext,
+        state: &Value,
+        questions: &Questions,
+    ) -> Result<Decision, ClassifierError> {
+        let body = Bytes::from(self.body(state, questions));
+        let resp = self.transport.post_json(&ctx.cancel, body).await?;
+        let v: Value = serde_json::from_slice(&resp.body).map_err(|e| {
+            msg::decode(format!(
+                "POST {}: response is not valid JSON: {e}",
+                self.transport.shown()
+            ))
+        })?;
+        decode(&v, Some(&self.model))
+    }
+}

@@ -1,0 +1,416 @@
+//! [`ClassifierOptions`], the styles, the backend presets and the defaults applied
+//! at construction. Plain data: no environment is read here.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::EvalContext;
+use super::decision::Decision;
+use super::error::{ClassifierError, msg};
+use super::question::Questions;
+use super::retry::{ErrorInfo, ErrorTier};
+use crate::client::{BoxFuture, Client};
+
+/// The default time one attempt may take.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// The default number of retries after the first attempt.
+pub const DEFAULT_RETRIES: u32 = 2;
+/// The default backoff base: retry `n` waits `base × 2^n`.
+pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
+/// The default cap on a response body.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// The default number of states `evaluate_batch` keeps in flight.
+pub const DEFAULT_BATCH_CONCURRENCY: usize = 16;
+
+/// How a classifier reaches a judgment.
+///
+/// ```
+/// use toolnexus::classifier::ClassifierStyle;
+///
+/// let s: ClassifierStyle = "static".parse()?;
+/// assert_eq!(s, ClassifierStyle::Static);
+/// assert_eq!(
+///     "chat".parse::<ClassifierStyle>().unwrap_err().to_string(),
+///     "classifier: unknown style \"chat\" (want systemone|llm|custom|static)"
+/// );
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ClassifierStyle {
+    /// A System One model over HTTP (TypeSafe's Jev, OpenRouter, Cloudflare, Ollama, self-hosted).
+    #[default]
+    SystemOne,
+    /// An emulation over any chat LLM; never calibrated.
+    Llm,
+    /// Your own closure builds the decision.
+    Custom,
+    /// Recorded decisions, matched on model, questions and state. What CI runs.
+    Static,
+}
+
+impl ClassifierStyle {
+    /// The style's spelling: `systemone`, `llm`, `custom` or `static`.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ClassifierStyle;
+    /// assert_eq!(ClassifierStyle::SystemOne.as_str(), "systemone");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClassifierStyle::SystemOne => "systemone",
+            ClassifierStyle::Llm => "llm",
+            ClassifierStyle::Custom => "custom",
+            ClassifierStyle::Static => "static",
+        }
+    }
+}
+
+impl fmt::Display for ClassifierStyle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ClassifierStyle {
+    type Err = ClassifierError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "systemone" => Ok(ClassifierStyle::SystemOne),
+            "llm" => Ok(ClassifierStyle::Llm),
+            "custom" => Ok(ClassifierStyle::Custom),
+            "static" => Ok(ClassifierStyle::Static),
+            _ => Err(msg::config(format!(
+                "unknown style {s:?} (want systemone|llm|custom|static)"
+            ))),
+        }
+    }
+}
+
+/// A System One provider preset: the base URL, model and key variable used when
+/// the options leave them empty.
+///
+/// | preset | base_url | model | key env var |
+/// |---|---|---|---|
+/// | `TypeSafe` (default) | `https://api.typesafe.ai/v1` | `jev-latest` | `TYPESAFE_API_KEY` |
+/// | `OpenRouter` | `https://openrouter.ai/api/v1` | `typesafe/jev-1.13` | `OPENROUTER_API_KEY` |
+///
+/// ```
+/// use toolnexus::classifier::Backend;
+///
+/// let b: Backend = "openrouter".parse()?;
+/// assert_eq!(b.default_model(), "typesafe/jev-1.13");
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Backend {
+    /// TypeSafe's own API.
+    #[default]
+    TypeSafe,
+    /// OpenRouter, which names Jev `typesafe/jev-…`.
+    OpenRouter,
+}
+
+impl Backend {
+    /// The preset's base URL.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Backend::TypeSafe => "https://api.typesafe.ai/v1",
+            Backend::OpenRouter => "https://openrouter.ai/api/v1",
+        }
+    }
+
+    /// The preset's model.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            Backend::TypeSafe => "jev-latest",
+            Backend::OpenRouter => "typesafe/jev-1.13",
+        }
+    }
+
+    /// The environment variable the preset reads its key from, at call time.
+    pub fn default_api_key_env(self) -> &'static str {
+        match self {
+            Backend::TypeSafe => "TYPESAFE_API_KEY",
+            Backend::OpenRouter => "OPENROUTER_API_KEY",
+        }
+    }
+}
+
+impl FromStr for Backend {
+    type Err = ClassifierError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "typesafe" => Ok(Backend::TypeSafe),
+            "openrouter" => Ok(Backend::OpenRouter),
+            _ => Err(msg::config(format!(
+                "unknown backend {s:?} (want typesafe|openrouter)"
+            ))),
+        }
+    }
+}
+
+/// The closure behind the Custom style.
+///
+/// An `Err(text)` becomes `classifier: custom: <text>`. The decision it builds is
+/// checked against the questions like any other.
+pub type EvaluateFn =
+    Arc<dyn Fn(EvalContext, Value, Questions) -> BoxFuture<Result<Decision, String>> + Send + Sync>;
+
+/// Decides whether a failed attempt is retried (see [`ErrorTier`]).
+pub type OnErrorFn = Arc<dyn Fn(&ErrorInfo<'_>) -> ErrorTier + Send + Sync>;
+
+/// Rewrites the System One request body just before it is encoded (for example
+/// into Cloudflare's `{model, input: {…}}` envelope).
+pub type BodyTransformFn = Arc<dyn Fn(Value) -> Value + Send + Sync>;
+
+/// Receives every [`MetricEvent`].
+pub type MetricFn = Arc<dyn Fn(&MetricEvent) + Send + Sync>;
+
+/// One metric: `classifier.evaluate` once per call, `classifier.warning` for a
+/// degenerate choice encoding or an answer to a question never asked.
+///
+/// Never carries a credential or an expanded header value.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use toolnexus::classifier::{ClassifierOptions, MetricEvent};
+///
+/// let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+/// let sink = seen.clone();
+/// let opts = ClassifierOptions {
+///     on_metric: Some(Arc::new(move |m: &MetricEvent| {
+///         sink.lock().unwrap().push(format!("{} {}", m.name, m.status));
+///     })),
+///     ..Default::default()
+/// };
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricEvent {
+    /// `classifier.evaluate` or `classifier.warning`.
+    pub name: &'static str,
+    /// The model asked for (for `classifier.evaluate` with status `ok`, the model
+    /// that answered).
+    pub model: String,
+    /// The `EvalContext::call_name` of the call, possibly empty.
+    pub call_name: String,
+    /// `ok` or `error` for an evaluation; `warning` for a warning.
+    pub status: &'static str,
+    /// Wall time of the call.
+    pub duration: Duration,
+    /// Input tokens of a successful call.
+    pub input_tokens: i64,
+    /// Output tokens of a successful call.
+    pub output_tokens: i64,
+    /// The cost, when the backend reported it.
+    pub cost: Option<f64>,
+    /// The error text of a failed call, or the warning text.
+    pub error: Option<String>,
+    /// The question key a warning is about.
+    pub key: Option<String>,
+}
+
+/// One recorded response for the Static style.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus::classifier::{NoulQuestion, Questions, RecordedDecision};
+///
+/// let rec = RecordedDecision {
+///     state: json!("hello"),
+///     questions: Questions::from([("spam".to_string(), NoulQuestion::default().into())]),
+///     response: br#"{"model":"m","answers":{"spam":{"type":"noul","noul":0.01}}}"#.to_vec(),
+/// };
+/// # let _ = rec;
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedDecision {
+    /// The state it answers.
+    pub state: Value,
+    /// The questions it answers.
+    pub questions: Questions,
+    /// The wire response, as a System One backend would send it.
+    pub response: Vec<u8>,
+}
+
+/// Everything `create_classifier` needs. Build it with a struct literal and
+/// `..Default::default()`; empty and zero fields take the defaults below at
+/// construction, so explicit values always win.
+///
+/// | field | default |
+/// |---|---|
+/// | `style` | `SystemOne` |
+/// | `backend` | `TypeSafe` (see [`Backend`] for its base URL, model and key variable) |
+/// | `base_url`, `model`, `api_key_env` | the backend preset's |
+/// | `timeout_ms` | 10 000 (one attempt) |
+/// | `retries` | 0 ⇒ 2; `-1` ⇒ no retries |
+/// | `retry_base_ms` | 500 |
+/// | `max_response_bytes` | 16 MiB |
+/// | `batch_concurrency` | 16 |
+///
+/// The API key is never stored here: `api_key_env` names the variable, read at
+/// call time. `headers` values may say `${ENV_VAR}`, also expanded at call time.
+/// `Debug` shows header names only.
+///
+/// ```
+/// use toolnexus::classifier::{Backend, ClassifierOptions};
+///
+/// let opts = ClassifierOptions {
+///     backend: Backend::OpenRouter,
+///     timeout_ms: 5_000,
+///     headers: [("X-Team".to_string(), "${TEAM_TOKEN}".to_string())].into(),
+///     ..Default::default()
+/// };
+/// assert!(!format!("{opts:?}").contains("TEAM_TOKEN"));
+/// ```
+#[derive(Clone, Default)]
+pub struct ClassifierOptions {
+    /// How decisions are reached.
+    pub style: ClassifierStyle,
+    /// The System One provider preset.
+    pub backend: Backend,
+    /// The API root; `/systemone` is appended.
+    pub base_url: String,
+    /// The model to ask for.
+    pub model: String,
+    /// The environment variable holding the API key (read per call, never stored).
+    pub api_key_env: String,
+    /// Extra request headers; values expand `${ENV_VAR}` at call time.
+    pub headers: BTreeMap<String, String>,
+    /// Time allowed to one attempt, in milliseconds.
+    pub timeout_ms: u64,
+    /// Retries after the first attempt: 0 means the default (2), -1 means none.
+    pub retries: i32,
+    /// Backoff base in milliseconds.
+    pub retry_base_ms: u64,
+    /// HTTP statuses to retry on top of the default set (it only adds).
+    pub retryable_statuses: Vec<u16>,
+    /// Overrides the retry decision per failed attempt.
+    pub on_error: Option<OnErrorFn>,
+    /// Top-level body fields merged over `model`/`questions`/`state` (a key here wins).
+    pub request_params: Map<String, Value>,
+    /// Rewrites the body after the merge.
+    pub body_transform: Option<BodyTransformFn>,
+    /// Receives metrics.
+    pub on_metric: Option<MetricFn>,
+    /// The chat client the Llm style talks through.
+    pub client: Option<Client>,
+    /// The closure of the Custom style.
+    pub evaluate: Option<EvaluateFn>,
+    /// The recordings of the Static style.
+    pub decisions: Vec<RecordedDecision>,
+    /// Cap on a response body, in bytes.
+    pub max_response_bytes: usize,
+    /// States in flight at once in `evaluate_batch`.
+    pub batch_concurrency: usize,
+}
+
+impl fmt::Debug for ClassifierOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClassifierOptions")
+            .field("style", &self.style)
+            .field("backend", &self.backend)
+            .field("base_url", &crate::http::redact_url(&self.base_url))
+            .field("model", &self.model)
+            .field("api_key_env", &self.api_key_env)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("timeout_ms", &self.timeout_ms)
+            .field("retries", &self.retries)
+            .field("retry_base_ms", &self.retry_base_ms)
+            .field("retryable_statuses", &self.retryable_statuses)
+            .field("on_error", &self.on_error.is_some())
+            .field(
+                "request_params",
+                &self.request_params.keys().collect::<Vec<_>>(),
+            )
+            .field("body_transform", &self.body_transform.is_some())
+            .field("on_metric", &self.on_metric.is_some())
+            .field("client", &self.client)
+            .field("evaluate", &self.evaluate.is_some())
+            .field("decisions", &self.decisions.len())
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("batch_concurrency", &self.batch_concurrency)
+            .finish()
+    }
+}
+
+/// The options with every default applied and checked.
+#[derive(Clone)]
+pub(crate) struct Resolved {
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: String,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub retry_base: Duration,
+    pub max_response_bytes: usize,
+    pub batch_concurrency: usize,
+}
+
+pub(crate) fn resolve(o: &ClassifierOptions) -> Result<Resolved, ClassifierError> {
+    let pick = |v: &str, d: &str| {
+        if v.trim().is_empty() {
+            d.to_string()
+        } else {
+            v.trim().to_string()
+        }
+    };
+    let base_url = pick(&o.base_url, o.backend.default_base_url())
+        .trim_end_matches('/')
+        .to_string();
+    let model = pick(&o.model, o.backend.default_model());
+    let api_key_env = pick(&o.api_key_env, o.backend.default_api_key_env());
+    if o.style == ClassifierStyle::SystemOne {
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(msg::config(format!(
+                "base_url {:?} is not an http(s) URL",
+                crate::http::redact_url(&base_url)
+            )));
+        }
+        let host_is_openrouter = base_url
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split(['/', '?', '#']).next())
+            .is_some_and(|host| {
+                let host = host.rsplit('@').next().unwrap_or(host);
+                let host = host.split(':').next().unwrap_or(host);
+                host == "openrouter.ai" || host.ends_with(".openrouter.ai")
+            });
+        if host_is_openrouter && model.starts_with("jev-") {
+            return Err(msg::config(format!(
+                "model {model:?} is not an OpenRouter model id: on openrouter.ai use \"typesafe/{model}\""
+            )));
+        }
+    }
+    let retries = match o.retries {
+        0 => DEFAULT_RETRIES,
+        n if n < 0 => 0,
+        n => n as u32,
+    };
+    let nz = |v: u64, d: u64| if v == 0 { d } else { v };
+    Ok(Resolved {
+        base_url,
+        model,
+        api_key_env,
+        timeout: Duration::from_millis(nz(o.timeout_ms, DEFAULT_TIMEOUT_MS)),
+        retries,
+        retry_base: Duration::from_millis(nz(o.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
+        max_response_bytes: if o.max_response_bytes == 0 {
+            DEFAULT_MAX_RESPONSE_BYTES
+        } else {
+            o.max_response_bytes
+        },
+        batch_concurrency: if o.batch_concurrency == 0 {
+            DEFAULT_BATCH_CONCURRENCY
+        } else {
+            o.batch_concurrency
+        },
+    })
+}

@@ -1,0 +1,507 @@
+//! The one HTTP transport of the crate: a JSON POST with per-attempt timeouts,
+//! classified retries with backoff and `Retry-After`, cancellation, a response
+//! size cap, `${ENV}` header expansion and secret scrubbing. The System One
+//! backend and the chat client both send through it; this is the only module
+//! that names `reqwest`.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use crate::classifier::retry::{backoff, classify, parse_retry_after};
+use crate::classifier::{ClassifierError, ErrorInfo, ErrorKind, ErrorTier, OnErrorFn};
+
+/// The most of an error body that is read to find the backend's cause.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// The most characters of a backend's cause kept in an error message.
+const MAX_CAUSE_CHARS: usize = 200;
+
+/// How the API key is presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // `Header` serves the chat client's Anthropic style.
+pub(crate) enum Auth {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// `<name>: <key>` (Anthropic's `x-api-key`).
+    Header(&'static str),
+}
+
+/// Everything the transport needs, resolved.
+pub(crate) struct TransportConfig {
+    /// Message prefix: `classifier` or `client`.
+    pub prefix: &'static str,
+    pub endpoint: String,
+    pub api_key_env: String,
+    pub auth: Auth,
+    /// User headers; values may hold `${ENV}` references expanded per call.
+    pub headers: Vec<(String, String)>,
+    /// Fixed headers that are not secret (e.g. `anthropic-version`).
+    pub fixed_headers: Vec<(&'static str, &'static str)>,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub retry_base: Duration,
+    pub extra_retryable: Vec<u16>,
+    pub on_error: Option<OnErrorFn>,
+    pub max_response_bytes: usize,
+}
+
+/// A configured JSON POST endpoint. Cheap to share behind an `Arc`.
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    shown: String,
+    cfg: TransportConfig,
+    header_names: Vec<HeaderName>,
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport")
+            .field("endpoint", &self.shown)
+            .field("api_key_env", &self.cfg.api_key_env)
+            .field("headers", &self.header_names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one successful POST returned.
+pub(crate) struct Response {
+    pub body: Bytes,
+}
+
+impl Transport {
+    pub(crate) fn new(cfg: TransportConfig) -> Result<Transport, ClassifierError> {
+        let shown = redact_url(&cfg.endpoint);
+        let url = reqwest::Url::parse(&cfg.endpoint).map_err(|e| {
+            ClassifierError::new(
+                ErrorKind::Config,
+                format!("{}: endpoint {shown:?} is not a valid URL: {e}", cfg.prefix),
+            )
+        })?;
+        let mut header_names = Vec::with_capacity(cfg.headers.len());
+        for (name, _) in &cfg.headers {
+            let n = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+                ClassifierError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "{}: header name {name:?} is not a valid HTTP header name",
+                        cfg.prefix
+                    ),
+                )
+            })?;
+            header_names.push(n);
+        }
+        let client = reqwest::Client::builder()
+            .use_rustls_tls()
+            .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                ClassifierError::new(
+                    ErrorKind::Config,
+                    format!("{}: cannot build the HTTP client", cfg.prefix),
+                )
+                .with_source(e)
+            })?;
+        Ok(Transport {
+            client,
+            url,
+            shown,
+            cfg,
+            header_names,
+        })
+    }
+
+    /// The endpoint as it may be shown: no credentials, no query.
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// POSTs `body` as JSON, retrying as configured. Dropping the future aborts the
+    /// request in flight; cancelling `cancel` returns `context canceled` promptly,
+    /// also during a backoff sleep.
+    pub(crate) async fn post_json(
+        &self,
+        cancel: &CancellationToken,
+        body: Bytes,
+    ) -> Result<Response, ClassifierError> {
+        let mut attempt: u32 = 0;
+        loop {
+            if cancel.is_cancelled() {
+                return Err(self.cancelled());
+            }
+            let secrets = Secrets::collect(&self.cfg);
+            let started = Instant::now();
+            let outcome = cancel
+                .run_until_cancelled(tokio::time::timeout(
+                    self.cfg.timeout,
+                    self.attempt(body.clone(), &secrets),
+                ))
+                .await;
+            let err = match outcome {
+                None => return Err(self.cancelled()),
+                Some(Ok(Ok(resp))) => return Ok(resp),
+                Some(Ok(Err(e))) => e,
+                Some(Err(_elapsed)) => ClassifierError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "{}: POST {}: request timeout after {}ms",
+                        self.cfg.prefix,
+                        self.shown,
+                        self.cfg.timeout.as_millis()
+                    ),
+                ),
+            };
+            let retryable = classify(&err, &self.cfg.extra_retryable);
+            let delay = backoff(self.cfg.retry_base, attempt, err.retry_after());
+            let tier = match &self.cfg.on_error {
+                Some(f) => f(&ErrorInfo {
+                    attempt,
+                    error: &err,
+                    retryable,
+                    delay,
+                }),
+                None if retryable => ErrorTier::Retry,
+                None => ErrorTier::Fail,
+            };
+            tracing::debug!(
+                target: "toolnexus::http",
+                endpoint = %self.shown,
+                attempt,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                retry = (tier == ErrorTier::Retry && attempt < self.cfg.retries),
+                error = %err,
+                "attempt failed"
+            );
+            if tier == ErrorTier::Fail || attempt >= self.cfg.retries {
+                return Err(err);
+            }
+            if cancel
+                .run_until_cancelled(tokio::time::sleep(delay))
+                .await
+                .is_none()
+            {
+                return Err(self.cancelled());
+            }
+            attempt += 1;
+        }
+    }
+
+    fn cancelled(&self) -> ClassifierError {
+        ClassifierError::new(
+            ErrorKind::Cancelled,
+            format!("{}: context canceled", self.cfg.prefix),
+        )
+    }
+
+    async fn attempt(&self, body: Bytes, secrets: &Secrets) -> Result<Response, ClassifierError> {
+        let headers = self.headers(secrets)?;
+        let resp = self
+            .client
+            .post(self.url.clone())
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e, secrets))?;
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            let body = self
+                .read_capped(resp, self.cfg.max_response_bytes, secrets)
+                .await?;
+            return Ok(Response { body });
+        }
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let reason = resp
+            .status()
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase();
+        let cause = if status == 401 || status == 403 {
+            // The body of an auth failure may echo the credential: never shown.
+            format!("{reason} (response body not shown)")
+        } else {
+            match self.read_capped(resp, MAX_ERROR_BODY, secrets).await {
+                Ok(b) => {
+                    let c = backend_cause(&b);
+                    if c.is_empty() {
+                        reason
+                    } else {
+                        secrets.scrub(&c)
+                    }
+                }
+                Err(_) => reason,
+            }
+        };
+        Err(ClassifierError::new(
+            ErrorKind::Http,
+            format!(
+                "{}: POST {}: HTTP {status}: {cause}",
+                self.cfg.prefix, self.shown
+            ),
+        )
+        .with_status(status, retry_after))
+    }
+
+    fn headers(&self, secrets: &Secrets) -> Result<HeaderMap, ClassifierError> {
+        let mut h = HeaderMap::with_capacity(4 + self.cfg.headers.len());
+        h.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        h.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
+        for (name, value) in &self.cfg.fixed_headers {
+            h.insert(*name, HeaderValue::from_static(value));
+        }
+        if let Some(key) = &secrets.api_key {
+            let (name, value) = match self.cfg.auth {
+                Auth::Bearer => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
+                Auth::Header(n) => (HeaderName::from_static(n), key.clone()),
+            };
+            let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                ClassifierError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "{}: the API key in ${} is not a valid header value",
+                        self.cfg.prefix, self.cfg.api_key_env
+                    ),
+                )
+            })?;
+            v.set_sensitive(true);
+            h.insert(name, v);
+        }
+        for (name, value) in self.header_names.iter().zip(&secrets.header_values) {
+            let mut v = HeaderValue::from_str(value).map_err(|_| {
+                ClassifierError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "{}: header {:?} does not expand to a valid header value",
+                        self.cfg.prefix,
+                        name.as_str()
+                    ),
+                )
+            })?;
+            v.set_sensitive(true);
+            h.insert(name.clone(), v);
+        }
+        Ok(h)
+    }
+
+    async fn read_capped(
+        &self,
+        mut resp: reqwest::Response,
+        cap: usize,
+        secrets: &Secrets,
+    ) -> Result<Bytes, ClassifierError> {
+        let too_large = || {
+            ClassifierError::new(
+                ErrorKind::ResponseTooLarge,
+                format!(
+                    "{}: POST {}: response body exceeds {cap} bytes",
+                    self.cfg.prefix, self.shown
+                ),
+            )
+        };
+        if resp.content_length().is_some_and(|n| n > cap as u64) {
+            return Err(too_large());
+        }
+        let mut first: Option<Bytes> = None;
+        let mut buf: Vec<u8> = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| self.transport_error(e, secrets))?
+        {
+            let have = first.as_ref().map_or(buf.len(), |f| f.len());
+            if have + chunk.len() > cap {
+                return Err(too_large());
+            }
+            match first.take() {
+                None if buf.is_empty() => first = Some(chunk),
+                None => buf.extend_from_slice(&chunk),
+                Some(f) => {
+                    buf.reserve(f.len() + chunk.len());
+                    buf.extend_from_slice(&f);
+                    buf.extend_from_slice(&chunk);
+                }
+            }
+        }
+        Ok(first.unwrap_or_else(|| Bytes::from(buf)))
+    }
+
+    fn transport_error(&self, e: reqwest::Error, secrets: &Secrets) -> ClassifierError {
+        let what = if e.is_connect() {
+            "connection failed"
+        } else if e.is_body() || e.is_decode() {
+            "response body broken"
+        } else if e.is_redirect() {
+            "too many redirects"
+        } else {
+            "request failed"
+        };
+        // The chain below reqwest's own error holds no URL; reqwest's own Display does.
+        let mut causes = Vec::new();
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            let text = s.to_string();
+            if !causes.contains(&text) {
+                causes.push(text);
+            }
+            src = s.source();
+        }
+        let detail = if causes.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", secrets.scrub(&causes.join(": ")))
+        };
+        ClassifierError::new(
+            ErrorKind::Transport,
+            format!("{}: POST {}: {what}{detail}", self.cfg.prefix, self.shown),
+        )
+        .with_source(e.without_url())
+    }
+}
+
+/// The secret values of one call: the API key and every expanded header value.
+/// They exist only for the call and are scrubbed from any text the backend sends back.
+struct Secrets {
+    api_key: Option<String>,
+    header_values: Vec<String>,
+}
+
+impl Secrets {
+    fn collect(cfg: &TransportConfig) -> Secrets {
+        let api_key = std::env::var(&cfg.api_key_env)
+            .ok()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty());
+        let header_values = cfg.headers.iter().map(|(_, v)| expand_env(v)).collect();
+        Secrets {
+            api_key,
+            header_values,
+        }
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in self.api_key.iter().chain(&self.header_values) {
+            if s.len() >= 4 && out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "[redacted]");
+            }
+        }
+        out
+    }
+}
+
+/// Expands every `${NAME}` in `template` from the environment (unset ⇒ empty).
+pub(crate) fn expand_env(template: &str) -> String {
+    if !template.contains("${") {
+        return template.to_string();
+    }
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        match rest[start + 2..].find('}') {
+            Some(end) => {
+                let name = &rest[start + 2..start + 2 + end];
+                out.push_str(&std::env::var(name).unwrap_or_default());
+                rest = &rest[start + 2 + end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A URL as it may appear in a message: no `user:pass@`, no query, no fragment.
+pub(crate) fn redact_url(url: &str) -> String {
+    let cut = url.find(['?', '#']).map_or(url, |i| &url[..i]);
+    match cut.find("://") {
+        Some(i) => {
+            let (scheme, rest) = cut.split_at(i + 3);
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            format!("{scheme}{host}{path}")
+        }
+        None => cut.to_string(),
+    }
+}
+
+/// The backend's own words from an error body: a JSON error's message when there
+/// is one (`detail.message`, `error.message`, `detail`, `message`, `error`), else
+/// the text itself; whitespace folded, cut at 200 characters.
+pub(crate) fn backend_cause(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let from_json = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| {
+            let pick = |p: &str| v.pointer(p).and_then(|x| x.as_str()).map(str::to_string);
+            pick("/detail/message")
+                .or_else(|| pick("/error/message"))
+                .or_else(|| pick("/detail"))
+                .or_else(|| pick("/message"))
+                .or_else(|| pick("/error"))
+        });
+    let raw = from_json.unwrap_or_else(|| text.into_owned());
+    let folded: String = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    match folded.char_indices().nth(MAX_CAUSE_CHARS) {
+        Some((i, _)) => format!("{}…", &folded[..i]),
+        None => folded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_credentials_and_queries() {
+        assert_eq!(
+            redact_url("https://user:pw@api.example.com:8443/v1/systemone?key=s3cret#x"),
+            "https://api.example.com:8443/v1/systemone"
+        );
+        assert_eq!(redact_url("http://127.0.0.1:9/v1"), "http://127.0.0.1:9/v1");
+    }
+
+    #[test]
+    fn causes_prefer_the_json_message_and_are_cut() {
+        assert_eq!(
+            backend_cause(br#"{"detail":{"message":"model overloaded","error_type":"x"}}"#),
+            "model overloaded"
+        );
+        assert_eq!(
+            backend_cause(br#"{"error":{"message":"bad key"}}"#),
+            "bad key"
+        );
+        assert_eq!(backend_cause(b"  upstream\n  down "), "upstream down");
+        let long = "é".repeat(500);
+        let c = backend_cause(long.as_bytes());
+        assert_eq!(c.chars().count(), MAX_CAUSE_CHARS + 1);
+    }
+
+    #[test]
+    fn env_references_expand() {
+        // SAFETY: this test owns this variable name; no other test reads it.
+        unsafe { std::env::set_var("TOOLNEXUS_HTTP_TEST_EXPAND", "v4lue") };
+        assert_eq!(
+            expand_env("Bearer ${TOOLNEXUS_HTTP_TEST_EXPAND}!"),
+            "Bearer v4lue!"
+        );
+        assert_eq!(expand_env("${TOOLNEXUS_HTTP_TEST_UNSET_XYZ}"), "");
+        assert_eq!(expand_env("plain"), "plain");
+        assert_eq!(expand_env("open ${never"), "open ${never");
+    }
+}
