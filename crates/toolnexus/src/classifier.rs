@@ -67,7 +67,6 @@ pub use decision::{
     ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer, NEAR_UNIFORM_TOLERANCE, NoulAnswer,
     ScoreAnswer, near_uniform,
 };
-#[allow(unused_imports)] // `decode` serves the Llm style.
 pub(crate) use decision::{check_coherence, decode};
 pub(crate) use error::msg;
 pub use error::{ClassifierError, ErrorKind};

@@ -20,7 +20,6 @@ const MAX_CAUSE_CHARS: usize = 200;
 
 /// How the API key is presented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)] // `Header` serves the chat client's Anthropic style.
 pub(crate) enum Auth {
     /// `Authorization: Bearer <key>`.
     Bearer,
