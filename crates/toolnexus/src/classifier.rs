@@ -145,6 +145,34 @@ enum Engine {
     Static(ReplayBackend),
     Custom(EvaluateFn),
     Llm(crate::client::Client),
+    /// A crate-internal closure whose errors surface unchanged (the judge's tapes).
+    Native(NativeFn),
+}
+
+/// Like [`EvaluateFn`], but its error is a [`ClassifierError`] passed on as is,
+/// so a tape can return `tape: …` misses and recorded failures with their kind.
+pub(crate) type NativeFn = Arc<
+    dyn Fn(
+            EvalContext,
+            Value,
+            Questions,
+        ) -> crate::client::BoxFuture<Result<Decision, ClassifierError>>
+        + Send
+        + Sync,
+>;
+
+/// Builds a classifier around a [`NativeFn`]; it reports `style` and `model`.
+pub(crate) fn native_classifier(style: ClassifierStyle, model: String, f: NativeFn) -> Classifier {
+    Classifier {
+        inner: Arc::new(Inner {
+            style,
+            model,
+            engine: Engine::Native(f),
+            on_metric: None,
+            batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
+            warned: Mutex::new(HashSet::new()),
+        }),
+    }
 }
 
 struct Inner {
@@ -360,6 +388,13 @@ impl Classifier {
             }
             Engine::Custom(f) => backend::custom::evaluate(f, &ctx, state, questions).await,
             Engine::Llm(c) => c.evaluate_questions(&ctx, &state, questions).await,
+            Engine::Native(f) => {
+                let fut = f(ctx.clone(), state, questions.clone());
+                match ctx.cancel.run_until_cancelled(fut).await {
+                    None => Err(msg::cancelled()),
+                    Some(r) => r,
+                }
+            }
         };
         let result = result.and_then(|mut d| {
             let dropped = check_coherence(&mut d, questions)?;

@@ -266,7 +266,6 @@ pub(crate) mod msg {
         )
     }
 
-    #[allow(dead_code)] // Used by the judge module's tape.
     pub(crate) fn tape_miss(call_name: &str) -> ClassifierError {
         ClassifierError::new(
             ErrorKind::TapeMiss,

@@ -1,0 +1,1112 @@
+//! [`Tape`]: record a live classifier's decisions by call name, save them as a
+//! versioned JSON file, load them and replay them offline. The file format is
+//! documented in the [module docs](crate::judge#the-tape-file-format).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Map, Value};
+
+use crate::classifier::{
+    Classifier, ClassifierError, ClassifierStyle, Decision, ErrorKind, NativeFn, Questions,
+    canonical_json, msg, native_classifier, questions_from_wire, questions_wire, write_canonical,
+};
+
+/// The tape file version this library writes and reads.
+pub const TAPE_VERSION: u64 = 1;
+
+/// The value of a tape file's `format` field.
+pub const TAPE_FORMAT: &str = "toolnexus.tape";
+
+/// What a recorded call came to: a decision, or a failure kept as data.
+///
+/// ```
+/// use toolnexus::classifier::{Decision, ErrorKind};
+/// use toolnexus::judge::TapeOutcome;
+///
+/// let ok = TapeOutcome::Decision(Decision::from_slice(br#"{"model":"m","answers":{}}"#)?);
+/// let failed = TapeOutcome::Failure {
+///     kind: ErrorKind::Http,
+///     message: "classifier: POST https://api.typesafe.ai/v1/systemone: HTTP 503: overloaded".into(),
+///     status: Some(503),
+/// };
+/// assert!(ok.is_decision() && !failed.is_decision());
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum TapeOutcome {
+    /// The live classifier decided.
+    Decision(Decision),
+    /// The live classifier failed; replay returns an error with this kind,
+    /// message and HTTP status.
+    Failure {
+        /// What went wrong.
+        kind: ErrorKind,
+        /// The error's message, exactly as the live classifier gave it (already
+        /// free of credentials and expanded header values).
+        message: String,
+        /// The HTTP status, for an HTTP failure.
+        status: Option<u16>,
+    },
+}
+
+impl TapeOutcome {
+    /// Whether this is a decision rather than a failure.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ErrorKind;
+    /// use toolnexus::judge::TapeOutcome;
+    /// let f = TapeOutcome::Failure { kind: ErrorKind::Timeout, message: "classifier: request timeout after 10000ms".into(), status: None };
+    /// assert!(!f.is_decision());
+    /// ```
+    pub fn is_decision(&self) -> bool {
+        matches!(self, TapeOutcome::Decision(_))
+    }
+
+    fn replay(&self) -> Result<Decision, ClassifierError> {
+        match self {
+            TapeOutcome::Decision(d) => Ok(d.clone()),
+            TapeOutcome::Failure {
+                kind,
+                message,
+                status,
+            } => {
+                let e = ClassifierError::new(*kind, message.clone());
+                Err(match status {
+                    Some(s) => e.with_status(*s, None),
+                    None => e,
+                })
+            }
+        }
+    }
+}
+
+/// One recorded call: under which call name, what was asked of which model, and
+/// what came of it.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus::classifier::Decision;
+/// use toolnexus::judge::{Tape, TapeEntry, TapeOutcome, noul, questions};
+///
+/// let tape = Tape::new();
+/// tape.record(TapeEntry {
+///     call_name: "spam-check".into(),
+///     model: "jev-latest".into(),
+///     state: json!("WIN A PRIZE"),
+///     questions: questions(&[noul("spam", "Is this unsolicited bulk mail?")])?,
+///     outcome: TapeOutcome::Decision(Decision::from_slice(
+///         br#"{"model":"jev-1.13","answers":{"spam":{"type":"noul","noul":0.98}}}"#,
+///     )?),
+/// });
+/// assert_eq!(tape.len(), 1);
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TapeEntry {
+    /// The [`EvalContext::call_name`](crate::classifier::EvalContext) of the call.
+    pub call_name: String,
+    /// The model the live classifier asked for (the decision says what answered).
+    pub model: String,
+    /// The state judged.
+    pub state: Value,
+    /// The questions asked.
+    pub questions: Questions,
+    /// The decision or the failure.
+    pub outcome: TapeOutcome,
+}
+
+/// Within one call name, entries are keyed by canonical questions and state.
+fn entry_key(questions: &Questions, state: &Value) -> String {
+    let mut key = canonical_json(&questions_wire(questions));
+    key.push('\n');
+    write_canonical(&mut key, state);
+    key
+}
+
+#[derive(Default)]
+struct TapeData {
+    note: String,
+    /// call name → entry key → entry: sorted, so a file's order never depends on
+    /// the order calls finished in.
+    calls: BTreeMap<String, BTreeMap<String, TapeEntry>>,
+}
+
+/// Recorded decisions by call name: record them from a live classifier, save
+/// them to a file, load them and replay them offline (in tests, CI, demos).
+///
+/// A `Tape` is a handle: clones share the same recording, so the classifier made
+/// by [`Tape::recorder`] records into the tape you later [`save`](Tape::save).
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolnexus::classifier::*;
+/// use toolnexus::judge::{Tape, noul, questions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let live = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     evaluate: Some(Arc::new(|_ctx, _state, _qs| Box::pin(async {
+///         Decision::from_slice(br#"{"model":"rule-1","answers":{"spam":{"type":"noul","noul":0.02}}}"#)
+///             .map_err(|e| e.to_string())
+///     }))),
+///     ..Default::default()
+/// })?;
+/// let qs = questions(&[noul("spam", "Is this unsolicited bulk mail?")])?;
+/// let ctx = EvalContext::new().with_call_name("inbox");
+///
+/// let tape = Tape::new().with_note("inbox filter, recorded from the rule engine");
+/// let live_decision = tape.recorder(live).evaluate_ctx(ctx.clone(), json!("hi Bob"), &qs).await?;
+///
+/// let dir = std::env::temp_dir().join(format!("toolnexus-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("inbox.tape.json");
+/// tape.save(&path)?;
+///
+/// let replayer = Tape::load(&path)?.replayer();
+/// assert_eq!(replayer.evaluate_ctx(ctx, json!("hi Bob"), &qs).await?, live_decision);
+/// let miss = replayer.evaluate_ctx(EvalContext::new().with_call_name("outbox"), json!("hi Bob"), &qs).await;
+/// assert_eq!(miss.unwrap_err().to_string(), "tape: no recorded decision for call \"outbox\"");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct Tape {
+    inner: Arc<Mutex<TapeData>>,
+}
+
+impl fmt::Debug for Tape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let data = self.lock();
+        f.debug_struct("Tape")
+            .field("note", &data.note)
+            .field("calls", &data.calls.keys().collect::<Vec<_>>())
+            .field(
+                "entries",
+                &data.calls.values().map(BTreeMap::len).sum::<usize>(),
+            )
+            .finish()
+    }
+}
+
+impl Tape {
+    /// An empty tape.
+    ///
+    /// ```
+    /// assert!(toolnexus::judge::Tape::new().is_empty());
+    /// ```
+    pub fn new() -> Tape {
+        Tape::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, TapeData> {
+        // A panic while holding the lock cannot leave the map half-updated (every
+        // update is one insert), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the free-text note saved with the tape (what was recorded, from where, why).
+    ///
+    /// ```
+    /// let tape = toolnexus::judge::Tape::new().with_note("triage, recorded 2026-09-17");
+    /// assert_eq!(tape.note(), "triage, recorded 2026-09-17");
+    /// ```
+    pub fn with_note(self, note: impl Into<String>) -> Tape {
+        self.set_note(note);
+        self
+    }
+
+    /// Replaces the note.
+    ///
+    /// ```
+    /// let tape = toolnexus::judge::Tape::new();
+    /// tape.set_note("re-recorded after the rubric change");
+    /// assert_eq!(tape.note(), "re-recorded after the rubric change");
+    /// ```
+    pub fn set_note(&self, note: impl Into<String>) {
+        self.lock().note = note.into();
+    }
+
+    /// The note.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::judge::Tape::new().note(), "");
+    /// ```
+    pub fn note(&self) -> String {
+        self.lock().note.clone()
+    }
+
+    /// How many calls are recorded.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::judge::Tape::new().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.lock().calls.values().map(BTreeMap::len).sum()
+    }
+
+    /// Whether nothing is recorded.
+    ///
+    /// ```
+    /// assert!(toolnexus::judge::Tape::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The call names recorded, sorted.
+    ///
+    /// ```
+    /// assert!(toolnexus::judge::Tape::new().call_names().is_empty());
+    /// ```
+    pub fn call_names(&self) -> Vec<String> {
+        self.lock().calls.keys().cloned().collect()
+    }
+
+    /// Every entry, by call name, then by canonical questions and state (the file's order).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::ErrorKind;
+    /// use toolnexus::judge::{Tape, TapeEntry, TapeOutcome, noul, questions};
+    ///
+    /// let tape = Tape::new();
+    /// tape.record(TapeEntry {
+    ///     call_name: "c".into(),
+    ///     model: "m".into(),
+    ///     state: json!(1),
+    ///     questions: questions(&[noul("q", "?")])?,
+    ///     outcome: TapeOutcome::Failure { kind: ErrorKind::Timeout, message: "classifier: request timeout after 10000ms".into(), status: None },
+    /// });
+    /// assert_eq!(tape.entries()[0].call_name, "c");
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn entries(&self) -> Vec<TapeEntry> {
+        self.lock()
+            .calls
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
+    }
+
+    /// Adds an entry. An entry for the same call name, questions and state is
+    /// replaced: the last recording wins.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{Decision, ErrorKind};
+    /// use toolnexus::judge::{Tape, TapeEntry, TapeOutcome, noul, questions};
+    ///
+    /// let tape = Tape::new();
+    /// let entry = TapeEntry {
+    ///     call_name: "c".into(),
+    ///     model: "m".into(),
+    ///     state: json!("s"),
+    ///     questions: questions(&[noul("q", "?")])?,
+    ///     outcome: TapeOutcome::Failure { kind: ErrorKind::Transport, message: "classifier: connection refused".into(), status: None },
+    /// };
+    /// tape.record(entry.clone());
+    /// tape.record(TapeEntry { outcome: TapeOutcome::Decision(Decision::from_slice(br#"{"model":"m","answers":{}}"#)?), ..entry });
+    /// assert_eq!(tape.len(), 1);
+    /// assert!(tape.entries()[0].outcome.is_decision());
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn record(&self, entry: TapeEntry) {
+        let key = entry_key(&entry.questions, &entry.state);
+        self.lock()
+            .calls
+            .entry(entry.call_name.clone())
+            .or_default()
+            .insert(key, entry);
+    }
+
+    /// Wraps a live classifier so every call is recorded into this tape under its
+    /// [`EvalContext::call_name`](crate::classifier::EvalContext): the decision,
+    /// or the failure (kind, message, HTTP status) as data. A cancelled call is
+    /// not recorded: cancelling is the caller's act, not the model's answer.
+    ///
+    /// The returned classifier has style `Custom` and the live one's model, and
+    /// returns exactly what the live one returns, errors unchanged.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::json;
+    /// use toolnexus::classifier::*;
+    /// use toolnexus::judge::{Tape, noul, questions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let live = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Custom,
+    ///     evaluate: Some(Arc::new(|_ctx, _state, _qs| Box::pin(async { Err("model unavailable".to_string()) }))),
+    ///     ..Default::default()
+    /// })?;
+    /// let tape = Tape::new();
+    /// let qs = questions(&[noul("spam", "Is this unsolicited bulk mail?")])?;
+    /// let e = tape.recorder(live).evaluate(json!("hi"), &qs).await.unwrap_err();
+    /// assert_eq!(e.to_string(), "classifier: custom: model unavailable");
+    /// assert!(!tape.entries()[0].outcome.is_decision(), "the failure is on the tape");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn recorder(&self, live: Classifier) -> Classifier {
+        let tape = self.clone();
+        let model = live.model().to_string();
+        let f: NativeFn = Arc::new(move |ctx, state, questions| {
+            let tape = tape.clone();
+            let live = live.clone();
+            Box::pin(async move {
+                let call_name = ctx.call_name.clone();
+                let result = live.evaluate_ctx(ctx, state.clone(), &questions).await;
+                let outcome = match &result {
+                    Ok(d) => Some(TapeOutcome::Decision(d.clone())),
+                    Err(e) if e.is_cancelled() => None,
+                    Err(e) => Some(TapeOutcome::Failure {
+                        kind: e.kind(),
+                        message: e.to_string(),
+                        status: e.status(),
+                    }),
+                };
+                if let Some(outcome) = outcome {
+                    tape.record(TapeEntry {
+                        call_name,
+                        model: live.model().to_string(),
+                        state,
+                        questions,
+                        outcome,
+                    });
+                }
+                result
+            })
+        });
+        native_classifier(ClassifierStyle::Custom, model, f)
+    }
+
+    /// A classifier that answers from this tape, offline: by the call's
+    /// [`EvalContext::call_name`](crate::classifier::EvalContext), then by its
+    /// canonical questions and state. A recorded failure is returned as an error
+    /// with its kind, message and status. Anything not on the tape fails at
+    /// evaluate time with `tape: no recorded decision for call "<name>"`
+    /// ([`ErrorKind::TapeMiss`]).
+    ///
+    /// The replayer works on a snapshot: entries recorded later are not seen.
+    /// Its style is `Custom`; its model is the recorded model when the tape has
+    /// one, else `tape`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{EvalContext, ErrorKind};
+    /// use toolnexus::judge::{Tape, noul, questions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let replayer = Tape::new().replayer();
+    /// let qs = questions(&[noul("spam", "Is this unsolicited bulk mail?")])?;
+    /// let ctx = EvalContext::new().with_call_name("inbox");
+    /// let e = replayer.evaluate_ctx(ctx, json!("hi"), &qs).await.unwrap_err();
+    /// assert_eq!(e.to_string(), "tape: no recorded decision for call \"inbox\"");
+    /// assert_eq!(e.kind(), ErrorKind::TapeMiss);
+    /// assert!(e.is_miss());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn replayer(&self) -> Classifier {
+        let data = self.lock();
+        let mut index: HashMap<String, HashMap<String, TapeOutcome>> = HashMap::new();
+        let mut models = BTreeSet::new();
+        for (call, entries) in &data.calls {
+            let slot = index.entry(call.clone()).or_default();
+            for (key, e) in entries {
+                slot.insert(key.clone(), e.outcome.clone());
+                models.insert(e.model.clone());
+            }
+        }
+        drop(data);
+        let model = match models.len() {
+            1 => models.into_iter().next().unwrap_or_default(),
+            _ => "tape".to_string(),
+        };
+        let index = Arc::new(index);
+        let f: NativeFn = Arc::new(move |ctx, state, questions| {
+            let found = index
+                .get(&ctx.call_name)
+                .and_then(|m| m.get(&entry_key(&questions, &state)))
+                .map(TapeOutcome::replay);
+            let result = found.unwrap_or_else(|| Err(msg::tape_miss(&ctx.call_name)));
+            Box::pin(async move { result })
+        });
+        native_classifier(ClassifierStyle::Custom, model, f)
+    }
+
+    /// The file's text: pretty-printed JSON, keys sorted bytewise at every depth,
+    /// two-space indents, a final newline. The same tape gives the same bytes.
+    ///
+    /// ```
+    /// let text = toolnexus::judge::Tape::new().with_note("empty").to_json();
+    /// assert_eq!(text, "{\n  \"calls\": {},\n  \"format\": \"toolnexus.tape\",\n  \"note\": \"empty\",\n  \"version\": 1\n}\n");
+    /// ```
+    pub fn to_json(&self) -> String {
+        let data = self.lock();
+        let mut calls = Map::new();
+        for (name, entries) in &data.calls {
+            let list = entries.values().map(entry_value).collect();
+            calls.insert(name.clone(), Value::Array(list));
+        }
+        let mut top = Map::new();
+        top.insert("calls".into(), Value::Object(calls));
+        top.insert("format".into(), Value::from(TAPE_FORMAT));
+        top.insert("note".into(), Value::from(data.note.as_str()));
+        top.insert("version".into(), Value::from(TAPE_VERSION));
+        let mut out = String::with_capacity(4096);
+        write_pretty(&mut out, &Value::Object(top), 0);
+        out.push('\n');
+        out
+    }
+
+    /// Reads a tape from its text (see [`Tape::load`] for the checks). Errors
+    /// name the source as `<input>`.
+    ///
+    /// ```
+    /// use toolnexus::judge::Tape;
+    /// let tape = Tape::from_json(r#"{"version": 1, "calls": {}}"#)?;
+    /// assert!(tape.is_empty());
+    /// let e = Tape::from_json(r#"{"version": 2, "calls": {}}"#).unwrap_err();
+    /// assert!(e.is_unsupported_version());
+    /// # Ok::<(), toolnexus::judge::TapeError>(())
+    /// ```
+    pub fn from_json(text: &str) -> Result<Tape, TapeError> {
+        parse(text, None)
+    }
+
+    /// Loads a tape file. A file that is not valid JSON is an error naming the
+    /// file, line and column; so is a file written by a newer version of the
+    /// format, a file with no `version`, and a file of the wrong shape (naming the
+    /// call and entry). Every decision is decoded as strictly as a live one.
+    /// Unknown extra fields are ignored.
+    ///
+    /// ```
+    /// use toolnexus::judge::Tape;
+    ///
+    /// let path = std::env::temp_dir().join(format!("toolnexus-doc-load-{}.json", std::process::id()));
+    /// std::fs::write(&path, "{\"version\": 1, \"calls\": {\n  \"triage\": [}\n}")?;
+    /// let e = Tape::load(&path).unwrap_err();
+    /// assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+    /// assert_eq!(e.line(), Some(2));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load(path: impl AsRef<Path>) -> Result<Tape, TapeError> {
+        let path = path.as_ref();
+        let text = fs::read_to_string(path).map_err(|e| {
+            TapeError::new(TapeErrorKind::Io, Some(path), format!("cannot read: {e}")).source(e)
+        })?;
+        parse(&text, Some(path))
+    }
+
+    /// Saves the tape atomically: the text is written to a temporary file in the
+    /// same directory, flushed to disk, then renamed over `path`, so a crash
+    /// mid-save leaves the previous file whole. (A crash can leave a stray
+    /// `.<name>.<pid>.<n>.tmp` file beside it; it is never read.)
+    ///
+    /// ```
+    /// use toolnexus::judge::Tape;
+    ///
+    /// let path = std::env::temp_dir().join(format!("toolnexus-doc-save-{}.json", std::process::id()));
+    /// Tape::new().with_note("first").save(&path)?;
+    /// Tape::new().with_note("second").save(&path)?;
+    /// assert_eq!(Tape::load(&path)?.note(), "second");
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), TapeError> {
+        let path = path.as_ref();
+        let tmp = stage(path, self.to_json().as_bytes())?;
+        commit(&tmp, path)
+    }
+}
+
+fn error_kind_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Config => "config",
+        ErrorKind::InvalidQuestion => "invalid_question",
+        ErrorKind::Decode => "decode",
+        ErrorKind::Incoherent => "incoherent",
+        ErrorKind::MissingAnswer => "missing_answer",
+        ErrorKind::WrongType => "wrong_type",
+        ErrorKind::Http => "http",
+        ErrorKind::Transport => "transport",
+        ErrorKind::Timeout => "timeout",
+        ErrorKind::Cancelled => "cancelled",
+        ErrorKind::ResponseTooLarge => "response_too_large",
+        ErrorKind::StaticMiss => "static_miss",
+        ErrorKind::TapeMiss => "tape_miss",
+        ErrorKind::Custom => "custom",
+    }
+}
+
+const ERROR_KINDS: [ErrorKind; 14] = [
+    ErrorKind::Config,
+    ErrorKind::InvalidQuestion,
+    ErrorKind::Decode,
+    ErrorKind::Incoherent,
+    ErrorKind::MissingAnswer,
+    ErrorKind::WrongType,
+    ErrorKind::Http,
+    ErrorKind::Transport,
+    ErrorKind::Timeout,
+    ErrorKind::Cancelled,
+    ErrorKind::ResponseTooLarge,
+    ErrorKind::StaticMiss,
+    ErrorKind::TapeMiss,
+    ErrorKind::Custom,
+];
+
+fn error_kind_from_name(name: &str) -> Option<ErrorKind> {
+    ERROR_KINDS
+        .into_iter()
+        .find(|k| error_kind_name(*k) == name)
+}
+
+fn entry_value(e: &TapeEntry) -> Value {
+    let mut m = Map::new();
+    m.insert("model".into(), Value::from(e.model.as_str()));
+    m.insert("questions".into(), questions_wire(&e.questions));
+    m.insert("state".into(), e.state.clone());
+    match &e.outcome {
+        TapeOutcome::Decision(d) => {
+            m.insert("decision".into(), d.to_value());
+        }
+        TapeOutcome::Failure {
+            kind,
+            message,
+            status,
+        } => {
+            let mut f = Map::new();
+            f.insert("kind".into(), Value::from(error_kind_name(*kind)));
+            f.insert("message".into(), Value::from(message.as_str()));
+            if let Some(s) = status {
+                f.insert("status".into(), Value::from(*s));
+            }
+            m.insert("error".into(), Value::Object(f));
+        }
+    }
+    Value::Object(m)
+}
+
+/// Pretty JSON with keys sorted bytewise, written by hand so the order never
+/// depends on the map type a build happens to use. Scalars and empty containers
+/// are written in canonical form.
+fn write_pretty(out: &mut String, v: &Value, depth: usize) {
+    let pad = |out: &mut String, depth: usize| {
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    };
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push_str("{\n");
+            for (i, k) in keys.iter().enumerate() {
+                pad(out, depth + 1);
+                write_canonical(out, &Value::String((*k).clone()));
+                out.push_str(": ");
+                write_pretty(out, &m[k.as_str()], depth + 1);
+                if i + 1 < keys.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            pad(out, depth);
+            out.push('}');
+        }
+        Value::Array(a) if !a.is_empty() => {
+            out.push_str("[\n");
+            for (i, item) in a.iter().enumerate() {
+                pad(out, depth + 1);
+                write_pretty(out, item, depth + 1);
+                if i + 1 < a.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            pad(out, depth);
+            out.push(']');
+        }
+        other => write_canonical(out, other),
+    }
+}
+
+fn parse(text: &str, path: Option<&Path>) -> Result<Tape, TapeError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        let full = e.to_string();
+        let what = full
+            .rsplit_once(" at line ")
+            .map_or(full.as_str(), |(what, _)| what)
+            .to_string();
+        let (line, column) = (e.line(), e.column());
+        let mut err = TapeError::new(
+            TapeErrorKind::Syntax,
+            path,
+            format!("invalid JSON at line {line}, column {column}: {what}"),
+        )
+        .source(e);
+        err.line = Some(line);
+        err.column = Some(column);
+        err
+    })?;
+    let shape = |text: String| TapeError::new(TapeErrorKind::Shape, path, text);
+    let top = v
+        .as_object()
+        .ok_or_else(|| shape("a tape is a JSON object".into()))?;
+    match top.get("version") {
+        None => {
+            return Err(TapeError::new(
+                TapeErrorKind::Version,
+                path,
+                "no \"version\" field: not a toolnexus tape".to_string(),
+            ));
+        }
+        Some(Value::Number(n)) if n.as_u64() == Some(TAPE_VERSION) => {}
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > TAPE_VERSION) => {
+            return Err(TapeError::new(
+                TapeErrorKind::Version,
+                path,
+                format!(
+                    "version {n} is newer than this library reads (up to {TAPE_VERSION}); upgrade toolnexus to replay it"
+                ),
+            ));
+        }
+        Some(other) => {
+            return Err(TapeError::new(
+                TapeErrorKind::Version,
+                path,
+                format!("unsupported version {other} (this library reads {TAPE_VERSION})"),
+            ));
+        }
+    }
+    match top.get("format") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(f)) if f == TAPE_FORMAT => {}
+        Some(other) => {
+            return Err(shape(format!(
+                "\"format\" is {other}, want \"{TAPE_FORMAT}\""
+            )));
+        }
+    }
+    let note = match top.get("note") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(shape("\"note\" is not a string".into())),
+    };
+    let calls = match top.get("calls") {
+        Some(Value::Object(c)) => c,
+        Some(_) => {
+            return Err(shape(
+                "\"calls\" is not an object of call name to entries".into(),
+            ));
+        }
+        None => return Err(shape("no \"calls\" field".into())),
+    };
+    let tape = Tape::new().with_note(note);
+    for (call, entries) in calls {
+        let Value::Array(entries) = entries else {
+            return Err(shape(format!("call {call:?}: entries are not an array")));
+        };
+        for (i, e) in entries.iter().enumerate() {
+            let entry = parse_entry(call, e)
+                .map_err(|text| shape(format!("call {call:?} entry {i}: {text}")))?;
+            tape.record(entry);
+        }
+    }
+    Ok(tape)
+}
+
+fn strip(e: ClassifierError) -> String {
+    let text = e.to_string();
+    text.strip_prefix("classifier: ")
+        .unwrap_or(&text)
+        .to_string()
+}
+
+fn parse_entry(call: &str, v: &Value) -> Result<TapeEntry, String> {
+    let o = v.as_object().ok_or("entry is not a JSON object")?;
+    let model = match o.get("model") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err("\"model\" is not a string".into()),
+        None => return Err("no \"model\"".into()),
+    };
+    let state = o.get("state").cloned().ok_or("no \"state\"")?;
+    let questions =
+        questions_from_wire(o.get("questions").ok_or("no \"questions\"")?).map_err(strip)?;
+    let outcome = match (o.get("decision"), o.get("error")) {
+        (Some(d), None) => TapeOutcome::Decision(
+            Decision::from_value(d).map_err(|e| format!("decision: {}", strip(e)))?,
+        ),
+        (None, Some(Value::Object(f))) => {
+            let kind = match f.get("kind") {
+                Some(Value::String(k)) => error_kind_from_name(k)
+                    .ok_or_else(|| format!("error has unknown kind {k:?}"))?,
+                _ => return Err("error has no string \"kind\"".into()),
+            };
+            let message = match f.get("message") {
+                Some(Value::String(m)) => m.clone(),
+                _ => return Err("error has no string \"message\"".into()),
+            };
+            let status = match f.get("status") {
+                None | Some(Value::Null) => None,
+                Some(s) => Some(
+                    s.as_u64()
+                        .and_then(|s| u16::try_from(s).ok())
+                        .ok_or("error \"status\" is not an HTTP status")?,
+                ),
+            };
+            TapeOutcome::Failure {
+                kind,
+                message,
+                status,
+            }
+        }
+        (None, Some(_)) => return Err("\"error\" is not an object".into()),
+        (Some(_), Some(_)) => return Err("has both \"decision\" and \"error\"".into()),
+        (None, None) => return Err("has neither \"decision\" nor \"error\"".into()),
+    };
+    Ok(TapeEntry {
+        call_name: call.to_string(),
+        model,
+        state,
+        questions,
+        outcome,
+    })
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The first half of a save: writes `bytes` to a fresh temporary file beside
+/// `path` and flushes it to disk. `path` itself is untouched. Returns the
+/// temporary file's path for [`commit`].
+pub(crate) fn stage(path: &Path, bytes: &[u8]) -> Result<PathBuf, TapeError> {
+    let io = |what: &str, e: std::io::Error| {
+        TapeError::new(TapeErrorKind::Io, Some(path), format!("{what}: {e}")).source(e)
+    };
+    let name = path.file_name().ok_or_else(|| {
+        TapeError::new(TapeErrorKind::Io, Some(path), "not a file path".to_string())
+    })?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(
+        ".{}.{}.{n}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(io("cannot write", e));
+    }
+    Ok(tmp)
+}
+
+/// The second half of a save: renames the staged file over `path`, then flushes
+/// the directory entry where the platform allows it.
+pub(crate) fn commit(tmp: &Path, path: &Path) -> Result<(), TapeError> {
+    if let Err(e) = fs::rename(tmp, path) {
+        let _ = fs::remove_file(tmp);
+        return Err(TapeError::new(
+            TapeErrorKind::Io,
+            Some(path),
+            format!("cannot replace: {e}"),
+        )
+        .source(e));
+    }
+    #[cfg(unix)]
+    if let Some(dir) = tmp.parent() {
+        // Best effort: the rename is already visible; this makes it durable.
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// What kind of [`TapeError`] occurred.
+///
+/// ```
+/// use toolnexus::judge::{Tape, TapeErrorKind};
+/// let e = Tape::from_json("[]").unwrap_err();
+/// assert_eq!(e.kind(), TapeErrorKind::Shape);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TapeErrorKind {
+    /// The file could not be read or written.
+    Io,
+    /// The file is not valid JSON.
+    Syntax,
+    /// The file has no version, or one this library does not read.
+    Version,
+    /// The file is JSON of the wrong shape (or holds a decision that does not decode).
+    Shape,
+}
+
+/// The error of loading or saving a tape. Its message starts `tape: <path>: `
+/// and, for invalid JSON, gives the line and column.
+///
+/// ```
+/// use toolnexus::judge::Tape;
+/// let e = Tape::from_json("{\"version\": 1,").unwrap_err();
+/// assert!(e.is_corrupt());
+/// assert!(e.to_string().starts_with("tape: <input>: invalid JSON at line 1, column"), "{e}");
+/// ```
+pub struct TapeError {
+    kind: TapeErrorKind,
+    path: Option<PathBuf>,
+    message: String,
+    line: Option<usize>,
+    column: Option<usize>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl TapeError {
+    fn new(kind: TapeErrorKind, path: Option<&Path>, text: String) -> TapeError {
+        let shown = path.map_or_else(|| "<input>".to_string(), |p| p.display().to_string());
+        TapeError {
+            kind,
+            path: path.map(Path::to_path_buf),
+            message: format!("tape: {shown}: {text}"),
+            line: None,
+            column: None,
+            source: None,
+        }
+    }
+
+    fn source(mut self, e: impl std::error::Error + Send + Sync + 'static) -> TapeError {
+        self.source = Some(Box::new(e));
+        self
+    }
+
+    /// What went wrong.
+    ///
+    /// ```
+    /// use toolnexus::judge::{Tape, TapeErrorKind};
+    /// assert_eq!(Tape::load("/nonexistent/dir/x.json").unwrap_err().kind(), TapeErrorKind::Io);
+    /// ```
+    pub fn kind(&self) -> TapeErrorKind {
+        self.kind
+    }
+
+    /// The file involved (`None` for [`Tape::from_json`]).
+    ///
+    /// ```
+    /// use toolnexus::judge::Tape;
+    /// let e = Tape::load("/nonexistent/dir/x.json").unwrap_err();
+    /// assert_eq!(e.path(), Some(std::path::Path::new("/nonexistent/dir/x.json")));
+    /// ```
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The 1-based line of a JSON syntax error.
+    ///
+    /// ```
+    /// let e = toolnexus::judge::Tape::from_json("{\n\n  oops").unwrap_err();
+    /// assert_eq!(e.line(), Some(3));
+    /// ```
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    /// The 1-based column of a JSON syntax error.
+    ///
+    /// ```
+    /// let e = toolnexus::judge::Tape::from_json("{\n\n  oops").unwrap_err();
+    /// assert_eq!(e.column(), Some(3));
+    /// ```
+    pub fn column(&self) -> Option<usize> {
+        self.column
+    }
+
+    /// The file is not a readable tape: invalid JSON or the wrong shape.
+    ///
+    /// ```
+    /// assert!(toolnexus::judge::Tape::from_json("nope").unwrap_err().is_corrupt());
+    /// ```
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self.kind, TapeErrorKind::Syntax | TapeErrorKind::Shape)
+    }
+
+    /// The file has no version or one this library does not read (e.g. a newer one).
+    ///
+    /// ```
+    /// let e = toolnexus::judge::Tape::from_json(r#"{"version": 9, "calls": {}}"#).unwrap_err();
+    /// assert!(e.is_unsupported_version());
+    /// ```
+    pub fn is_unsupported_version(&self) -> bool {
+        self.kind == TapeErrorKind::Version
+    }
+}
+
+impl fmt::Display for TapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for TapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TapeError")
+            .field("kind", &self.kind)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl std::error::Error for TapeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("toolnexus-tape-unit-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn sample(note: &str) -> Tape {
+        let tape = Tape::new().with_note(note);
+        tape.record(TapeEntry {
+            call_name: "c".into(),
+            model: "m".into(),
+            state: json!({"b": 1, "a": "x"}),
+            questions: crate::judge::questions(&[crate::judge::noul("q", "Is it?")]).unwrap(),
+            outcome: TapeOutcome::Decision(
+                Decision::from_slice(
+                    br#"{"model":"m","answers":{"q":{"type":"noul","noul":0.25}}}"#,
+                )
+                .unwrap(),
+            ),
+        });
+        tape
+    }
+
+    #[test]
+    fn a_save_interrupted_before_rename_leaves_the_old_file_whole() {
+        let dir = temp_dir("interrupted");
+        let path = dir.join("t.tape.json");
+        sample("old").save(&path).unwrap();
+        let before = fs::read(&path).unwrap();
+
+        // Stage the new version, then stop as a crash would: no rename.
+        let new = sample("new").to_json();
+        let tmp = stage(&path, &new.as_bytes()[..new.len() / 2]).unwrap();
+        assert!(tmp.exists());
+        assert_eq!(
+            tmp.parent(),
+            path.parent(),
+            "the temp file is in the same directory"
+        );
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            before,
+            "the old file is untouched"
+        );
+        assert_eq!(Tape::load(&path).unwrap().note(), "old");
+
+        // A later save still works and replaces the file whole.
+        sample("newer").save(&path).unwrap();
+        assert_eq!(Tape::load(&path).unwrap().note(), "newer");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn commit_finishes_a_staged_save() {
+        let dir = temp_dir("commit");
+        let path = dir.join("t.tape.json");
+        let tmp = stage(&path, sample("staged").to_json().as_bytes()).unwrap();
+        assert!(!path.exists());
+        commit(&tmp, &path).unwrap();
+        assert!(!tmp.exists());
+        assert_eq!(Tape::load(&path).unwrap().note(), "staged");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pretty_form_is_sorted_and_stable() {
+        let text = sample("n").to_json();
+        let want = r#"{
+  "calls": {
+    "c": [
+      {
+        "decision": {
+          "answers": {
+            "q": {
+              "noul": 0.25,
+              "type": "noul"
+            }
+          },
+          "calibrated": true,
+          "model": "m",
+          "usage": {
+            "input_tokens": 0,
+            "output_tokens": 0
+          }
+        },
+        "model": "m",
+        "questions": {
+          "q": {
+            "instructions": "Is it?",
+            "type": "noul"
+          }
+        },
+        "state": {
+          "a": "x",
+          "b": 1
+        }
+      }
+    ]
+  },
+  "format": "toolnexus.tape",
+  "note": "n",
+  "version": 1
+}
+"#;
+        assert_eq!(text, want);
+        assert_eq!(Tape::from_json(&text).unwrap().to_json(), text);
+    }
+
+    #[test]
+    fn every_error_kind_has_a_name_that_reads_back() {
+        for k in ERROR_KINDS {
+            assert_eq!(error_kind_from_name(error_kind_name(k)), Some(k));
+        }
+        assert_eq!(error_kind_from_name("nope"), None);
+    }
+}
