@@ -90,12 +90,24 @@ pub use prompt::{decode_reply, render_prompt};
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// The `anthropic-version` header the Anthropic style sends.
+///
+/// ```
+/// assert_eq!(toolnexus::client::ANTHROPIC_VERSION, "2023-06-01");
+/// ```
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` sent by the Anthropic style when [`ClientOptions::max_tokens`] is 0
 /// (Anthropic requires the field; the OpenAI style omits it).
+///
+/// ```
+/// assert_eq!(toolnexus::client::DEFAULT_ANTHROPIC_MAX_TOKENS, 4096);
+/// ```
 pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 4096;
 /// `top_logprobs` asked for in log-probability mode when
 /// [`ClientOptions::top_logprobs`] is 0 (OpenAI's own maximum).
+///
+/// ```
+/// assert_eq!(toolnexus::client::DEFAULT_TOP_LOGPROBS, 20);
+/// ```
 pub const DEFAULT_TOP_LOGPROBS: u32 = 20;
 
 /// Which chat wire a [`Client`] speaks.
@@ -290,6 +302,8 @@ impl fmt::Debug for ClientOptions {
 /// let shown = format!("{client:?}");
 /// assert!(shown.contains("https://llm.internal/v1/chat/completions"), "{shown}");
 /// assert!(!shown.contains("pw") && !shown.contains("token"), "{shown}");
+/// // A query on the base URL (Azure's `?api-version=…`) is sent after the path.
+/// assert_eq!(client.endpoint(), "https://llm.internal/v1/chat/completions");
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 #[derive(Clone)]
@@ -352,7 +366,10 @@ fn client_config(text: impl fmt::Display) -> ClassifierError {
 /// ```
 pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> {
     let model = options.model.trim().to_string();
-    let base_url = options.base_url.trim().trim_end_matches('/').to_string();
+    // A query on the base URL (Azure's `?api-version=…`) stays after the path.
+    let raw = options.base_url.trim();
+    let (root, query) = raw.split_at(raw.find(['?', '#']).unwrap_or(raw.len()));
+    let base_url = root.trim_end_matches('/').to_string();
     if base_url.is_empty() {
         return Err(client_config(
             "base_url is required (e.g. \"https://api.openai.com/v1\")",
@@ -385,7 +402,7 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
     let nz = |v: u64, d: u64| if v == 0 { d } else { v };
     let transport = Transport::new(TransportConfig {
         prefix: "client",
-        endpoint: format!("{base_url}{}", options.style.path()),
+        endpoint: format!("{base_url}{}{query}", options.style.path()),
         api_key_env: options.api_key_env.trim().to_string(),
         auth,
         headers: options

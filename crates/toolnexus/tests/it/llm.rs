@@ -980,3 +980,33 @@ fn create_client_names_what_is_missing() {
     .unwrap_err();
     assert_eq!(e.to_string(), "classifier: style \"llm\" requires Client");
 }
+
+#[tokio::test]
+async fn a_base_url_query_stays_after_the_path_and_out_of_messages() {
+    let server = loopback::scripted(vec![Reply::Json(
+        400,
+        json!({"error": {"message": "deployment not found"}}),
+    )])
+    .await;
+    let client = create_client(options(
+        &format!("{}/?api-version=2024-10-21", server.base_url),
+        Style::OpenAi,
+        "",
+    ))
+    .unwrap();
+    let e = client
+        .chat(&EvalContext::new(), &[ChatMessage::user("hi")])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        server.requests()[0].path,
+        "/v1/chat/completions?api-version=2024-10-21"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "client: POST {}/chat/completions: HTTP 400: deployment not found",
+            server.base_url
+        )
+    );
+}
