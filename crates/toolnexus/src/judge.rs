@@ -101,7 +101,8 @@
 //! ```
 //!
 //! Replay matches on the call name, then on the canonical form of the questions
-//! and the state; the recorded `model` is informational. Within one call name,
+//! and the state (so key order and `3.0` versus `3` do not matter); the recorded
+//! `model` is informational. States are written in canonical form. Within one call name,
 //! recording the same questions and state again replaces the earlier entry.
 //! Unknown extra fields are ignored on read; everything else is decoded
 //! strictly, and every error names the file (and for invalid JSON, the line and

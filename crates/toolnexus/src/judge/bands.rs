@@ -43,8 +43,16 @@ pub struct Bands {
 }
 
 /// The default lower cut.
+///
+/// ```
+/// assert_eq!(toolnexus::judge::Bands::default().low, toolnexus::judge::DEFAULT_LOW);
+/// ```
 pub const DEFAULT_LOW: f64 = 0.30;
 /// The default upper cut.
+///
+/// ```
+/// assert_eq!(toolnexus::judge::Bands::default().high, toolnexus::judge::DEFAULT_HIGH);
+/// ```
 pub const DEFAULT_HIGH: f64 = 0.70;
 
 impl Default for Bands {
@@ -529,7 +537,8 @@ mod tests {
         let b = Bands::default();
         let decisive = [("a", 0.9), ("b", 0.1)];
         let flat4 = [("a", 0.30), ("b", 0.25), ("c", 0.25), ("d", 0.20)];
-        let table: &[(f64, &[(&str, f64)], bool)] = &[
+        type Row<'a> = (f64, &'a [(&'a str, f64)], bool);
+        let table: &[Row] = &[
             (0.6999, &decisive, false),
             (0.70, &decisive, false),
             (0.7001, &decisive, true),

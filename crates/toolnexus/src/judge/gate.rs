@@ -563,14 +563,15 @@ mod tests {
             Rule::below("risk", 0.3, "allow"),
             Rule::at_least("risk", 0.7, "block"),
         ];
-        let table: Vec<(
-            &str,
-            Vec<Rule<&str>>,
+        type Row = (
+            &'static str,
+            Vec<Rule<&'static str>>,
             BTreeMap<String, Banded>,
-            Option<&str>,
+            Option<&'static str>,
             bool,
             Want,
-        )> = vec![
+        );
+        let table: Vec<Row> = vec![
             (
                 "below fires at 0.2999",
                 risk_rules.clone(),

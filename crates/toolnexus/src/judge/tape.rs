@@ -18,9 +18,18 @@ use crate::classifier::{
 };
 
 /// The tape file version this library writes and reads.
+///
+/// ```
+/// let text = toolnexus::judge::Tape::new().to_json();
+/// assert!(text.contains(&format!("\"version\": {}", toolnexus::judge::TAPE_VERSION)));
+/// ```
 pub const TAPE_VERSION: u64 = 1;
 
 /// The value of a tape file's `format` field.
+///
+/// ```
+/// assert_eq!(toolnexus::judge::TAPE_FORMAT, "toolnexus.tape");
+/// ```
 pub const TAPE_FORMAT: &str = "toolnexus.tape";
 
 /// What a recorded call came to: a decision, or a failure kept as data.
