@@ -250,9 +250,11 @@ pub struct ClientOptions {
     /// Sampling temperature; `None` leaves the server's default.
     pub temperature: Option<f64>,
     /// Log-probability mode for the Llm style (OpenAI style only): one
-    /// constrained request per question, distributions read from the answer
-    /// tokens' log-probabilities. Costs n requests for n questions; still
-    /// uncalibrated.
+    /// constrained request per question (`logprobs: true`, `top_logprobs`, and
+    /// `max_tokens: 1` unless `max_tokens` is set), distributions read from the
+    /// answer tokens' log-probabilities. Costs n requests for n questions, run
+    /// concurrently; still uncalibrated. A choice may have at most 26 options
+    /// here (one letter label each).
     pub logprobs: bool,
     /// How many alternatives per token to ask for in log-probability mode.
     pub top_logprobs: u32,
