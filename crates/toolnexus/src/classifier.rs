@@ -140,6 +140,8 @@ impl EvalContext {
     }
 }
 
+// One engine lives per classifier, behind the `Arc`: variant size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Engine {
     SystemOne(HttpBackend),
     Static(ReplayBackend),

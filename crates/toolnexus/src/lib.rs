@@ -67,5 +67,5 @@
 
 pub mod classifier;
 pub mod client;
-pub mod judge;
 mod http;
+pub mod judge;

@@ -87,13 +87,41 @@ fn accessors_name_absent_and_wrong_type_differently() {
     }}))
     .unwrap();
     let cases: &[(&str, &str, &str)] = &[
-        ("noul", "risk", "classifier: answer \"risk\" is a score answer, not noul"),
-        ("choice", "risk", "classifier: answer \"risk\" is a score answer, not choice"),
-        ("score", "refund", "classifier: answer \"refund\" is a noul answer, not score"),
-        ("noul", "desk", "classifier: answer \"desk\" is a choice answer, not noul"),
-        ("score", "urgency", "classifier: no answer \"urgency\" in this decision"),
-        ("noul", "urgency", "classifier: no answer \"urgency\" in this decision"),
-        ("choice", "urgency", "classifier: no answer \"urgency\" in this decision"),
+        (
+            "noul",
+            "risk",
+            "classifier: answer \"risk\" is a score answer, not noul",
+        ),
+        (
+            "choice",
+            "risk",
+            "classifier: answer \"risk\" is a score answer, not choice",
+        ),
+        (
+            "score",
+            "refund",
+            "classifier: answer \"refund\" is a noul answer, not score",
+        ),
+        (
+            "noul",
+            "desk",
+            "classifier: answer \"desk\" is a choice answer, not noul",
+        ),
+        (
+            "score",
+            "urgency",
+            "classifier: no answer \"urgency\" in this decision",
+        ),
+        (
+            "noul",
+            "urgency",
+            "classifier: no answer \"urgency\" in this decision",
+        ),
+        (
+            "choice",
+            "urgency",
+            "classifier: no answer \"urgency\" in this decision",
+        ),
     ];
     for (accessor, key, want) in cases {
         let e = match *accessor {
@@ -117,30 +145,99 @@ fn accessors_name_absent_and_wrong_type_differently() {
 fn decoding_fails_loudly_naming_the_key() {
     let cases: &[(&str, &str)] = &[
         ("[1]", "classifier: response is not a JSON object"),
-        ("not json", "classifier: response is not valid JSON: expected ident at line 1 column 2"),
-        (r#"{"model":"m","answers":[]}"#, "classifier: response \"answers\" is not an object"),
-        (r#"{"model":"m"}"#, "classifier: response has no \"answers\""),
-        (r#"{"model":7,"answers":{}}"#, "classifier: response \"model\" is not a string"),
+        (
+            "not json",
+            "classifier: response is not valid JSON: expected ident at line 1 column 2",
+        ),
+        (
+            r#"{"model":"m","answers":[]}"#,
+            "classifier: response \"answers\" is not an object",
+        ),
+        (
+            r#"{"model":"m"}"#,
+            "classifier: response has no \"answers\"",
+        ),
+        (
+            r#"{"model":7,"answers":{}}"#,
+            "classifier: response \"model\" is not a string",
+        ),
         (r#"{"answers":{}}"#, "classifier: response has no \"model\""),
-        (r#"{"model":"m","answers":{},"calibrated":"yes"}"#, "classifier: response \"calibrated\" is not a bool"),
-        (r#"{"model":"m","answers":{"k":{"noul":0.5}}}"#, "classifier: answer \"k\": answer has no \"type\""),
-        (r#"{"model":"m","answers":{"k":{"type":"vote"}}}"#, "classifier: answer \"k\": answer has unknown type \"vote\" (want noul|choice|score)"),
-        (r#"{"model":"m","answers":{"k":{"type":3}}}"#, "classifier: answer \"k\": answer \"type\" is not a string"),
-        (r#"{"model":"m","answers":{"k":7}}"#, "classifier: answer \"k\": answer is not a JSON object"),
-        (r#"{"model":"m","answers":{"k":{"type":"noul"}}}"#, "classifier: answer \"k\": noul answer has no \"noul\" number"),
-        (r#"{"model":"m","answers":{"k":{"type":"noul","noul":null}}}"#, "classifier: answer \"k\": noul answer has no \"noul\" number"),
-        (r#"{"model":"m","answers":{"k":{"type":"noul","noul":"0.5"}}}"#, "classifier: answer \"k\": noul answer \"noul\" is not a finite number"),
-        (r#"{"model":"m","answers":{"k":{"type":"choice","confidence":1}}}"#, "classifier: answer \"k\": choice answer has no \"choice\""),
-        (r#"{"model":"m","answers":{"k":{"type":"choice","choice":"a"}}}"#, "classifier: answer \"k\": choice answer has no \"confidence\" number"),
-        (r#"{"model":"m","answers":{"k":{"type":"choice","choice":1,"confidence":1}}}"#, "classifier: answer \"k\": choice answer \"choice\" is not a string"),
-        (r#"{"model":"m","answers":{"k":{"type":"choice","choice":"a","confidence":1,"probabilities":{"a":"x"}}}}"#, "classifier: answer \"k\": probability \"a\" is not a finite number"),
-        (r#"{"model":"m","answers":{"k":{"type":"choice","choice":"a","confidence":1,"probabilities":[1]}}}"#, "classifier: answer \"k\": \"probabilities\" is not an object"),
-        (r#"{"model":"m","answers":{"k":{"type":"score","confidence":1}}}"#, "classifier: answer \"k\": score answer has no \"score\" number"),
-        (r#"{"model":"m","answers":{"k":{"type":"score","score":1}}}"#, "classifier: answer \"k\": score answer has no \"confidence\" number"),
-        (r#"{"model":"m","answers":{"k":{"type":"score","score":1,"confidence":1,"legend":{"0":0}}}}"#, "classifier: answer \"k\": legend \"0\" is not a string"),
-        (r#"{"model":"m","answers":{},"usage":{"input_tokens":1.5}}"#, "classifier: response usage \"input_tokens\" is not a whole number"),
-        (r#"{"model":"m","answers":{},"usage":{"cost":"free"}}"#, "classifier: response usage \"cost\" is not a finite number"),
-        (r#"{"model":"m","answers":{},"usage":7}"#, "classifier: response \"usage\" is not an object"),
+        (
+            r#"{"model":"m","answers":{},"calibrated":"yes"}"#,
+            "classifier: response \"calibrated\" is not a bool",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"noul":0.5}}}"#,
+            "classifier: answer \"k\": answer has no \"type\"",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"vote"}}}"#,
+            "classifier: answer \"k\": answer has unknown type \"vote\" (want noul|choice|score)",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":3}}}"#,
+            "classifier: answer \"k\": answer \"type\" is not a string",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":7}}"#,
+            "classifier: answer \"k\": answer is not a JSON object",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"noul"}}}"#,
+            "classifier: answer \"k\": noul answer has no \"noul\" number",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"noul","noul":null}}}"#,
+            "classifier: answer \"k\": noul answer has no \"noul\" number",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"noul","noul":"0.5"}}}"#,
+            "classifier: answer \"k\": noul answer \"noul\" is not a finite number",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"choice","confidence":1}}}"#,
+            "classifier: answer \"k\": choice answer has no \"choice\"",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"choice","choice":"a"}}}"#,
+            "classifier: answer \"k\": choice answer has no \"confidence\" number",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"choice","choice":1,"confidence":1}}}"#,
+            "classifier: answer \"k\": choice answer \"choice\" is not a string",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"choice","choice":"a","confidence":1,"probabilities":{"a":"x"}}}}"#,
+            "classifier: answer \"k\": probability \"a\" is not a finite number",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"choice","choice":"a","confidence":1,"probabilities":[1]}}}"#,
+            "classifier: answer \"k\": \"probabilities\" is not an object",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"score","confidence":1}}}"#,
+            "classifier: answer \"k\": score answer has no \"score\" number",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"score","score":1}}}"#,
+            "classifier: answer \"k\": score answer has no \"confidence\" number",
+        ),
+        (
+            r#"{"model":"m","answers":{"k":{"type":"score","score":1,"confidence":1,"legend":{"0":0}}}}"#,
+            "classifier: answer \"k\": legend \"0\" is not a string",
+        ),
+        (
+            r#"{"model":"m","answers":{},"usage":{"input_tokens":1.5}}"#,
+            "classifier: response usage \"input_tokens\" is not a whole number",
+        ),
+        (
+            r#"{"model":"m","answers":{},"usage":{"cost":"free"}}"#,
+            "classifier: response usage \"cost\" is not a finite number",
+        ),
+        (
+            r#"{"model":"m","answers":{},"usage":7}"#,
+            "classifier: response \"usage\" is not an object",
+        ),
     ];
     for (input, want) in cases {
         let e = Decision::from_slice(input.as_bytes()).expect_err(input);
@@ -155,19 +252,37 @@ fn calibrated_absent_or_null_is_true_and_extras_are_ignored() {
         (r#"{"model":"m","answers":{}}"#, true),
         (r#"{"model":"m","answers":{},"calibrated":null}"#, true),
         (r#"{"model":"m","answers":{},"calibrated":false}"#, false),
-        (r#"{"model":"m","answers":{},"calibrated":true,"latency_ms":12,"id":"x"}"#, true),
+        (
+            r#"{"model":"m","answers":{},"calibrated":true,"latency_ms":12,"id":"x"}"#,
+            true,
+        ),
     ] {
-        assert_eq!(Decision::from_slice(body.as_bytes()).unwrap().calibrated, want, "{body}");
+        assert_eq!(
+            Decision::from_slice(body.as_bytes()).unwrap().calibrated,
+            want,
+            "{body}"
+        );
     }
 }
 
 #[test]
 fn cost_absent_is_none_never_zero() {
-    let d = Decision::from_slice(br#"{"model":"m","answers":{},"usage":{"input_tokens":5,"output_tokens":2}}"#).unwrap();
+    let d = Decision::from_slice(
+        br#"{"model":"m","answers":{},"usage":{"input_tokens":5,"output_tokens":2}}"#,
+    )
+    .unwrap();
     assert_eq!(d.usage.cost, None);
-    assert_eq!(d.to_value()["usage"].get("cost"), None, "an unknown cost is not written as 0");
+    assert_eq!(
+        d.to_value()["usage"].get("cost"),
+        None,
+        "an unknown cost is not written as 0"
+    );
     let d = Decision::from_slice(br#"{"model":"m","answers":{},"usage":{"cost":0}}"#).unwrap();
-    assert_eq!(d.usage.cost, Some(0.0), "a reported zero stays a reported zero");
+    assert_eq!(
+        d.usage.cost,
+        Some(0.0),
+        "a reported zero stays a reported zero"
+    );
 }
 
 #[test]
@@ -207,28 +322,50 @@ fn decisions_round_trip_through_the_wire_form() {
 async fn coherence_rules_each_name_the_key() {
     let qs = three_questions();
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"refund": {"type": "score", "score": 1, "confidence": 0.5}}),
-         "classifier: answer \"refund\": answer is of type score, but the question asks for noul"),
-        (json!({"desk": {"type": "choice", "choice": "legal", "confidence": 0.5}}),
-         "classifier: answer \"desk\": choice \"legal\" is not one of the offered options"),
-        (json!({"desk": {"type": "choice", "choice": "billing", "confidence": 0.5, "probabilities": {"billing": 1.2}}}),
-         "classifier: answer \"desk\": probability \"billing\" 1.2 is outside [0, 1]"),
-        (json!({"desk": {"type": "choice", "choice": "billing", "confidence": 0.5, "probabilities": {"legal": 0.2}}}),
-         "classifier: answer \"desk\": probability for \"legal\", which is not one of the offered options"),
-        (json!({"desk": {"type": "choice", "choice": "billing", "confidence": 1.5}}),
-         "classifier: answer \"desk\": confidence 1.5 is outside [0, 1]"),
-        (json!({"refund": {"type": "noul", "noul": -0.1}}),
-         "classifier: answer \"refund\": noul -0.1 is outside [0, 1]"),
-        (json!({"refund": {"type": "noul", "noul": 1.0000001}}),
-         "classifier: answer \"refund\": noul 1.0000001 is outside [0, 1]"),
-        (json!({"risk": {"type": "score", "score": 2.5, "confidence": 0.5}}),
-         "classifier: answer \"risk\": score 2.5 is outside [0, 2]"),
-        (json!({"risk": {"type": "score", "score": -1, "confidence": 0.5}}),
-         "classifier: answer \"risk\": score -1 is outside [0, 2]"),
-        (json!({"risk": {"type": "score", "score": 1, "confidence": 0.5, "probabilities": {"3": 0.1}}}),
-         "classifier: answer \"risk\": probability for level \"3\", which the rubric does not have"),
-        (json!({"risk": {"type": "score", "score": 1, "confidence": 0.5, "probabilities": {"1": -0.5}}}),
-         "classifier: answer \"risk\": probability \"1\" -0.5 is outside [0, 1]"),
+        (
+            json!({"refund": {"type": "score", "score": 1, "confidence": 0.5}}),
+            "classifier: answer \"refund\": answer is of type score, but the question asks for noul",
+        ),
+        (
+            json!({"desk": {"type": "choice", "choice": "legal", "confidence": 0.5}}),
+            "classifier: answer \"desk\": choice \"legal\" is not one of the offered options",
+        ),
+        (
+            json!({"desk": {"type": "choice", "choice": "billing", "confidence": 0.5, "probabilities": {"billing": 1.2}}}),
+            "classifier: answer \"desk\": probability \"billing\" 1.2 is outside [0, 1]",
+        ),
+        (
+            json!({"desk": {"type": "choice", "choice": "billing", "confidence": 0.5, "probabilities": {"legal": 0.2}}}),
+            "classifier: answer \"desk\": probability for \"legal\", which is not one of the offered options",
+        ),
+        (
+            json!({"desk": {"type": "choice", "choice": "billing", "confidence": 1.5}}),
+            "classifier: answer \"desk\": confidence 1.5 is outside [0, 1]",
+        ),
+        (
+            json!({"refund": {"type": "noul", "noul": -0.1}}),
+            "classifier: answer \"refund\": noul -0.1 is outside [0, 1]",
+        ),
+        (
+            json!({"refund": {"type": "noul", "noul": 1.0000001}}),
+            "classifier: answer \"refund\": noul 1.0000001 is outside [0, 1]",
+        ),
+        (
+            json!({"risk": {"type": "score", "score": 2.5, "confidence": 0.5}}),
+            "classifier: answer \"risk\": score 2.5 is outside [0, 2]",
+        ),
+        (
+            json!({"risk": {"type": "score", "score": -1, "confidence": 0.5}}),
+            "classifier: answer \"risk\": score -1 is outside [0, 2]",
+        ),
+        (
+            json!({"risk": {"type": "score", "score": 1, "confidence": 0.5, "probabilities": {"3": 0.1}}}),
+            "classifier: answer \"risk\": probability for level \"3\", which the rubric does not have",
+        ),
+        (
+            json!({"risk": {"type": "score", "score": 1, "confidence": 0.5, "probabilities": {"1": -0.5}}}),
+            "classifier: answer \"risk\": probability \"1\" -0.5 is outside [0, 1]",
+        ),
     ];
     for (answers, want) in cases {
         let got = eval_err(answers.clone(), &qs).await;
@@ -259,7 +396,11 @@ async fn a_non_finite_number_from_a_closure_is_an_error() {
             Box::pin(async {
                 Ok(Decision {
                     model: "m".into(),
-                    answers: [("refund".to_string(), DecisionAnswer::Noul(NoulAnswer { noul: f64::NAN }))].into(),
+                    answers: [(
+                        "refund".to_string(),
+                        DecisionAnswer::Noul(NoulAnswer { noul: f64::NAN }),
+                    )]
+                    .into(),
                     usage: ClassifierUsage::default(),
                     calibrated: true,
                 })
@@ -269,7 +410,10 @@ async fn a_non_finite_number_from_a_closure_is_an_error() {
     })
     .unwrap();
     let e = judge.evaluate(json!(1), &qs).await.unwrap_err();
-    assert_eq!(e.to_string(), "classifier: answer \"refund\": noul is not a finite number");
+    assert_eq!(
+        e.to_string(),
+        "classifier: answer \"refund\": noul is not a finite number"
+    );
     assert_eq!(e.kind(), ErrorKind::Incoherent);
 }
 
@@ -279,13 +423,21 @@ async fn answers_never_asked_are_dropped_and_reported() {
     let sink = seen.clone();
     let judge = custom_with(
         json!({"refund": {"type": "noul", "noul": 0.5}, "mood": {"type": "noul", "noul": 0.9}}),
-        Some(Arc::new(move |m: &MetricEvent| sink.lock().unwrap().push(m.clone()))),
+        Some(Arc::new(move |m: &MetricEvent| {
+            sink.lock().unwrap().push(m.clone())
+        })),
     );
-    let d = judge.evaluate(json!("s"), &three_questions()).await.unwrap();
+    let d = judge
+        .evaluate(json!("s"), &three_questions())
+        .await
+        .unwrap();
     assert!(d.answers.contains_key("refund"));
     assert!(!d.answers.contains_key("mood"));
     let seen = seen.lock().unwrap();
-    let warning = seen.iter().find(|m| m.name == "classifier.warning").expect("a warning");
+    let warning = seen
+        .iter()
+        .find(|m| m.name == "classifier.warning")
+        .expect("a warning");
     assert_eq!(warning.key.as_deref(), Some("mood"));
     assert_eq!(
         warning.error.as_deref(),
@@ -311,28 +463,58 @@ async fn missing_answers_are_reported_by_the_accessor_not_at_decode() {
 async fn limits_are_checked_before_anything_is_sent() {
     let judge = custom_answering(json!({}));
     let options = |n: usize| -> Question {
-        choice_over("pick", (0..n).map(|i| (format!("o{i}"), format!("option number {i}")))).into()
+        choice_over(
+            "pick",
+            (0..n).map(|i| (format!("o{i}"), format!("option number {i}"))),
+        )
+        .into()
     };
     let levels = |n: usize| -> Question {
-        ScoreQuestion { instructions: "rate".into(), criteria: (0..n).map(|i| format!("level {i}")).collect() }.into()
+        ScoreQuestion {
+            instructions: "rate".into(),
+            criteria: (0..n).map(|i| format!("level {i}")).collect(),
+        }
+        .into()
     };
     let cases: Vec<(Question, Option<&str>)> = vec![
-        (options(0), Some("classifier: question \"q\": a choice needs 1..=255 options, got 0")),
+        (
+            options(0),
+            Some("classifier: question \"q\": a choice needs 1..=255 options, got 0"),
+        ),
         (options(1), None),
         (options(MAX_CHOICE_OPTIONS), None),
-        (options(256), Some("classifier: question \"q\": a choice needs 1..=255 options, got 256")),
-        (levels(1), Some("classifier: question \"q\": a score needs 2..=10 levels, got 1")),
+        (
+            options(256),
+            Some("classifier: question \"q\": a choice needs 1..=255 options, got 256"),
+        ),
+        (
+            levels(1),
+            Some("classifier: question \"q\": a score needs 2..=10 levels, got 1"),
+        ),
         (levels(MIN_SCORE_LEVELS), None),
         (levels(MAX_SCORE_LEVELS), None),
-        (levels(11), Some("classifier: question \"q\": a score needs 2..=10 levels, got 11")),
+        (
+            levels(11),
+            Some("classifier: question \"q\": a score needs 2..=10 levels, got 11"),
+        ),
     ];
     for (q, want) in cases {
         let qs = Questions::from([("q".to_string(), q)]);
-        let got = judge.evaluate(json!("s"), &qs).await.err().map(|e| e.to_string());
+        let got = judge
+            .evaluate(json!("s"), &qs)
+            .await
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(got.as_deref(), want);
     }
-    let e = judge.evaluate(json!("s"), &Questions::new()).await.unwrap_err();
-    assert_eq!(e.to_string(), "classifier: no questions to ask (the question set is empty)");
+    let e = judge
+        .evaluate(json!("s"), &Questions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "classifier: no questions to ask (the question set is empty)"
+    );
     assert_eq!(e.kind(), ErrorKind::InvalidQuestion);
 }
 
@@ -340,28 +522,43 @@ async fn limits_are_checked_before_anything_is_sent() {
 fn question_wire_form_round_trips_and_absent_is_not_empty() {
     let cases = vec![
         (
-            Question::from(NoulQuestion { instructions: "i".into(), criteria: None }),
+            Question::from(NoulQuestion {
+                instructions: "i".into(),
+                criteria: None,
+            }),
             json!({"type": "noul", "instructions": "i"}),
         ),
         (
-            Question::from(NoulQuestion { instructions: "i".into(), criteria: Some(NoulCriteria::default()) }),
+            Question::from(NoulQuestion {
+                instructions: "i".into(),
+                criteria: Some(NoulCriteria::default()),
+            }),
             json!({"type": "noul", "instructions": "i", "criteria": {"false": "", "true": ""}}),
         ),
         (
-            Question::from(ScoreQuestion { instructions: "i".into(), criteria: vec!["z".into(), "a".into()] }),
+            Question::from(ScoreQuestion {
+                instructions: "i".into(),
+                criteria: vec!["z".into(), "a".into()],
+            }),
             json!({"type": "score", "instructions": "i", "criteria": ["z", "a"]}),
         ),
-        (desk(), json!({"type": "choice", "instructions": "Which desk owns this?", "criteria": {
+        (
+            desk(),
+            json!({"type": "choice", "instructions": "Which desk owns this?", "criteria": {
             "billing": "money moved: a duplicate charge, a refund owed",
             "shipping": "a physical parcel is late or damaged",
-            "technical": "the product itself errors"}})),
+            "technical": "the product itself errors"}}),
+        ),
     ];
     for (q, wire) in cases {
         assert_eq!(q.wire(), wire);
         assert_eq!(Question::from_wire(&wire).unwrap(), q);
     }
     let e = Question::from_wire(&json!({"type": "score", "criteria": "low,high"})).unwrap_err();
-    assert_eq!(e.to_string(), "classifier: score question \"criteria\" is not an array of levels");
+    assert_eq!(
+        e.to_string(),
+        "classifier: score question \"criteria\" is not an array of levels"
+    );
 }
 
 // ---- §2.5 errors -------------------------------------------------------------
@@ -377,20 +574,57 @@ fn errors_are_send_sync_static_std_errors() {
 #[test]
 fn construction_rejects_what_cannot_work() {
     let cases: Vec<(ClassifierOptions, &str)> = vec![
-        (ClassifierOptions { style: ClassifierStyle::Llm, ..Default::default() },
-         "classifier: style \"llm\" requires Client"),
-        (ClassifierOptions { style: ClassifierStyle::Custom, ..Default::default() },
-         "classifier: style \"custom\" requires Evaluate"),
-        (ClassifierOptions { style: ClassifierStyle::Static, ..Default::default() },
-         "classifier: style \"static\" requires Decisions"),
-        (ClassifierOptions { base_url: "https://openrouter.ai/api/v1".into(), model: "jev-1.13".into(), ..Default::default() },
-         "classifier: model \"jev-1.13\" is not an OpenRouter model id: on openrouter.ai use \"typesafe/jev-1.13\""),
-        (ClassifierOptions { backend: Backend::OpenRouter, model: "jev-latest".into(), ..Default::default() },
-         "classifier: model \"jev-latest\" is not an OpenRouter model id: on openrouter.ai use \"typesafe/jev-latest\""),
-        (ClassifierOptions { base_url: "ftp://example.com".into(), ..Default::default() },
-         "classifier: base_url \"ftp://example.com\" is not an http(s) URL"),
-        (ClassifierOptions { headers: [("bad header".to_string(), "v".to_string())].into(), ..Default::default() },
-         "classifier: header name \"bad header\" is not a valid HTTP header name"),
+        (
+            ClassifierOptions {
+                style: ClassifierStyle::Llm,
+                ..Default::default()
+            },
+            "classifier: style \"llm\" requires Client",
+        ),
+        (
+            ClassifierOptions {
+                style: ClassifierStyle::Custom,
+                ..Default::default()
+            },
+            "classifier: style \"custom\" requires Evaluate",
+        ),
+        (
+            ClassifierOptions {
+                style: ClassifierStyle::Static,
+                ..Default::default()
+            },
+            "classifier: style \"static\" requires Decisions",
+        ),
+        (
+            ClassifierOptions {
+                base_url: "https://openrouter.ai/api/v1".into(),
+                model: "jev-1.13".into(),
+                ..Default::default()
+            },
+            "classifier: model \"jev-1.13\" is not an OpenRouter model id: on openrouter.ai use \"typesafe/jev-1.13\"",
+        ),
+        (
+            ClassifierOptions {
+                backend: Backend::OpenRouter,
+                model: "jev-latest".into(),
+                ..Default::default()
+            },
+            "classifier: model \"jev-latest\" is not an OpenRouter model id: on openrouter.ai use \"typesafe/jev-latest\"",
+        ),
+        (
+            ClassifierOptions {
+                base_url: "ftp://example.com".into(),
+                ..Default::default()
+            },
+            "classifier: base_url \"ftp://example.com\" is not an http(s) URL",
+        ),
+        (
+            ClassifierOptions {
+                headers: [("bad header".to_string(), "v".to_string())].into(),
+                ..Default::default()
+            },
+            "classifier: header name \"bad header\" is not a valid HTTP header name",
+        ),
     ];
     for (opts, want) in cases {
         let e = create_classifier(opts).unwrap_err();
@@ -398,7 +632,10 @@ fn construction_rejects_what_cannot_work() {
         assert_eq!(e.kind(), ErrorKind::Config);
     }
     assert_eq!(
-        "System One".parse::<ClassifierStyle>().unwrap_err().to_string(),
+        "System One"
+            .parse::<ClassifierStyle>()
+            .unwrap_err()
+            .to_string(),
         "classifier: unknown style \"System One\" (want systemone|llm|custom|static)"
     );
     for s in ["systemone", "llm", "custom", "static"] {
@@ -411,7 +648,11 @@ fn presets_fill_what_is_left_empty_and_explicit_fields_win() {
     let c = create_classifier(ClassifierOptions::default()).unwrap();
     assert_eq!(c.model(), "jev-latest");
     assert!(format!("{c:?}").contains("https://api.typesafe.ai/v1/systemone"));
-    let c = create_classifier(ClassifierOptions { backend: Backend::OpenRouter, ..Default::default() }).unwrap();
+    let c = create_classifier(ClassifierOptions {
+        backend: Backend::OpenRouter,
+        ..Default::default()
+    })
+    .unwrap();
     assert_eq!(c.model(), "typesafe/jev-1.13");
     assert!(format!("{c:?}").contains("https://openrouter.ai/api/v1/systemone"));
     let c = create_classifier(ClassifierOptions {
@@ -452,7 +693,10 @@ async fn static_hits_on_canonical_equality_and_misses_otherwise() {
     let judge = static_judge("typesafe/jev-1.13");
     // Key order in the state does not matter: the key is canonical.
     let d = judge
-        .evaluate(json!({"cwd": "/repo", "cmd": "rm -rf ./build"}), &risk_questions())
+        .evaluate(
+            json!({"cwd": "/repo", "cmd": "rm -rf ./build"}),
+            &risk_questions(),
+        )
         .await
         .unwrap();
     assert_eq!(d.model, "typesafe/jev-1.13-20260917");
@@ -460,19 +704,28 @@ async fn static_hits_on_canonical_equality_and_misses_otherwise() {
     assert_eq!(d.usage.cost, None);
 
     let miss = "classifier: static: no recorded decision for this request+state";
-    let e = judge.evaluate(json!({"cmd": "ls"}), &risk_questions()).await.unwrap_err();
+    let e = judge
+        .evaluate(json!({"cmd": "ls"}), &risk_questions())
+        .await
+        .unwrap_err();
     assert_eq!(e.to_string(), miss);
     assert!(e.is_miss());
     let mut other_questions = risk_questions();
     other_questions.insert("extra".into(), NoulQuestion::default().into());
     let e = judge
-        .evaluate(json!({"cmd": "rm -rf ./build", "cwd": "/repo"}), &other_questions)
+        .evaluate(
+            json!({"cmd": "rm -rf ./build", "cwd": "/repo"}),
+            &other_questions,
+        )
         .await
         .unwrap_err();
     assert_eq!(e.to_string(), miss);
     // Another model is another key.
     let e = static_judge("jev-latest")
-        .evaluate(json!({"cmd": "rm -rf ./build", "cwd": "/repo"}), &risk_questions())
+        .evaluate(
+            json!({"cmd": "rm -rf ./build", "cwd": "/repo"}),
+            &risk_questions(),
+        )
         .await
         .unwrap();
     assert_eq!(e.model, "typesafe/jev-1.13-20260917");
@@ -515,15 +768,23 @@ async fn custom_errors_and_context_reach_the_closure() {
     let sink = seen.clone();
     let judge = create_classifier(ClassifierOptions {
         style: ClassifierStyle::Custom,
-        evaluate: Some(Arc::new(move |ctx: EvalContext, state: Value, qs: Questions| {
-            sink.lock().unwrap().push(format!("{} {} {}", ctx.call_name, state, qs.len()));
-            Box::pin(async { Err("rules engine offline".to_string()) })
-        })),
+        evaluate: Some(Arc::new(
+            move |ctx: EvalContext, state: Value, qs: Questions| {
+                sink.lock()
+                    .unwrap()
+                    .push(format!("{} {} {}", ctx.call_name, state, qs.len()));
+                Box::pin(async { Err("rules engine offline".to_string()) })
+            },
+        )),
         ..Default::default()
     })
     .unwrap();
     let e = judge
-        .evaluate_ctx(EvalContext::new().with_call_name("triage"), json!("x"), &three_questions())
+        .evaluate_ctx(
+            EvalContext::new().with_call_name("triage"),
+            json!("x"),
+            &three_questions(),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.to_string(), "classifier: custom: rules engine offline");
@@ -551,7 +812,10 @@ async fn cancelling_a_custom_call_returns_promptly() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         cancel.cancel();
     });
-    let e = judge.evaluate_ctx(ctx, json!(1), &three_questions()).await.unwrap_err();
+    let e = judge
+        .evaluate_ctx(ctx, json!(1), &three_questions())
+        .await
+        .unwrap_err();
     assert_eq!(e.to_string(), "classifier: context canceled");
     assert!(e.is_cancelled());
     assert!(started.elapsed() < std::time::Duration::from_millis(100));
@@ -562,12 +826,25 @@ async fn cancelling_a_custom_call_returns_promptly() {
 #[test]
 fn degenerate_criteria_cases() {
     let c = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     };
-    let cases: &[(&[(&str, &str)], Option<&str>)] = &[
-        (&[("a", ""), ("b", " ")], Some("every option's description is empty")),
-        (&[("yes", "yes"), ("no", "no")], Some("every option's description is just its own id")),
-        (&[("a", "pick me"), ("b", "pick me")], Some("every option has the same description")),
+    type Pairs<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(Pairs, Option<&str>)] = &[
+        (
+            &[("a", ""), ("b", " ")],
+            Some("every option's description is empty"),
+        ),
+        (
+            &[("yes", "yes"), ("no", "no")],
+            Some("every option's description is just its own id"),
+        ),
+        (
+            &[("a", "pick me"), ("b", "pick me")],
+            Some("every option has the same description"),
+        ),
         (&[("only", "")], None),
         (&[("a", "first"), ("b", "")], None),
         (&[("yes", "yes"), ("no", "the user declined")], None),
@@ -586,7 +863,9 @@ async fn a_degenerate_choice_warns_once_per_key_and_is_sent_unchanged() {
     let asked_sink = asked.clone();
     let judge = create_classifier(ClassifierOptions {
         style: ClassifierStyle::Custom,
-        on_metric: Some(Arc::new(move |m: &MetricEvent| sink.lock().unwrap().push(m.clone()))),
+        on_metric: Some(Arc::new(move |m: &MetricEvent| {
+            sink.lock().unwrap().push(m.clone())
+        })),
         evaluate: Some(Arc::new(move |_ctx, _state, qs: Questions| {
             asked_sink.lock().unwrap().push(qs);
             Box::pin(async {
@@ -597,21 +876,44 @@ async fn a_degenerate_choice_warns_once_per_key_and_is_sent_unchanged() {
     })
     .unwrap();
     let qs = Questions::from([
-        ("flat".to_string(), choice_over("?", [("yes", "yes"), ("no", "no")]).into()),
-        ("also".to_string(), choice_over("?", [("a", ""), ("b", "")]).into()),
+        (
+            "flat".to_string(),
+            choice_over("?", [("yes", "yes"), ("no", "no")]).into(),
+        ),
+        (
+            "also".to_string(),
+            choice_over("?", [("a", ""), ("b", "")]).into(),
+        ),
     ]);
     for _ in 0..3 {
         judge.evaluate(json!("s"), &qs).await.unwrap();
     }
     let seen = seen.lock().unwrap();
-    let warnings: Vec<_> = seen.iter().filter(|m| m.name == "classifier.warning").collect();
-    assert_eq!(warnings.len(), 2, "one per key per classifier: {warnings:?}");
+    let warnings: Vec<_> = seen
+        .iter()
+        .filter(|m| m.name == "classifier.warning")
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        2,
+        "one per key per classifier: {warnings:?}"
+    );
     assert_eq!(
         warnings[0].error.as_deref(),
-        Some("classifier: question \"also\": degenerate choice criteria: every option's description is empty; the model can only rank these options at chance")
+        Some(
+            "classifier: question \"also\": degenerate choice criteria: every option's description is empty; the model can only rank these options at chance"
+        )
     );
-    assert_eq!(seen.iter().filter(|m| m.name == "classifier.evaluate").count(), 3);
-    assert!(asked.lock().unwrap().iter().all(|q| q == &qs), "detection, never repair");
+    assert_eq!(
+        seen.iter()
+            .filter(|m| m.name == "classifier.evaluate")
+            .count(),
+        3
+    );
+    assert!(
+        asked.lock().unwrap().iter().all(|q| q == &qs),
+        "detection, never repair"
+    );
 }
 
 // ---- §4 metrics ---------------------------------------------------------------------------
@@ -622,10 +924,16 @@ async fn every_call_emits_one_evaluate_metric() {
     let sink = seen.clone();
     let judge = custom_with(
         json!({"refund": {"type": "noul", "noul": 0.5}}),
-        Some(Arc::new(move |m: &MetricEvent| sink.lock().unwrap().push(m.clone()))),
+        Some(Arc::new(move |m: &MetricEvent| {
+            sink.lock().unwrap().push(m.clone())
+        })),
     );
     judge
-        .evaluate_ctx(EvalContext::new().with_call_name("c1"), json!(1), &three_questions())
+        .evaluate_ctx(
+            EvalContext::new().with_call_name("c1"),
+            json!(1),
+            &three_questions(),
+        )
         .await
         .unwrap();
     let _ = judge
@@ -634,10 +942,22 @@ async fn every_call_emits_one_evaluate_metric() {
         .unwrap_err();
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 2);
-    assert_eq!((seen[0].name, seen[0].status, seen[0].call_name.as_str()), ("classifier.evaluate", "ok", "c1"));
+    assert_eq!(
+        (seen[0].name, seen[0].status, seen[0].call_name.as_str()),
+        ("classifier.evaluate", "ok", "c1")
+    );
     assert_eq!(seen[0].model, "rule-1");
-    assert_eq!((seen[1].name, seen[1].status), ("classifier.evaluate", "error"));
-    assert!(seen[1].error.as_deref().unwrap().contains("answer \"refund\""));
+    assert_eq!(
+        (seen[1].name, seen[1].status),
+        ("classifier.evaluate", "error")
+    );
+    assert!(
+        seen[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("answer \"refund\"")
+    );
 }
 
 // ---- §8 evaluate_batch ---------------------------------------------------------------------
@@ -664,8 +984,10 @@ async fn batch_keeps_order_bounds_concurrency_and_fails_closed() {
                     return Err(format!("state {i} is poison"));
                 }
                 let p = i as f64 / 100.0;
-                Decision::from_value(&json!({"model": "m", "answers": {"refund": {"type": "noul", "noul": p}}}))
-                    .map_err(|e| e.to_string())
+                Decision::from_value(
+                    &json!({"model": "m", "answers": {"refund": {"type": "noul", "noul": p}}}),
+                )
+                .map_err(|e| e.to_string())
             })
         })),
         ..Default::default()
@@ -682,11 +1004,17 @@ async fn batch_keeps_order_bounds_concurrency_and_fails_closed() {
         .evaluate_batch((0..20).map(|i| json!(i)).collect(), &qs)
         .await
         .unwrap_err();
-    assert_eq!(e.to_string(), "state 7: classifier: custom: state 7 is poison");
+    assert_eq!(
+        e.to_string(),
+        "state 7: classifier: custom: state 7 is poison"
+    );
     assert_eq!(e.state_index(), Some(7));
 
     let e = judge.evaluate_batch(vec![], &qs).await.unwrap_err();
-    assert_eq!(e.to_string(), "classifier: evaluate_batch needs at least one state");
+    assert_eq!(
+        e.to_string(),
+        "classifier: evaluate_batch needs at least one state"
+    );
 }
 
 // ---- §5 canonical JSON ----------------------------------------------------------------------
@@ -701,7 +1029,10 @@ fn canonical_request_bytes_are_stable() {
         r#""refund":{"criteria":{"false":"anything else","true":"a refund or chargeback is requested"},"instructions":"Does the customer ask for money back?","type":"noul"},"#,
         r#""risk":{"criteria":["harmless","reversible","destructive"],"instructions":"How destructive is this shell command?","type":"score"}}}"#
     );
-    assert_eq!(canonical_request("typesafe/jev-1.13", &three_questions()), want);
+    assert_eq!(
+        canonical_request("typesafe/jev-1.13", &three_questions()),
+        want
+    );
 }
 
 #[test]

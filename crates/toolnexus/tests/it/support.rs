@@ -39,7 +39,11 @@ pub enum Reply {
     /// Read the request, then close the connection without a byte.
     Close,
     /// Send headers and part of the body, then stall.
-    StallMidBody { status: u16, declared: usize, sent: Vec<u8> },
+    StallMidBody {
+        status: u16,
+        declared: usize,
+        sent: Vec<u8>,
+    },
     /// Send bytes that are not HTTP.
     Garbage(Vec<u8>),
     /// A chunked body of `total` bytes, sent in 64 KiB chunks (no Content-Length).
@@ -91,7 +95,9 @@ impl Server {
     /// Starts a server answering requests in turn from `script`; the last reply repeats.
     pub async fn start(script: Vec<Reply>) -> Server {
         assert!(!script.is_empty(), "a script needs at least one reply");
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
         let addr = listener.local_addr().unwrap();
         let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
         let recorded = requests.clone();

@@ -56,9 +56,15 @@ async fn posts_the_exact_canonical_body_and_decodes_the_answer() {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1);
     let r = &reqs[0];
-    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/systemone"));
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/systemone")
+    );
     assert_eq!(r.headers["content-type"], "application/json");
-    assert!(!r.headers.contains_key("authorization"), "no key set, no header");
+    assert!(
+        !r.headers.contains_key("authorization"),
+        "no key set, no header"
+    );
     assert_eq!(
         r.body_str(),
         concat!(
@@ -81,7 +87,10 @@ async fn the_key_is_read_at_call_time_and_sent_as_bearer() {
     set_env("TOOLNEXUS_IT_BEARER_KEY", "ts-key-123");
     judge.evaluate(json!(1), &questions()).await.unwrap();
     let reqs = server.requests();
-    assert!(!reqs[0].headers.contains_key("authorization"), "an empty key sends no header");
+    assert!(
+        !reqs[0].headers.contains_key("authorization"),
+        "an empty key sends no header"
+    );
     assert_eq!(reqs[1].headers["authorization"], "Bearer ts-key-123");
 }
 
@@ -90,7 +99,11 @@ async fn headers_expand_env_references_at_call_time() {
     let server = Server::start(vec![ok()]).await;
     set_env("TOOLNEXUS_IT_HEADER_VALUE", "team-7");
     run(ClassifierOptions {
-        headers: [("X-Team".to_string(), "id=${TOOLNEXUS_IT_HEADER_VALUE}".to_string())].into(),
+        headers: [(
+            "X-Team".to_string(),
+            "id=${TOOLNEXUS_IT_HEADER_VALUE}".to_string(),
+        )]
+        .into(),
         ..options(&server)
     })
     .await
@@ -121,10 +134,21 @@ async fn request_params_merge_over_the_body_and_body_transform_runs_last() {
     .unwrap();
     let reqs = server.requests();
     let first: Value = serde_json::from_slice(&reqs[0].body).unwrap();
-    assert_eq!(first["model"], "jev-override", "a key in request_params wins");
+    assert_eq!(
+        first["model"], "jev-override",
+        "a key in request_params wins"
+    );
     assert_eq!(first["temperature"], 0);
-    assert!(reqs[1].body_str().starts_with(r#"{"input":{"questions":{"risk""#));
-    assert!(reqs[1].body_str().ends_with(r#""state":"rm -rf ./build"},"model":"jev-override"}"#));
+    assert!(
+        reqs[1]
+            .body_str()
+            .starts_with(r#"{"input":{"questions":{"risk""#)
+    );
+    assert!(
+        reqs[1]
+            .body_str()
+            .ends_with(r#""state":"rm -rf ./build"},"model":"jev-override"}"#)
+    );
 }
 
 #[tokio::test]
@@ -141,8 +165,14 @@ async fn a_response_without_a_model_names_the_model_asked_for() {
 async fn retryable_statuses_are_retried_and_others_are_not() {
     for status in [408u16, 429, 500, 502, 503, 504, 529] {
         let server = Server::start(vec![Reply::json(status, "{}"), ok()]).await;
-        run(options(&server)).await.unwrap_or_else(|e| panic!("{status}: {e}"));
-        assert_eq!(server.count(), 2, "HTTP {status} is retried once, then succeeds");
+        run(options(&server))
+            .await
+            .unwrap_or_else(|e| panic!("{status}: {e}"));
+        assert_eq!(
+            server.count(),
+            2,
+            "HTTP {status} is retried once, then succeeds"
+        );
     }
     for status in [400u16, 401, 403, 404, 422] {
         let server = Server::start(vec![Reply::json(status, "{}"), ok()]).await;
@@ -155,30 +185,50 @@ async fn retryable_statuses_are_retried_and_others_are_not() {
 
 #[tokio::test]
 async fn retries_default_to_two_and_minus_one_means_none() {
-    let server = Server::start(vec![Reply::json(503, r#"{"detail":{"message":"overloaded"}}"#)]).await;
+    let server = Server::start(vec![Reply::json(
+        503,
+        r#"{"detail":{"message":"overloaded"}}"#,
+    )])
+    .await;
     let e = run(options(&server)).await.unwrap_err();
     assert_eq!(server.count(), 3, "one attempt and two retries");
     assert_eq!(
         e.to_string(),
-        format!("classifier: POST http://{}/v1/systemone: HTTP 503: overloaded", server.addr)
+        format!(
+            "classifier: POST http://{}/v1/systemone: HTTP 503: overloaded",
+            server.addr
+        )
     );
     assert!(e.is_retryable() && e.is_http());
 
     let server = Server::start(vec![Reply::json(503, "{}")]).await;
-    run(ClassifierOptions { retries: -1, ..options(&server) }).await.unwrap_err();
+    run(ClassifierOptions {
+        retries: -1,
+        ..options(&server)
+    })
+    .await
+    .unwrap_err();
     assert_eq!(server.count(), 1);
 
     let server = Server::start(vec![Reply::json(503, "{}")]).await;
-    run(ClassifierOptions { retries: 4, ..options(&server) }).await.unwrap_err();
+    run(ClassifierOptions {
+        retries: 4,
+        ..options(&server)
+    })
+    .await
+    .unwrap_err();
     assert_eq!(server.count(), 5);
 }
 
 #[tokio::test]
 async fn retryable_statuses_only_add() {
     let server = Server::start(vec![Reply::json(409, "{}"), Reply::json(503, "{}"), ok()]).await;
-    run(ClassifierOptions { retryable_statuses: vec![409], ..options(&server) })
-        .await
-        .unwrap();
+    run(ClassifierOptions {
+        retryable_statuses: vec![409],
+        ..options(&server)
+    })
+    .await
+    .unwrap();
     assert_eq!(server.count(), 3, "409 added, 503 still retried");
 }
 
@@ -205,8 +255,15 @@ async fn on_error_overrides_the_tier() {
     })
     .await
     .unwrap_err();
-    assert_eq!(server.count(), 3, "on_error may retry a 400, within the retry budget");
-    assert_eq!(seen.lock().unwrap().as_slice(), [(0, false), (1, false), (2, false)]);
+    assert_eq!(
+        server.count(),
+        3,
+        "on_error may retry a 400, within the retry budget"
+    );
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [(0, false), (1, false), (2, false)]
+    );
 }
 
 #[tokio::test]
@@ -234,7 +291,11 @@ async fn backoff_doubles_and_retry_after_wins() {
     .unwrap();
     assert_eq!(
         delays.lock().unwrap().as_slice(),
-        [Duration::from_millis(5), Duration::from_millis(10), Duration::from_secs(1)]
+        [
+            Duration::from_millis(5),
+            Duration::from_millis(10),
+            Duration::from_secs(1)
+        ]
     );
     assert_eq!(server.count(), 4);
     // A lower bound only: the waits were really taken.
@@ -245,10 +306,18 @@ async fn backoff_doubles_and_retry_after_wins() {
 async fn one_attempt_is_bounded_by_the_timeout() {
     let server = Server::start(vec![Reply::Stall]).await;
     let started = tokio::time::Instant::now();
-    let e = run(ClassifierOptions { retries: -1, ..options(&server) }).await.unwrap_err();
+    let e = run(ClassifierOptions {
+        retries: -1,
+        ..options(&server)
+    })
+    .await
+    .unwrap_err();
     assert_eq!(
         e.to_string(),
-        format!("classifier: POST http://{}/v1/systemone: request timeout after 10000ms", server.addr)
+        format!(
+            "classifier: POST http://{}/v1/systemone: request timeout after 10000ms",
+            server.addr
+        )
     );
     assert!(e.is_timeout() && e.is_retryable());
     assert!(started.elapsed() >= Duration::from_secs(10));
@@ -257,14 +326,30 @@ async fn one_attempt_is_bounded_by_the_timeout() {
 #[tokio::test]
 async fn a_timed_out_attempt_is_retried() {
     let server = Server::start(vec![Reply::Stall, ok()]).await;
-    run(ClassifierOptions { timeout_ms: 250, ..options(&server) }).await.unwrap();
+    run(ClassifierOptions {
+        timeout_ms: 250,
+        ..options(&server)
+    })
+    .await
+    .unwrap();
     assert_eq!(server.count(), 2, "a timed-out attempt is retried");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_body_that_stalls_midway_times_out() {
-    let server = Server::start(vec![Reply::StallMidBody { status: 200, declared: 500, sent: b"{\"model\":".to_vec() }]).await;
-    let e = run(ClassifierOptions { retries: -1, timeout_ms: 300, ..options(&server) }).await.unwrap_err();
+    let server = Server::start(vec![Reply::StallMidBody {
+        status: 200,
+        declared: 500,
+        sent: b"{\"model\":".to_vec(),
+    }])
+    .await;
+    let e = run(ClassifierOptions {
+        retries: -1,
+        timeout_ms: 300,
+        ..options(&server)
+    })
+    .await
+    .unwrap_err();
     assert!(e.is_timeout(), "{e}");
 }
 
@@ -279,10 +364,17 @@ async fn cancellation_returns_within_100ms_during_a_request() {
         cancel.cancel();
     });
     let started = tokio::time::Instant::now();
-    let e = judge.evaluate_ctx(ctx, json!(1), &questions()).await.unwrap_err();
+    let e = judge
+        .evaluate_ctx(ctx, json!(1), &questions())
+        .await
+        .unwrap_err();
     assert_eq!(e.to_string(), "classifier: context canceled");
     assert!(e.is_cancelled() && !e.is_retryable());
-    assert!(started.elapsed() < Duration::from_millis(100), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -307,7 +399,10 @@ async fn cancellation_returns_within_100ms_during_a_backoff() {
         ..options(&server)
     })
     .unwrap();
-    let e = judge.evaluate_ctx(ctx, json!(1), &questions()).await.unwrap_err();
+    let e = judge
+        .evaluate_ctx(ctx, json!(1), &questions())
+        .await
+        .unwrap_err();
     assert_eq!(e.to_string(), "classifier: context canceled");
     assert_eq!(server.count(), 1, "cancelled while waiting to retry");
     let waited = started.lock().unwrap().unwrap().elapsed();
@@ -316,96 +411,184 @@ async fn cancellation_returns_within_100ms_during_a_backoff() {
 
 #[tokio::test]
 async fn oversized_bodies_are_rejected() {
-    let big = format!(r#"{{"model":"m","answers":{{}},"pad":"{}"}}"#, "x".repeat(4096));
+    let big = format!(
+        r#"{{"model":"m","answers":{{}},"pad":"{}"}}"#,
+        "x".repeat(4096)
+    );
     let server = Server::start(vec![Reply::json(200, big)]).await;
-    let e = run(ClassifierOptions { max_response_bytes: 1024, ..options(&server) }).await.unwrap_err();
+    let e = run(ClassifierOptions {
+        max_response_bytes: 1024,
+        ..options(&server)
+    })
+    .await
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ResponseTooLarge);
     assert_eq!(
         e.to_string(),
-        format!("classifier: POST http://{}/v1/systemone: response body exceeds 1024 bytes", server.addr)
+        format!(
+            "classifier: POST http://{}/v1/systemone: response body exceeds 1024 bytes",
+            server.addr
+        )
     );
     assert_eq!(server.count(), 1, "a body over the cap is not retried");
 
     // Without a Content-Length the cap holds while streaming.
-    let server = Server::start(vec![Reply::Chunked { total: 3 * 1024 * 1024 }]).await;
-    let e = run(ClassifierOptions { max_response_bytes: 1024 * 1024, ..options(&server) }).await.unwrap_err();
+    let server = Server::start(vec![Reply::Chunked {
+        total: 3 * 1024 * 1024,
+    }])
+    .await;
+    let e = run(ClassifierOptions {
+        max_response_bytes: 1024 * 1024,
+        ..options(&server)
+    })
+    .await
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ResponseTooLarge);
 }
 
 #[tokio::test]
 async fn broken_answers_are_decode_errors() {
-    let server = Server::start(vec![Reply::json(200, r#"{"model":"m","answers":{"risk":{"type":"score","confidence":1}}}"#)]).await;
+    let server = Server::start(vec![Reply::json(
+        200,
+        r#"{"model":"m","answers":{"risk":{"type":"score","confidence":1}}}"#,
+    )])
+    .await;
     let e = run(options(&server)).await.unwrap_err();
-    assert_eq!(e.to_string(), "classifier: answer \"risk\": score answer has no \"score\" number");
+    assert_eq!(
+        e.to_string(),
+        "classifier: answer \"risk\": score answer has no \"score\" number"
+    );
 
     let server = Server::start(vec![Reply::json(200, r#"{"model":"m","ans"#)]).await;
     let e = run(options(&server)).await.unwrap_err();
     assert!(e.is_decode(), "{e}");
-    assert!(e.to_string().starts_with(&format!("classifier: POST http://{}/v1/systemone: response is not valid JSON", server.addr)), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "classifier: POST http://{}/v1/systemone: response is not valid JSON",
+            server.addr
+        )),
+        "{e}"
+    );
 
-    let server = Server::start(vec![Reply::json(200, r#"{"model":"m","answers":{"risk":{"type":"score","score":7,"confidence":1}}}"#)]).await;
+    let server = Server::start(vec![Reply::json(
+        200,
+        r#"{"model":"m","answers":{"risk":{"type":"score","score":7,"confidence":1}}}"#,
+    )])
+    .await;
     let e = run(options(&server)).await.unwrap_err();
-    assert_eq!(e.to_string(), "classifier: answer \"risk\": score 7 is outside [0, 2]");
+    assert_eq!(
+        e.to_string(),
+        "classifier: answer \"risk\": score 7 is outside [0, 2]"
+    );
 }
 
 #[tokio::test]
 async fn transport_failures_are_named_and_retried() {
     let base = closed_base_url().await;
-    let e = run(ClassifierOptions { base_url: base.clone(), retry_base_ms: 1, ..Default::default() })
-        .await
-        .unwrap_err();
+    let e = run(ClassifierOptions {
+        base_url: base.clone(),
+        retry_base_ms: 1,
+        ..Default::default()
+    })
+    .await
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Transport);
-    assert!(e.to_string().starts_with(&format!("classifier: POST {base}/systemone: connection failed")), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "classifier: POST {base}/systemone: connection failed"
+        )),
+        "{e}"
+    );
     assert!(e.is_retryable());
 
-    let server = Server::start(vec![Reply::Close, Reply::Garbage(b"SMTP ready\r\n\r\n".to_vec()), ok()]).await;
+    let server = Server::start(vec![
+        Reply::Close,
+        Reply::Garbage(b"SMTP ready\r\n\r\n".to_vec()),
+        ok(),
+    ])
+    .await;
     run(options(&server)).await.unwrap();
     assert_eq!(server.count(), 3);
 }
 
 #[tokio::test]
 async fn auth_failure_bodies_are_dropped_and_other_causes_kept() {
-    let server = Server::start(vec![Reply::json(401, r#"{"detail":{"message":"key sk-live-abc is revoked"}}"#)]).await;
+    let server = Server::start(vec![Reply::json(
+        401,
+        r#"{"detail":{"message":"key sk-live-abc is revoked"}}"#,
+    )])
+    .await;
     let e = run(options(&server)).await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        format!("classifier: POST http://{}/v1/systemone: HTTP 401: unauthorized (response body not shown)", server.addr)
+        format!(
+            "classifier: POST http://{}/v1/systemone: HTTP 401: unauthorized (response body not shown)",
+            server.addr
+        )
     );
     let server = Server::start(vec![Reply::json(403, "forbidden for sk-live-abc")]).await;
     let e = run(options(&server)).await.unwrap_err();
-    assert!(e.to_string().ends_with("HTTP 403: forbidden (response body not shown)"), "{e}");
+    assert!(
+        e.to_string()
+            .ends_with("HTTP 403: forbidden (response body not shown)"),
+        "{e}"
+    );
 
     let long = format!("{{\"detail\":{{\"message\":\"{}\"}}}}", "q".repeat(300));
     let server = Server::start(vec![Reply::json(400, long)]).await;
     let e = run(options(&server)).await.unwrap_err();
     let cause = e.to_string().rsplit(": ").next().unwrap().to_string();
-    assert_eq!(cause, format!("{}…", "q".repeat(200)), "the cause is kept, cut at 200 characters");
+    assert_eq!(
+        cause,
+        format!("{}…", "q".repeat(200)),
+        "the cause is kept, cut at 200 characters"
+    );
 }
 
 #[tokio::test]
 async fn batch_against_the_server_keeps_order() {
     let server = Server::start(vec![ok()]).await;
-    let judge = create_classifier(ClassifierOptions { batch_concurrency: 3, ..options(&server) }).unwrap();
+    let judge = create_classifier(ClassifierOptions {
+        batch_concurrency: 3,
+        ..options(&server)
+    })
+    .unwrap();
     let states: Vec<Value> = (0..25).map(|i| json!({"i": i})).collect();
     let ds = judge.evaluate_batch(states, &questions()).await.unwrap();
     assert_eq!(ds.len(), 25);
     let mut posted: Vec<i64> = server
         .requests()
         .iter()
-        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["state"]["i"].as_i64().unwrap())
+        .map(|r| {
+            serde_json::from_slice::<Value>(&r.body).unwrap()["state"]["i"]
+                .as_i64()
+                .unwrap()
+        })
         .collect();
     posted.sort();
     assert_eq!(posted, (0..25).collect::<Vec<_>>(), "each state sent once");
 
-    let server = Server::start(vec![ok(), ok(), Reply::json(400, r#"{"detail":"bad state"}"#)]).await;
-    let judge = create_classifier(ClassifierOptions { batch_concurrency: 1, ..options(&server) }).unwrap();
+    let server = Server::start(vec![
+        ok(),
+        ok(),
+        Reply::json(400, r#"{"detail":"bad state"}"#),
+    ])
+    .await;
+    let judge = create_classifier(ClassifierOptions {
+        batch_concurrency: 1,
+        ..options(&server)
+    })
+    .unwrap();
     let e = judge
         .evaluate_batch((0..5).map(|i| json!(i)).collect(), &questions())
         .await
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        format!("state 2: classifier: POST http://{}/v1/systemone: HTTP 400: bad state", server.addr)
+        format!(
+            "state 2: classifier: POST http://{}/v1/systemone: HTTP 400: bad state",
+            server.addr
+        )
     );
     assert_eq!(e.status(), Some(400));
 }
@@ -426,7 +609,11 @@ async fn the_sentinel_secret_never_appears() {
         Reply::json(400, echo.clone()),
         Reply::json(200, format!(r#"{{"model":"{KEY}x","answers":7}}"#)),
         Reply::Garbage(format!("{KEY}\r\n\r\n").into_bytes()),
-        Reply::StallMidBody { status: 200, declared: 100, sent: KEY.as_bytes().to_vec() },
+        Reply::StallMidBody {
+            status: 200,
+            declared: 100,
+            sent: KEY.as_bytes().to_vec(),
+        },
     ])
     .await;
     let metrics: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -435,13 +622,18 @@ async fn the_sentinel_secret_never_appears() {
         base_url: server.base_url(),
         api_key_env: "TOOLNEXUS_IT_SENTINEL_KEY".into(),
         headers: [
-            ("X-Secret".to_string(), "${TOOLNEXUS_IT_SENTINEL_HDR}".to_string()),
+            (
+                "X-Secret".to_string(),
+                "${TOOLNEXUS_IT_SENTINEL_HDR}".to_string(),
+            ),
             ("X-Literal".to_string(), HDR.to_string()),
         ]
         .into(),
         retries: -1,
         timeout_ms: 300,
-        on_metric: Some(Arc::new(move |m: &MetricEvent| sink.lock().unwrap().push(format!("{m:?}")))),
+        on_metric: Some(Arc::new(move |m: &MetricEvent| {
+            sink.lock().unwrap().push(format!("{m:?}"))
+        })),
         ..Default::default()
     };
     let mut texts = vec![format!("{opts:?}")];
@@ -460,10 +652,22 @@ async fn the_sentinel_secret_never_appears() {
     }
     texts.extend(metrics.lock().unwrap().iter().cloned());
     let reqs = server.requests();
-    assert_eq!(reqs[0].headers["authorization"], format!("Bearer {KEY}"), "the key was really sent");
+    assert_eq!(
+        reqs[0].headers["authorization"],
+        format!("Bearer {KEY}"),
+        "the key was really sent"
+    );
     assert_eq!(reqs[0].headers["x-secret"], HDR);
     for t in &texts {
-        assert!(!t.contains(KEY) && !t.contains(HDR), "secret leaked in: {t}");
+        assert!(
+            !t.contains(KEY) && !t.contains(HDR),
+            "secret leaked in: {t}"
+        );
     }
-    assert!(texts.iter().any(|t| t.contains("bad key [redacted] with [redacted]")), "{texts:#?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("bad key [redacted] with [redacted]")),
+        "{texts:#?}"
+    );
 }
