@@ -1,0 +1,303 @@
+//! The command line, as clap derive types. Parsing only: every value here is
+//! checked and turned into library options in [`crate::style`] and the commands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Shown after `toolnexus --help`; the same table is in `main.rs`.
+pub const AFTER_HELP: &str = "\
+Exit codes:
+  0    success
+  1    unexpected internal error
+  2    usage or bad input: unknown flag or style, missing required flag, input
+       file missing or unreadable, invalid JSON (with line and column), invalid
+       questions, unreadable tape, an --out file that is not a batch result file
+  3    evaluation failed (HTTP error, timeout, replay miss, incoherent answer),
+       or a batch / tape record finished with at least one failed line
+  4    I/O failure while writing: --out file, tape file, or binding --addr
+  130  interrupted by Ctrl-C (a batch resumes when rerun with the same arguments)
+
+API keys are read only from the environment variable named by --api-key-env
+(default TYPESAFE_API_KEY, or OPENROUTER_API_KEY with --backend openrouter) and
+are never printed. With no key set, `toolnexus eval` replays the built-in demo
+tape offline and says so.";
+
+/// Evaluate typed questions against a JSON state with a judgment model, run
+/// resumable JSONL batches, record and replay tapes, or serve any style as a
+/// System One endpoint.
+#[derive(Debug, Parser)]
+#[command(name = "toolnexus", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Evaluate a questions file against one state and print the decision.
+    ///
+    /// With no flags and no API key set, replays the built-in demo tape offline.
+    Eval(EvalArgs),
+    /// Evaluate a questions file against every state of a JSONL file, resumably.
+    Batch(BatchArgs),
+    /// Record, replay and inspect tapes of decisions.
+    #[command(subcommand)]
+    Tape(TapeCommand),
+    /// Serve a style as a System One endpoint (POST /v1/systemone, GET /v1/models).
+    Serve(ServeArgs),
+}
+
+/// The style names the command line accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StyleName {
+    /// A System One model over HTTP.
+    SystemOne,
+    /// An emulation over a chat model.
+    Llm,
+    /// Recorded decisions from a tape, matched on questions and state under any call name.
+    Static,
+    /// Recorded decisions from a tape, matched on call name, questions and state.
+    Tape,
+}
+
+impl StyleName {
+    /// The spelling on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StyleName::SystemOne => "systemone",
+            StyleName::Llm => "llm",
+            StyleName::Static => "static",
+            StyleName::Tape => "tape",
+        }
+    }
+}
+
+fn parse_style(s: &str) -> Result<StyleName, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "systemone" => Ok(StyleName::SystemOne),
+        "llm" => Ok(StyleName::Llm),
+        "static" => Ok(StyleName::Static),
+        "tape" => Ok(StyleName::Tape),
+        _ => Err(format!(
+            "unknown style {s:?} (want systemone|llm|static|tape)"
+        )),
+    }
+}
+
+fn parse_backend(s: &str) -> Result<toolnexus::classifier::Backend, String> {
+    s.parse().map_err(|e: toolnexus::classifier::ClassifierError| {
+        let text = e.to_string();
+        text.strip_prefix("classifier: ").unwrap_or(&text).to_string()
+    })
+}
+
+fn parse_chat_style(s: &str) -> Result<toolnexus::client::Style, String> {
+    s.parse().map_err(|e: toolnexus::classifier::ClassifierError| {
+        let text = e.to_string();
+        text.strip_prefix("client: ").unwrap_or(&text).to_string()
+    })
+}
+
+/// How to reach a live model: the System One and Llm styles.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LiveArgs {
+    /// systemone | llm | static | tape. Default: tape when --tape is given,
+    /// systemone when the API key variable is set, else (eval, serve) the
+    /// built-in demo tape.
+    #[arg(long, value_name = "STYLE", value_parser = parse_style)]
+    pub style: Option<StyleName>,
+    /// The model to ask for (default: the backend preset's, e.g. jev-latest).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The API root: /systemone (systemone) or /chat/completions, /messages (llm) is appended.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// System One provider preset: typesafe | openrouter.
+    #[arg(long, value_name = "BACKEND", value_parser = parse_backend)]
+    pub backend: Option<toolnexus::classifier::Backend>,
+    /// The environment variable holding the API key (its value is never printed).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// The chat wire of --style llm: openai | anthropic.
+    #[arg(long, value_name = "WIRE", value_parser = parse_chat_style)]
+    pub chat_style: Option<toolnexus::client::Style>,
+    /// --style llm: derive distributions from token log-probabilities (OpenAI wire only).
+    #[arg(long)]
+    pub logprobs: bool,
+    /// Time allowed to one HTTP attempt, in milliseconds (default 10000).
+    #[arg(long, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// Retries after the first attempt (default 2; -1 for none).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub retries: Option<i32>,
+}
+
+/// A live style, or recordings from a tape file.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StyleArgs {
+    /// The style and its connection settings.
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// A tape file for --style tape or static (default for those: the built-in demo tape).
+    #[arg(long, value_name = "FILE")]
+    pub tape: Option<PathBuf>,
+    /// The call name to evaluate under (tape style: which recordings to replay).
+    #[arg(long, value_name = "NAME")]
+    pub call: Option<String>,
+}
+
+/// `toolnexus eval`.
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    /// Questions: a JSON file (or inline JSON) of key -> wire question.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub questions: Option<String>,
+    /// The state: a JSON file, inline JSON, or - for standard input.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub state: Option<String>,
+    /// Print the decision's wire JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Where decisions come from.
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+/// `toolnexus batch`.
+#[derive(Debug, Clone, Args)]
+pub struct BatchArgs {
+    /// Questions: a JSON file (or inline JSON) of key -> wire question.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub questions: String,
+    /// Input: one JSON state per line (blank lines are skipped).
+    #[arg(long, value_name = "FILE")]
+    pub states: PathBuf,
+    /// Output: one result per line, {"line":n,"decision":{..}} or {"line":n,"error":".."}.
+    /// If it exists, lines already in it are skipped (resume).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// States in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub concurrency: u32,
+    /// At most this many evaluations started per minute (evenly spaced).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rpm: Option<u32>,
+    /// No progress bar or progress lines.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Where decisions come from.
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+/// `toolnexus tape …`.
+#[derive(Debug, Subcommand)]
+pub enum TapeCommand {
+    /// Evaluate live and record every decision (or failure) into a tape file.
+    Record(RecordArgs),
+    /// Replay recorded decisions offline.
+    Replay(ReplayArgs),
+    /// Summarise a tape file: version, note, call names, entry counts.
+    Show(ShowArgs),
+}
+
+/// `toolnexus tape record`.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// The tape file to record into (created, or added to when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub tape: PathBuf,
+    /// The call name to record under.
+    #[arg(long, value_name = "NAME")]
+    pub call: String,
+    /// Questions: a JSON file (or inline JSON) of key -> wire question.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub questions: String,
+    /// One state: a JSON file, inline JSON, or - for standard input.
+    #[arg(long, value_name = "FILE|JSON", conflicts_with = "states", required_unless_present = "states")]
+    pub state: Option<String>,
+    /// Many states: one JSON state per line.
+    #[arg(long, value_name = "FILE")]
+    pub states: Option<PathBuf>,
+    /// A note saved with the tape (what was recorded, from where, why).
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// The live style and its connection settings (systemone or llm).
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+/// `toolnexus tape replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The tape file (default: the built-in demo tape).
+    #[arg(long, value_name = "FILE")]
+    pub tape: Option<PathBuf>,
+    /// The call name to replay (default: the tape's only call name).
+    #[arg(long, value_name = "NAME")]
+    pub call: Option<String>,
+    /// Questions to replay; with --state. Without both, every entry of the call is replayed.
+    #[arg(long, value_name = "FILE|JSON", requires = "state")]
+    pub questions: Option<String>,
+    /// The state to replay; with --questions.
+    #[arg(long, value_name = "FILE|JSON", requires = "questions")]
+    pub state: Option<String>,
+    /// Print wire JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `toolnexus tape show`.
+#[derive(Debug, Clone, Args)]
+pub struct ShowArgs {
+    /// The tape file (default: the built-in demo tape).
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `toolnexus serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// The address to listen on; port 0 picks a free port (the bound address is printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    pub addr: SocketAddr,
+    /// Largest request body accepted, in bytes (larger: HTTP 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Wait this long before answering each request (load tests, demos of slow backends).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub delay_ms: u64,
+    /// Where decisions come from (default with no key set: static over the built-in demo tape).
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_unknown_style_is_named_on_one_line() {
+        let e = Cli::try_parse_from(["toolnexus", "eval", "--style", "chat"]).unwrap_err();
+        let first = e.to_string();
+        let first = first.lines().next().unwrap();
+        assert!(
+            first.contains("unknown style \"chat\" (want systemone|llm|static|tape)"),
+            "{first}"
+        );
+    }
+}

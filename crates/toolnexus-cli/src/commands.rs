@@ -1,0 +1,24 @@
+//! One module per subcommand. Each validates its arguments into library options,
+//! calls the library, and returns the exit code it ended with.
+
+use anyhow::Result;
+
+use crate::args::{Cli, Command, TapeCommand};
+use crate::exit::Exit;
+
+pub mod batch;
+pub mod eval;
+pub mod serve;
+pub mod tape;
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> Result<Exit> {
+    match cli.command {
+        Command::Eval(a) => eval::run(a).await,
+        Command::Batch(a) => batch::run(a).await,
+        Command::Tape(TapeCommand::Record(a)) => tape::record(a).await,
+        Command::Tape(TapeCommand::Replay(a)) => tape::replay(a).await,
+        Command::Tape(TapeCommand::Show(a)) => tape::show(a),
+        Command::Serve(a) => serve::run(a).await,
+    }
+}

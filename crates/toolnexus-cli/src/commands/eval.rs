@@ -1,0 +1,85 @@
+//! `toolnexus eval`: one state, one decision, printed as a table or wire JSON.
+//!
+//! With no flags and no API key set it replays the first `triage` example of the
+//! built-in demo tape and says so on its first line.
+
+use anyhow::Result;
+use serde_json::Value;
+use toolnexus::classifier::{EvalContext, Questions};
+
+use crate::args::{EvalArgs, StyleName};
+use crate::exit::{self, Exit};
+use crate::style::{self, Built, Fallback};
+use crate::{demo, input, render};
+
+/// Runs `toolnexus eval`.
+pub async fn run(args: EvalArgs) -> Result<Exit> {
+    let built = style::build(&args.style, Fallback::Demo(StyleName::Tape))?;
+    let (questions, state, example) = inputs(&args, &built)?;
+
+    // With --json, stdout carries only the decision; status lines go to stderr.
+    let status = |line: String| {
+        if args.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    if let (Some(why), Some((_, label))) = (&built.offline_reason, &built.tape) {
+        status(format!(
+            "offline: {why}; replaying {label} (call {:?})",
+            built.call
+        ));
+    }
+    if let Some(source) = &example {
+        status(format!(
+            "example: {source}; state {}",
+            render::compact(&state, 100)
+        ));
+    }
+
+    let ctx = EvalContext::new().with_call_name(built.call.clone());
+    let decision = built
+        .classifier
+        .evaluate_ctx(ctx, state, &questions)
+        .await
+        .map_err(|e| exit::eval(format!("{} ({})", e, style::describe(&built))))?;
+
+    if args.json {
+        println!("{}", render::decision_json(&decision));
+    } else {
+        if example.is_some() || built.offline_reason.is_some() {
+            println!();
+        }
+        print!("{}", render::decision_table(&decision));
+    }
+    Ok(Exit::Success)
+}
+
+/// The questions and state to evaluate: both flags, or neither (then the first
+/// recorded example of the call on the tape, or of the demo tape). The third
+/// value names where an example came from.
+fn inputs(args: &EvalArgs, built: &Built) -> Result<(Questions, Value, Option<String>)> {
+    match (&args.questions, &args.state) {
+        (Some(q), Some(s)) => Ok((
+            input::read_questions(q)?,
+            input::read_json_arg("--state", s)?,
+            None,
+        )),
+        (Some(_), None) => Err(exit::usage("--state is required with --questions")),
+        (None, Some(_)) => Err(exit::usage("--questions is required with --state")),
+        (None, None) => {
+            let (tape, label) = match &built.tape {
+                Some((t, l)) => (t.clone(), l.clone()),
+                None => (demo::demo_tape()?, demo::DEMO_LABEL.to_string()),
+            };
+            let call = if built.tape.is_some() {
+                built.call.clone()
+            } else {
+                demo::DEMO_CALL.to_string()
+            };
+            let (q, s) = demo::first_example(&tape, &call, &label)?;
+            Ok((q, s, Some(format!("the first {call:?} recording of {label}"))))
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Output: a decision as a readable table or as its wire JSON. Pure functions
+//! over data; nothing here prints.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use toolnexus::classifier::{Decision, DecisionAnswer, near_uniform};
+
+/// The decision's wire JSON (`Decision::to_value`), pretty-printed, keys sorted.
+pub fn decision_json(d: &Decision) -> String {
+    pretty(&d.to_value())
+}
+
+/// Any value pretty-printed.
+pub fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// A number as the table shows it: two decimals.
+fn num(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// A cost in US dollars with three significant digits; never rounded to $0.
+pub fn cost(c: Option<f64>) -> String {
+    match c {
+        None => "not reported".to_string(),
+        Some(c) if c == 0.0 => "$0 (reported by the backend)".to_string(),
+        Some(c) => {
+            let magnitude = c.abs().log10().floor() as i32;
+            let decimals = (2 - magnitude).clamp(2, 12) as usize;
+            format!("${c:.decimals$}")
+        }
+    }
+}
+
+/// Probability keys in level order when they are all numbers ("2" before "10"),
+/// else in the map's own order.
+fn ordered(p: &BTreeMap<String, f64>) -> Vec<(&String, f64)> {
+    let mut v: Vec<(&String, f64)> = p.iter().map(|(k, x)| (k, *x)).collect();
+    if v.iter().all(|(k, _)| k.parse::<u64>().is_ok()) {
+        v.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(0));
+    }
+    v
+}
+
+fn probabilities(p: &BTreeMap<String, f64>) -> String {
+    ordered(p)
+        .into_iter()
+        .map(|(k, x)| format!("{k}={}", num(x)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+/// The short name of the level nearest an expected score: the legend text up to
+/// its first `:`, cut to 24 characters.
+fn level_label(score: f64, legend: &BTreeMap<String, String>) -> Option<String> {
+    let nearest = score.round().max(0.0) as u64;
+    let text = legend.get(&nearest.to_string())?;
+    let short = text.split(':').next().unwrap_or(text).trim();
+    let mut out: String = short.chars().take(24).collect();
+    if short.chars().count() > 24 {
+        out.push('…');
+    }
+    Some(out)
+}
+
+/// One row per answer: key, type, answer, confidence, near-uniform, probabilities.
+fn rows(d: &Decision) -> Vec<[String; 6]> {
+    d.answers
+        .iter()
+        .map(|(key, a)| match a {
+            DecisionAnswer::Noul(n) => [
+                key.clone(),
+                "noul".into(),
+                num(n.noul),
+                "-".into(),
+                "-".into(),
+                format!("true={} false={}", num(n.noul), num(1.0 - n.noul)),
+            ],
+            DecisionAnswer::Choice(c) => [
+                key.clone(),
+                "choice".into(),
+                c.choice.clone(),
+                num(c.confidence),
+                yes_no(c.near_uniform).into(),
+                probabilities(&c.probabilities),
+            ],
+            DecisionAnswer::Score(s) => [
+                key.clone(),
+                "score".into(),
+                match level_label(s.score, &s.legend) {
+                    Some(l) => format!("{} ({l})", num(s.score)),
+                    None => num(s.score),
+                },
+                num(s.confidence),
+                yes_no(near_uniform(&s.probabilities)).into(),
+                probabilities(&s.probabilities),
+            ],
+        })
+        .collect()
+}
+
+/// The decision as a table, then model, calibrated, tokens and cost. A cost the
+/// backend did not report reads "not reported", never $0.
+pub fn decision_table(d: &Decision) -> String {
+    const HEAD: [&str; 6] = [
+        "KEY",
+        "TYPE",
+        "ANSWER",
+        "CONFIDENCE",
+        "NEAR-UNIFORM",
+        "PROBABILITIES",
+    ];
+    let rows = rows(d);
+    let mut width = HEAD.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, cell) in width.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &[&str]| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(c);
+                l.extend(std::iter::repeat_n(' ', width[i] - c.chars().count() + 2));
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(&mut out, &HEAD);
+    for r in &rows {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        line(&mut out, &cells);
+    }
+    if rows.is_empty() {
+        out.push_str("(no answers)\n");
+    }
+    out.push('\n');
+    let calibrated = if d.calibrated {
+        "yes"
+    } else {
+        "no (probabilities are the model's own report)"
+    };
+    for (k, v) in [
+        ("model", d.model.clone()),
+        ("calibrated", calibrated.to_string()),
+        (
+            "tokens",
+            format!(
+                "{} in, {} out",
+                d.usage.input_tokens, d.usage.output_tokens
+            ),
+        ),
+        ("cost", cost(d.usage.cost)),
+    ] {
+        out.push_str(&format!("{k:<12}{v}\n"));
+    }
+    out
+}
+
+/// A JSON value on one line, cut to `max` characters.
+pub fn compact(v: &Value, max: usize) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= max {
+        return s;
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demo_decision(cost: Option<f64>) -> Decision {
+        let mut v = serde_json::json!({
+            "model": "jev-1.13-20260917",
+            "answers": {
+                "desk": {"type": "choice", "choice": "billing", "confidence": 0.41,
+                         "probabilities": {"billing": 0.41, "shipping": 0.26, "technical": 0.33}},
+                "refund": {"type": "noul", "noul": 0.09},
+                "urgency": {"type": "score", "score": 0.34, "confidence": 0.71,
+                            "legend": {"0": "low: can wait", "1": "normal", "2": "high", "3": "critical"},
+                            "probabilities": {"0": 0.71, "1": 0.25, "2": 0.03, "3": 0.01}}
+            },
+            "usage": {"input_tokens": 412, "output_tokens": 38}
+        });
+        if let Some(c) = cost {
+            v["usage"]["cost"] = c.into();
+        }
+        Decision::from_value(&v).unwrap()
+    }
+
+    #[test]
+    fn the_table_shows_every_field() {
+        let t = decision_table(&demo_decision(Some(0.0000564)));
+        let want = "\
+KEY      TYPE    ANSWER       CONFIDENCE  NEAR-UNIFORM  PROBABILITIES
+desk     choice  billing      0.41        no            billing=0.41 shipping=0.26 technical=0.33
+refund   noul    0.09         -           -             true=0.09 false=0.91
+urgency  score   0.34 (low)   0.71        no            0=0.71 1=0.25 2=0.03 3=0.01
+
+model       jev-1.13-20260917
+calibrated  yes
+tokens      412 in, 38 out
+cost        $0.0000564
+";
+        assert_eq!(t, want);
+    }
+
+    #[test]
+    fn an_unreported_cost_is_never_zero() {
+        let t = decision_table(&demo_decision(None));
+        assert!(t.contains("cost        not reported\n"), "{t}");
+        assert!(!t.contains('$'));
+        assert_eq!(cost(Some(1.5)), "$1.50");
+        assert_eq!(cost(Some(0.012345)), "$0.0123");
+    }
+
+    #[test]
+    fn numeric_levels_sort_as_numbers() {
+        let p: BTreeMap<String, f64> = [("10".into(), 0.5), ("2".into(), 0.5)].into();
+        assert_eq!(probabilities(&p), "2=0.50 10=0.50");
+    }
+}

@@ -1,0 +1,254 @@
+//! Turns the style flags into a library [`Classifier`], a call name, and (when
+//! the command fell back to recorded decisions) the reason it is offline.
+
+use std::path::Path;
+
+use anyhow::Result;
+use toolnexus::classifier::{
+    Backend, Classifier, ClassifierOptions, ClassifierStyle, RecordedDecision, create_classifier,
+};
+use toolnexus::client::{ClientOptions, create_client};
+use toolnexus::judge::{Tape, TapeOutcome};
+
+use crate::args::{LiveArgs, StyleArgs, StyleName};
+use crate::demo;
+use crate::exit;
+
+/// What a command does when no style is named, no tape is given and no API key is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// Use the System One style anyway (the backend will answer 401 without a key).
+    SystemOne,
+    /// Use this recorded style over the built-in demo tape, offline.
+    Demo(StyleName),
+}
+
+/// A classifier ready to evaluate, and what it is.
+pub struct Built {
+    /// The classifier.
+    pub classifier: Classifier,
+    /// The style it runs.
+    pub style: StyleName,
+    /// The call name evaluations run under.
+    pub call: String,
+    /// The tape behind a tape or static style, and how to name it.
+    pub tape: Option<(Tape, String)>,
+    /// Set when the command fell back to the demo tape: why (e.g. `no TYPESAFE_API_KEY set`).
+    pub offline_reason: Option<String>,
+}
+
+/// The variable the API key is read from (a name, never a value).
+pub fn key_env(live: &LiveArgs) -> String {
+    match &live.api_key_env {
+        Some(v) if !v.trim().is_empty() => v.trim().to_string(),
+        _ => live.backend.unwrap_or_default().default_api_key_env().to_string(),
+    }
+}
+
+fn key_is_set(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|v| !v.is_empty())
+}
+
+/// Builds the classifier the flags describe.
+pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
+    let live = &args.live;
+    let (style, offline_reason) = match (live.style, &args.tape) {
+        (Some(s), _) => (s, None),
+        (None, Some(_)) => (StyleName::Tape, None),
+        (None, None) => {
+            let var = key_env(live);
+            match fallback {
+                _ if key_is_set(&var) => (StyleName::SystemOne, None),
+                Fallback::SystemOne => (StyleName::SystemOne, None),
+                Fallback::Demo(s) => (s, Some(format!("no {var} set"))),
+            }
+        }
+    };
+    match style {
+        StyleName::SystemOne | StyleName::Llm => {
+            if let Some(t) = &args.tape {
+                return Err(exit::usage(format!(
+                    "--tape {}: only --style tape or static read a tape (use `toolnexus tape record` to record one)",
+                    t.display()
+                )));
+            }
+            Ok(Built {
+                classifier: live_classifier(live, style)?,
+                style,
+                call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
+                tape: None,
+                offline_reason,
+            })
+        }
+        StyleName::Tape | StyleName::Static => {
+            let (tape, label) = load_tape(args.tape.as_deref())?;
+            let call = pick_call(&tape, &label, args.call.as_deref(), style)?;
+            let classifier = match style {
+                StyleName::Tape => tape.replayer(),
+                _ => static_classifier(&tape, &label, live)?,
+            };
+            Ok(Built {
+                classifier,
+                style,
+                call,
+                tape: Some((tape, label)),
+                offline_reason,
+            })
+        }
+    }
+}
+
+/// Loads `--tape FILE`, or the built-in demo tape without one.
+pub fn load_tape(path: Option<&Path>) -> Result<(Tape, String)> {
+    match path {
+        None => Ok((demo::demo_tape()?, demo::DEMO_LABEL.to_string())),
+        Some(p) => {
+            let tape = Tape::load(p).map_err(|e| exit::usage(format!("--tape: {e}")))?;
+            Ok((tape, format!("tape {}", p.display())))
+        }
+    }
+}
+
+/// The call name to replay: `--call`, else the demo's default, else the tape's only one.
+fn pick_call(tape: &Tape, label: &str, call: Option<&str>, style: StyleName) -> Result<String> {
+    let names = tape.call_names();
+    if let Some(c) = call {
+        if style == StyleName::Tape && !names.iter().any(|n| n == c) {
+            return Err(exit::usage(format!(
+                "--call {c:?}: {label} has no such call (it has {})",
+                demo::names(&names)
+            )));
+        }
+        return Ok(c.to_string());
+    }
+    if label == demo::DEMO_LABEL {
+        return Ok(demo::DEMO_CALL.to_string());
+    }
+    match names.as_slice() {
+        [one] => Ok(one.clone()),
+        [] if style == StyleName::Static => Ok("cli".to_string()),
+        [] => Err(exit::usage(format!("{label} is empty: nothing to replay"))),
+        _ if style == StyleName::Static => Ok("cli".to_string()),
+        _ => Err(exit::usage(format!(
+            "--call is required: {label} has calls {}",
+            demo::names(&names)
+        ))),
+    }
+}
+
+/// The Static style over every recorded decision of a tape, whatever its call name.
+fn static_classifier(tape: &Tape, label: &str, live: &LiveArgs) -> Result<Classifier> {
+    let mut models = std::collections::BTreeSet::new();
+    let decisions: Vec<RecordedDecision> = tape
+        .entries()
+        .into_iter()
+        .filter_map(|e| match e.outcome {
+            TapeOutcome::Decision(d) => {
+                models.insert(e.model.clone());
+                Some(RecordedDecision {
+                    state: e.state,
+                    questions: e.questions,
+                    response: serde_json::to_vec(&d.to_value()).unwrap_or_default(),
+                })
+            }
+            TapeOutcome::Failure { .. } => None,
+        })
+        .collect();
+    if decisions.is_empty() {
+        return Err(exit::usage(format!(
+            "--style static: {label} holds no recorded decision"
+        )));
+    }
+    let model = match (&live.model, models.len()) {
+        (Some(m), _) => m.clone(),
+        (None, 1) => models.into_iter().next().unwrap_or_default(),
+        (None, _) => "static".to_string(),
+    };
+    create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Static,
+        model,
+        decisions,
+        ..Default::default()
+    })
+    .map_err(|e| {
+        exit::usage(format!(
+            "--style static: {label}: {e} (replay it with --style tape --call NAME)"
+        ))
+    })
+}
+
+/// A System One or Llm classifier from the connection flags.
+pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> {
+    let text = |o: &Option<String>| o.as_deref().map(str::trim).unwrap_or("").to_string();
+    let timeout_ms = live.timeout_ms.unwrap_or(0);
+    let retries = live.retries.unwrap_or(0);
+    let options = match style {
+        StyleName::SystemOne => {
+            if live.chat_style.is_some() || live.logprobs {
+                return Err(exit::usage(
+                    "--chat-style and --logprobs go with --style llm",
+                ));
+            }
+            ClassifierOptions {
+                style: ClassifierStyle::SystemOne,
+                backend: live.backend.unwrap_or(Backend::TypeSafe),
+                base_url: text(&live.base_url),
+                model: text(&live.model),
+                api_key_env: key_env(live),
+                timeout_ms,
+                retries,
+                ..Default::default()
+            }
+        }
+        StyleName::Llm => {
+            if live.base_url.is_none() {
+                return Err(exit::usage(
+                    "--style llm needs --base-url (the chat API root, e.g. http://127.0.0.1:11434/v1)",
+                ));
+            }
+            if live.model.is_none() {
+                return Err(exit::usage(
+                    "--style llm needs --model (the chat model to ask)",
+                ));
+            }
+            let client = create_client(ClientOptions {
+                base_url: text(&live.base_url),
+                style: live.chat_style.unwrap_or_default(),
+                model: text(&live.model),
+                api_key_env: text(&live.api_key_env),
+                timeout_ms,
+                retries,
+                logprobs: live.logprobs,
+                ..Default::default()
+            })
+            .map_err(|e| exit::usage(format!("--style llm: {e}")))?;
+            ClassifierOptions {
+                style: ClassifierStyle::Llm,
+                client: Some(client),
+                ..Default::default()
+            }
+        }
+        other => {
+            return Err(exit::usage(format!(
+                "--style {} is not a live style here (want systemone|llm)",
+                other.as_str()
+            )));
+        }
+    };
+    create_classifier(options).map_err(|e| exit::usage(format!("--style {}: {e}", style.as_str())))
+}
+
+/// How a built classifier describes itself in a status line.
+pub fn describe(b: &Built) -> String {
+    match &b.tape {
+        Some((_, label)) if b.style == StyleName::Tape => {
+            format!("style tape, {label}, call {:?}", b.call)
+        }
+        Some((_, label)) => format!("style static, {label}, model {}", b.classifier.model()),
+        None => format!(
+            "style {}, model {}",
+            b.style.as_str(),
+            b.classifier.model()
+        ),
+    }
+}
