@@ -61,6 +61,7 @@ mod error;
 mod options;
 mod question;
 pub(crate) mod retry;
+mod wire;
 
 pub use canonical::{canonical_json, canonical_request, write_canonical};
 pub use decision::{

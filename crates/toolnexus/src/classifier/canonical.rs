@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-use super::question::{Questions, questions_wire};
+use super::question::{Question, Questions};
 
 /// Encodes `value` canonically: object keys sorted bytewise at every depth,
 /// arrays in their order, no whitespace, `<>&'` and non-ASCII written raw, control
@@ -61,9 +61,64 @@ pub fn canonical_request(model: &str, questions: &Questions) -> String {
     out.push_str("{\"model\":");
     write_str(&mut out, model);
     out.push_str(",\"questions\":");
-    write_value(&mut out, &questions_wire(questions));
+    write_questions(&mut out, questions);
     out.push('}');
     out
+}
+
+/// Appends the canonical wire form of a question set: the same bytes as
+/// `canonical_json(&questions_wire(questions))`, written without building a `Value`.
+/// A `BTreeMap<String, _>` iterates in bytewise key order by definition, and each
+/// question's own keys are written in their sorted order: `criteria`,
+/// `instructions`, `type`.
+pub(crate) fn write_questions(out: &mut String, questions: &Questions) {
+    out.push('{');
+    for (i, (key, q)) in questions.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(out, key);
+        out.push_str(":{");
+        match q {
+            Question::Noul(n) => {
+                if let Some(c) = &n.criteria {
+                    out.push_str("\"criteria\":{\"false\":");
+                    write_str(out, &c.when_false);
+                    out.push_str(",\"true\":");
+                    write_str(out, &c.when_true);
+                    out.push_str("},");
+                }
+            }
+            Question::Choice(c) => {
+                out.push_str("\"criteria\":{");
+                for (j, (id, meaning)) in c.criteria.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    write_str(out, id);
+                    out.push(':');
+                    write_str(out, meaning);
+                }
+                out.push_str("},");
+            }
+            Question::Score(s) => {
+                out.push_str("\"criteria\":[");
+                for (j, level) in s.criteria.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    write_str(out, level);
+                }
+                out.push_str("],");
+            }
+        }
+        out.push_str("\"instructions\":");
+        write_str(out, q.instructions());
+        out.push_str(",\"type\":");
+        write_str(out, q.kind());
+        out.push('}');
+    }
+    out.push('}');
 }
 
 fn write_value(out: &mut String, v: &Value) {
@@ -262,6 +317,54 @@ mod tests {
             canonical_json(&v),
             r#"{"a":[3,2,{"x":2,"y":1}],"b":{"B":2,"a":4,"z":1,"é":3}}"#
         );
+    }
+
+    #[test]
+    fn questions_are_written_as_their_canonical_wire_form() {
+        use crate::classifier::question::{
+            ChoiceQuestion, NoulCriteria, NoulQuestion, ScoreQuestion, questions_wire,
+        };
+        let qs: Questions = [
+            (
+                "z\u{2028}".to_string(),
+                Question::from(NoulQuestion {
+                    instructions: "\"q\"".into(),
+                    criteria: None,
+                }),
+            ),
+            (
+                "n".to_string(),
+                NoulQuestion {
+                    instructions: "i".into(),
+                    criteria: Some(NoulCriteria::default()),
+                }
+                .into(),
+            ),
+            (
+                "é".to_string(),
+                ScoreQuestion {
+                    instructions: "s".into(),
+                    criteria: vec!["b".into(), "a".into()],
+                }
+                .into(),
+            ),
+            (
+                "C".to_string(),
+                ChoiceQuestion {
+                    instructions: "c".into(),
+                    criteria: [
+                        ("y".to_string(), "\n".to_string()),
+                        ("x".to_string(), "<&>".to_string()),
+                    ]
+                    .into(),
+                }
+                .into(),
+            ),
+        ]
+        .into();
+        let mut direct = String::new();
+        write_questions(&mut direct, &qs);
+        assert_eq!(direct, canonical_json(&questions_wire(&qs)));
     }
 
     #[test]

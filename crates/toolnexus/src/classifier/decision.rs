@@ -302,9 +302,7 @@ impl Decision {
     /// assert_eq!(e.to_string(), "classifier: answer \"q\": noul answer has no \"noul\" number");
     /// ```
     pub fn from_slice(b: &[u8]) -> Result<Decision, ClassifierError> {
-        let v: Value = serde_json::from_slice(b)
-            .map_err(|e| msg::decode(format!("response is not valid JSON: {e}")).with_source(e))?;
-        Decision::from_value(&v)
+        super::wire::decode_slice(b, None, None)
     }
 
     /// Decodes a wire value strictly: it must be an object with a string `model`,
@@ -436,166 +434,10 @@ impl Decision {
     }
 }
 
-/// Decodes a wire decision. `default_model` stands in for an absent `model`
+/// Decodes a wire value. `default_model` stands in for an absent `model`
 /// (backends pass the model they asked for); without it an absent model is an error.
 pub(crate) fn decode(v: &Value, default_model: Option<&str>) -> Result<Decision, ClassifierError> {
-    let o = v
-        .as_object()
-        .ok_or_else(|| msg::decode("response is not a JSON object"))?;
-    let model = match o.get("model") {
-        Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => match default_model {
-            Some(m) => m.to_string(),
-            None => return Err(msg::decode("response has no \"model\"")),
-        },
-        Some(_) => return Err(msg::decode("response \"model\" is not a string")),
-    };
-    let calibrated = match o.get("calibrated") {
-        None | Some(Value::Null) => true,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(msg::decode("response \"calibrated\" is not a bool")),
-    };
-    let answers_obj = match o.get("answers") {
-        Some(Value::Object(a)) => a,
-        Some(_) => return Err(msg::decode("response \"answers\" is not an object")),
-        None => return Err(msg::decode("response has no \"answers\"")),
-    };
-    let mut answers = BTreeMap::new();
-    for (key, a) in answers_obj {
-        answers.insert(key.clone(), decode_answer(key, a)?);
-    }
-    let usage = match o.get("usage") {
-        None | Some(Value::Null) => ClassifierUsage::default(),
-        Some(Value::Object(u)) => ClassifierUsage {
-            input_tokens: tokens(u, "input_tokens")?,
-            output_tokens: tokens(u, "output_tokens")?,
-            cost: match u.get("cost") {
-                None | Some(Value::Null) => None,
-                Some(c) => Some(finite(c).ok_or_else(|| {
-                    msg::decode("response usage \"cost\" is not a finite number")
-                })?),
-            },
-        },
-        Some(_) => return Err(msg::decode("response \"usage\" is not an object")),
-    };
-    Ok(Decision {
-        model,
-        answers,
-        usage,
-        calibrated,
-    })
-}
-
-fn tokens(u: &Map<String, Value>, field: &str) -> Result<i64, ClassifierError> {
-    match u.get(field) {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .ok_or_else(|| msg::decode(format!("response usage {field:?} is not a whole number"))),
-        Some(_) => Err(msg::decode(format!(
-            "response usage {field:?} is not a whole number"
-        ))),
-    }
-}
-
-fn finite(v: &Value) -> Option<f64> {
-    v.as_f64().filter(|f| f.is_finite())
-}
-
-fn number(
-    key: &str,
-    a: &Map<String, Value>,
-    ty: &str,
-    field: &str,
-) -> Result<f64, ClassifierError> {
-    match a.get(field) {
-        None | Some(Value::Null) => Err(msg::answer(
-            key,
-            format!("{ty} answer has no {field:?} number"),
-        )),
-        Some(v) => finite(v).ok_or_else(|| {
-            msg::answer(key, format!("{ty} answer {field:?} is not a finite number"))
-        }),
-    }
-}
-
-fn probabilities(
-    key: &str,
-    a: &Map<String, Value>,
-) -> Result<BTreeMap<String, f64>, ClassifierError> {
-    match a.get("probabilities") {
-        None | Some(Value::Null) => Ok(BTreeMap::new()),
-        Some(Value::Object(p)) => p
-            .iter()
-            .map(|(id, v)| {
-                finite(v).map(|f| (id.clone(), f)).ok_or_else(|| {
-                    msg::answer(key, format!("probability {id:?} is not a finite number"))
-                })
-            })
-            .collect(),
-        Some(_) => Err(msg::answer(key, "\"probabilities\" is not an object")),
-    }
-}
-
-fn decode_answer(key: &str, v: &Value) -> Result<DecisionAnswer, ClassifierError> {
-    let a = v
-        .as_object()
-        .ok_or_else(|| msg::answer(key, "answer is not a JSON object"))?;
-    let ty = match a.get("type") {
-        Some(Value::String(t)) => t.as_str(),
-        None | Some(Value::Null) => return Err(msg::answer(key, "answer has no \"type\"")),
-        Some(_) => return Err(msg::answer(key, "answer \"type\" is not a string")),
-    };
-    match ty {
-        "noul" => Ok(DecisionAnswer::Noul(NoulAnswer {
-            noul: number(key, a, "noul", "noul")?,
-        })),
-        "choice" => {
-            let choice = match a.get("choice") {
-                Some(Value::String(s)) => s.clone(),
-                None | Some(Value::Null) => {
-                    return Err(msg::answer(key, "choice answer has no \"choice\""));
-                }
-                Some(_) => {
-                    return Err(msg::answer(key, "choice answer \"choice\" is not a string"));
-                }
-            };
-            let probabilities = probabilities(key, a)?;
-            let confidence = number(key, a, "choice", "confidence")?;
-            Ok(DecisionAnswer::Choice(ChoiceAnswer {
-                choice,
-                near_uniform: near_uniform(&probabilities),
-                probabilities,
-                confidence,
-            }))
-        }
-        "score" => {
-            let score = number(key, a, "score", "score")?;
-            let legend = match a.get("legend") {
-                None | Some(Value::Null) => BTreeMap::new(),
-                Some(Value::Object(l)) => l
-                    .iter()
-                    .map(|(lvl, text)| match text {
-                        Value::String(s) => Ok((lvl.clone(), s.clone())),
-                        _ => Err(msg::answer(key, format!("legend {lvl:?} is not a string"))),
-                    })
-                    .collect::<Result<_, _>>()?,
-                Some(_) => return Err(msg::answer(key, "\"legend\" is not an object")),
-            };
-            let probabilities = probabilities(key, a)?;
-            let confidence = number(key, a, "score", "confidence")?;
-            Ok(DecisionAnswer::Score(ScoreAnswer {
-                score,
-                legend,
-                probabilities,
-                confidence,
-            }))
-        }
-        other => Err(msg::answer(
-            key,
-            format!("answer has unknown type {other:?} (want noul|choice|score)"),
-        )),
-    }
+    super::wire::decode_value(v, default_model)
 }
 
 /// What [`check_coherence`] removed: answers under keys that were never asked.

@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::classifier::canonical::{canonical_request, write_canonical};
-use crate::classifier::decision::{Decision, decode};
+use crate::classifier::decision::Decision;
 use crate::classifier::error::{ClassifierError, msg};
 use crate::classifier::options::RecordedDecision;
 use crate::classifier::question::Questions;
+use crate::classifier::wire::decode_slice;
 
 /// Recorded decisions keyed by canonical request and state.
 pub(crate) struct ReplayBackend {
@@ -36,12 +37,7 @@ impl ReplayBackend {
         let mut table = HashMap::with_capacity(decisions.len());
         let mut index_of: HashMap<String, usize> = HashMap::with_capacity(decisions.len());
         for (i, rec) in decisions.iter().enumerate() {
-            let v: Value = serde_json::from_slice(&rec.response).map_err(|e| {
-                msg::config(format!(
-                    "static: recorded decision {i}: response is not valid JSON: {e}"
-                ))
-            })?;
-            let d = decode(&v, Some(model)).map_err(|e| {
+            let d = decode_slice(&rec.response, Some(model), None).map_err(|e| {
                 let text = e.to_string();
                 let text = text
                     .strip_prefix("classifier: ")

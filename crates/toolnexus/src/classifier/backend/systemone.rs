@@ -4,11 +4,12 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::classifier::EvalContext;
-use crate::classifier::canonical::{canonical_json, write_canonical};
-use crate::classifier::decision::{Decision, decode};
-use crate::classifier::error::{ClassifierError, msg};
+use crate::classifier::canonical::{canonical_json, write_canonical, write_questions};
+use crate::classifier::decision::Decision;
+use crate::classifier::error::ClassifierError;
 use crate::classifier::options::{BodyTransformFn, ClassifierOptions, Resolved};
 use crate::classifier::question::{Questions, questions_wire};
+use crate::classifier::wire::decode_slice;
 use crate::http::{Auth, Transport, TransportConfig};
 
 /// A System One model behind HTTP.
@@ -59,7 +60,7 @@ impl HttpBackend {
             out.push_str("{\"model\":");
             write_canonical(&mut out, &Value::from(self.model.as_str()));
             out.push_str(",\"questions\":");
-            write_canonical(&mut out, &questions_wire(questions));
+            write_questions(&mut out, questions);
             out.push_str(",\"state\":");
             write_canonical(&mut out, state);
             out.push('}');
@@ -87,12 +88,7 @@ impl HttpBackend {
     ) -> Result<Decision, ClassifierError> {
         let body = Bytes::from(self.body(state, questions));
         let resp = self.transport.post_json(&ctx.cancel, body).await?;
-        let v: Value = serde_json::from_slice(&resp.body).map_err(|e| {
-            msg::decode(format!(
-                "POST {}: response is not valid JSON: {e}",
-                self.transport.shown()
-            ))
-        })?;
-        decode(&v, Some(&self.model))
+        let origin = format!("POST {}", self.transport.shown());
+        decode_slice(&resp.body, Some(&self.model), Some(&origin))
     }
 }
