@@ -1,1 +1,9 @@
-//! End-to-end tests of the toolnexus binary.
+//! End-to-end tests of the `toolnexus` binary: every test runs the built
+//! executable, on loopback only, with no API key in its environment.
+
+mod batch;
+mod errors;
+mod eval;
+mod serve;
+mod support;
+mod tape;

@@ -1,7 +1,9 @@
 //! The one integration-test binary: loopback servers, fixtures and tapes.
 
 mod decisions;
+mod faults;
 mod judge;
 mod llm;
+mod secrets;
 mod support;
 mod systemone;

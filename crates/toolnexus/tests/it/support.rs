@@ -1,8 +1,15 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1:0 for the integration tests: it
 //! records every request and answers each from a script of [`Reply`]s (the last
-//! one repeats). Real sockets, real parsing: the HTTP client is never mocked.
+//! one repeats), or from a handler that sees each request. Real sockets, real
+//! parsing: the HTTP client is never mocked.
+//!
+//! Beyond complete answers it injects faults: a reset (RST through a zero
+//! linger), a stall before or inside the headers, a stall or a reset or a close
+//! inside the body, bytes that are not HTTP, and an endless chunked body. What
+//! the server could send before the client hung up is counted in [`Observed`].
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,6 +55,23 @@ pub enum Reply {
     Garbage(Vec<u8>),
     /// A chunked body of `total` bytes, sent in 64 KiB chunks (no Content-Length).
     Chunked { total: usize },
+    /// Read the request, then reset the connection (RST, through `SO_LINGER` 0).
+    Reset,
+    /// Send these bytes of a response head (no blank line ending it), then stall.
+    StallInHead(Vec<u8>),
+    /// Send headers declaring `declared` body bytes and `sent` of them, then reset.
+    ResetMidBody {
+        status: u16,
+        declared: usize,
+        sent: Vec<u8>,
+    },
+    /// Send headers declaring `declared` body bytes and `sent` of them, then close
+    /// cleanly (FIN): a body truncated by the peer.
+    CloseMidBody {
+        status: u16,
+        declared: usize,
+        sent: Vec<u8>,
+    },
 }
 
 impl Reply {
@@ -78,10 +102,25 @@ impl Reply {
     }
 }
 
+/// Decides the reply to the request with this arrival index (from 0).
+pub type Handler = Arc<dyn Fn(usize, &Request) -> Reply + Send + Sync>;
+
+/// What the server saw of its streamed bodies.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// Body bytes of [`Reply::Chunked`] answers written to the socket.
+    pub chunked_bytes_sent: AtomicUsize,
+    /// Chunked bodies whose write failed because the client went away.
+    pub chunked_hung_up: AtomicUsize,
+    /// Chunked bodies sent to the end.
+    pub chunked_completed: AtomicUsize,
+}
+
 /// A running scripted server. Dropping it stops accepting.
 pub struct Server {
     pub addr: std::net::SocketAddr,
     requests: Arc<Mutex<Vec<Request>>>,
+    observed: Arc<Observed>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -95,30 +134,48 @@ impl Server {
     /// Starts a server answering requests in turn from `script`; the last reply repeats.
     pub async fn start(script: Vec<Reply>) -> Server {
         assert!(!script.is_empty(), "a script needs at least one reply");
+        Server::start_with(move |i, _| script[i.min(script.len() - 1)].clone()).await
+    }
+
+    /// Starts a server whose handler picks each reply from the arrival index and
+    /// the request itself.
+    pub async fn start_with(
+        handler: impl Fn(usize, &Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let handler: Handler = Arc::new(handler);
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().unwrap();
         let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
         let recorded = requests.clone();
-        let script = Arc::new(script);
+        let observed: Arc<Observed> = Arc::default();
+        let seen = observed.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((sock, _)) = listener.accept().await else {
                     return;
                 };
                 let recorded = recorded.clone();
-                let script = script.clone();
+                let handler = handler.clone();
+                let seen = seen.clone();
                 tokio::spawn(async move {
-                    serve_connection(sock, recorded, script).await;
+                    let _ = sock.set_nodelay(true);
+                    serve_connection(sock, recorded, handler, seen).await;
                 });
             }
         });
         Server {
             addr,
             requests,
+            observed,
             task,
         }
+    }
+
+    /// What the server saw of its streamed bodies.
+    pub fn observed(&self) -> &Observed {
+        &self.observed
     }
 
     /// The base URL to hand a client: `http://127.0.0.1:<port>/v1`.
@@ -138,18 +195,19 @@ impl Server {
 async fn serve_connection(
     mut sock: TcpStream,
     recorded: Arc<Mutex<Vec<Request>>>,
-    script: Arc<Vec<Reply>>,
+    handler: Handler,
+    observed: Arc<Observed>,
 ) {
     loop {
         let Some(req) = read_request(&mut sock).await else {
             return;
         };
-        let index = {
+        let (index, req) = {
             let mut r = recorded.lock().unwrap();
-            r.push(req);
-            r.len() - 1
+            r.push(req.clone());
+            (r.len() - 1, req)
         };
-        let reply = script[index.min(script.len() - 1)].clone();
+        let reply = handler(index, &req);
         match reply {
             Reply::Status {
                 status,
@@ -161,9 +219,10 @@ async fn serve_connection(
                     head.push_str(&format!("{k}: {v}\r\n"));
                 }
                 head.push_str("\r\n");
-                if sock.write_all(head.as_bytes()).await.is_err()
-                    || sock.write_all(&body).await.is_err()
-                {
+                // One write: a head and body sent apart meet the peer's delayed ACK.
+                let mut frame = head.into_bytes();
+                frame.extend_from_slice(&body);
+                if sock.write_all(&frame).await.is_err() {
                     return;
                 }
             }
@@ -204,14 +263,63 @@ async fn serve_connection(
                         || sock.write_all(&chunk[..n]).await.is_err()
                         || sock.write_all(b"\r\n").await.is_err()
                     {
+                        observed.chunked_hung_up.fetch_add(1, Ordering::SeqCst);
                         return;
                     }
+                    observed.chunked_bytes_sent.fetch_add(n, Ordering::SeqCst);
                     left -= n;
                 }
-                let _ = sock.write_all(b"0\r\n\r\n").await;
+                if sock.write_all(b"0\r\n\r\n").await.is_err() {
+                    observed.chunked_hung_up.fetch_add(1, Ordering::SeqCst);
+                    return;
+                }
+                observed.chunked_completed.fetch_add(1, Ordering::SeqCst);
+            }
+            Reply::Reset => {
+                reset(sock);
+                return;
+            }
+            Reply::StallInHead(bytes) => {
+                let _ = sock.write_all(&bytes).await;
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            Reply::ResetMidBody {
+                status,
+                declared,
+                sent,
+            } => {
+                let _ = sock.write_all(&body_head(status, declared)).await;
+                let _ = sock.write_all(&sent).await;
+                let _ = sock.flush().await;
+                reset(sock);
+                return;
+            }
+            Reply::CloseMidBody {
+                status,
+                declared,
+                sent,
+            } => {
+                let _ = sock.write_all(&body_head(status, declared)).await;
+                let _ = sock.write_all(&sent).await;
+                let _ = sock.shutdown().await;
+                return;
             }
         }
     }
+}
+
+fn body_head(status: u16, declared: usize) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {declared}\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// Drops the socket with a zero linger, so the kernel answers with RST, not FIN.
+fn reset(sock: TcpStream) {
+    let _ = sock.set_zero_linger();
+    drop(sock);
 }
 
 async fn read_request(sock: &mut TcpStream) -> Option<Request> {
