@@ -412,8 +412,21 @@ impl Classifier {
             }
             Ok(d)
         });
+        // Decode and coherence errors quote backend strings (answer keys, types,
+        // option ids, a refusal), which a hostile backend can make the credential
+        // it was sent: scrub them like the transport scrubs error bodies.
+        let result = result.map_err(|e| e.scrubbed(|text| self.scrub(text)));
         self.report(&ctx, started, &result);
         result
+    }
+
+    /// `text` without the secrets of this classifier's HTTP backend, if it has one.
+    fn scrub(&self, text: &str) -> String {
+        match &self.inner.engine {
+            Engine::SystemOne(b) => b.scrub(text),
+            Engine::Llm(c) => c.scrub(text),
+            _ => text.to_string(),
+        }
     }
 
     /// Evaluates every state against the same questions, in order, with at most
@@ -528,6 +541,8 @@ impl Classifier {
     }
 
     fn warning(&self, ctx: &EvalContext, key: &str, text: String) {
+        // A dropped answer's key came from the backend: it may echo a secret.
+        let (key, text) = (&*self.scrub(key), self.scrub(&text));
         tracing::warn!(target: "toolnexus::classifier", key, call_name = %ctx.call_name, "{text}");
         if let Some(f) = &self.inner.on_metric {
             f(&MetricEvent {
@@ -552,10 +567,15 @@ impl Classifier {
         result: &Result<Decision, ClassifierError>,
     ) {
         let duration = started.elapsed();
+        // The answering model's name is backend text too.
+        let answered = match result {
+            Ok(d) => self.scrub(&d.model),
+            Err(_) => String::new(),
+        };
         match result {
             Ok(d) => tracing::info!(
                 target: "toolnexus::classifier",
-                model = %d.model,
+                model = %answered,
                 ms = duration.as_millis() as u64,
                 input_tokens = d.usage.input_tokens,
                 output_tokens = d.usage.output_tokens,
@@ -573,7 +593,7 @@ impl Classifier {
         };
         let (model, status, input_tokens, output_tokens, cost, error) = match result {
             Ok(d) => (
-                d.model.clone(),
+                answered,
                 "ok",
                 d.usage.input_tokens,
                 d.usage.output_tokens,

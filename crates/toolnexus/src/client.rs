@@ -586,9 +586,14 @@ impl Client {
             .post_json(&ctx.cancel, Bytes::from(body))
             .await?;
         let reply = chat::parse_reply(i.style, &resp.body, &i.model).map_err(|text| {
+            // The text may quote the body (a provider error), which may echo a secret.
             ClassifierError::new(
                 crate::classifier::ErrorKind::Decode,
-                format!("client: POST {}: {text}", i.transport.shown()),
+                format!(
+                    "client: POST {}: {}",
+                    i.transport.shown(),
+                    i.transport.scrub(&text)
+                ),
             )
         })?;
         tracing::debug!(
@@ -621,6 +626,11 @@ impl Client {
         let mut d = decode_reply(&reply.text, &reply.model)?;
         d.usage = reply.usage;
         Ok(d)
+    }
+
+    /// `text` without this client's secrets (see [`Transport::scrub`]).
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        self.inner.transport.scrub(text)
     }
 
     /// Turns a refusal or a reply cut at the token limit into an error.

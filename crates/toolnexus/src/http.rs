@@ -117,6 +117,13 @@ impl Transport {
         &self.shown
     }
 
+    /// `text` with the secrets of a call made now (the API key and every
+    /// expanded header value) replaced by `[redacted]`. For text built from what
+    /// a backend sent on a 2xx answer, which may echo them anywhere.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        Secrets::collect(&self.cfg).scrub(text)
+    }
+
     /// POSTs `body` as JSON, retrying as configured. Dropping the future aborts the
     /// request in flight; cancelling `cancel` returns `context canceled` promptly,
     /// also during a backoff sleep.

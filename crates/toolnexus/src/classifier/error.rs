@@ -100,6 +100,12 @@ impl ClassifierError {
         self
     }
 
+    /// Rewrites the message (to scrub secrets a backend echoed into it).
+    pub(crate) fn scrubbed(mut self, scrub: impl FnOnce(&str) -> String) -> Self {
+        self.message = scrub(&self.message);
+        self
+    }
+
     /// Wraps an error from state `index` of a batch: `state <index>: <message>`.
     pub(crate) fn in_state(mut self, index: usize) -> Self {
         self.message = format!("state {index}: {}", self.message);

@@ -52,6 +52,11 @@ impl HttpBackend {
         self.transport.shown()
     }
 
+    /// `text` without this backend's secrets (see [`Transport::scrub`]).
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        self.transport.scrub(text)
+    }
+
     /// The exact bytes posted for this state and these questions.
     pub(crate) fn body(&self, state: &Value, questions: &Questions) -> String {
         if self.request_params.is_empty() && self.body_transform.is_none() {
