@@ -89,17 +89,21 @@ fn parse_style(s: &str) -> Result<StyleName, String> {
 }
 
 fn parse_backend(s: &str) -> Result<toolnexus::classifier::Backend, String> {
-    s.parse().map_err(|e: toolnexus::classifier::ClassifierError| {
-        let text = e.to_string();
-        text.strip_prefix("classifier: ").unwrap_or(&text).to_string()
-    })
+    s.parse()
+        .map_err(|e: toolnexus::classifier::ClassifierError| {
+            let text = e.to_string();
+            text.strip_prefix("classifier: ")
+                .unwrap_or(&text)
+                .to_string()
+        })
 }
 
 fn parse_chat_style(s: &str) -> Result<toolnexus::client::Style, String> {
-    s.parse().map_err(|e: toolnexus::classifier::ClassifierError| {
-        let text = e.to_string();
-        text.strip_prefix("client: ").unwrap_or(&text).to_string()
-    })
+    s.parse()
+        .map_err(|e: toolnexus::classifier::ClassifierError| {
+            let text = e.to_string();
+            text.strip_prefix("client: ").unwrap_or(&text).to_string()
+        })
 }
 
 /// How to reach a live model: the System One and Llm styles.
@@ -219,7 +223,12 @@ pub struct RecordArgs {
     #[arg(long, value_name = "FILE|JSON")]
     pub questions: String,
     /// One state: a JSON file, inline JSON, or - for standard input.
-    #[arg(long, value_name = "FILE|JSON", conflicts_with = "states", required_unless_present = "states")]
+    #[arg(
+        long,
+        value_name = "FILE|JSON",
+        conflicts_with = "states",
+        required_unless_present = "states"
+    )]
     pub state: Option<String>,
     /// Many states: one JSON state per line.
     #[arg(long, value_name = "FILE")]

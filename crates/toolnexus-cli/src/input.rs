@@ -58,7 +58,8 @@ pub fn read_json_arg(flag: &str, arg: &str) -> Result<Value> {
             "{flag} {arg}: no such file (and not inline JSON)"
         )));
     };
-    serde_json::from_str(&text).map_err(|e| exit::usage(format!("{flag} {source}: {}", json_error(&e))))
+    serde_json::from_str(&text)
+        .map_err(|e| exit::usage(format!("{flag} {source}: {}", json_error(&e))))
 }
 
 /// Reads and checks a question set: an object of key → wire question, within
@@ -106,7 +107,10 @@ mod tests {
             read_json_arg("--state", r#"{"a": 1}"#).unwrap(),
             serde_json::json!({"a": 1})
         );
-        assert_eq!(read_json_arg("--state", "42").unwrap(), serde_json::json!(42));
+        assert_eq!(
+            read_json_arg("--state", "42").unwrap(),
+            serde_json::json!(42)
+        );
         let e = read_json_arg("--state", "nope.json").unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -138,6 +142,10 @@ mod tests {
             "--questions q.json: classifier: question \"risk\": a score needs 2..=10 levels, got 1"
         );
         let e = parse_questions("q.json", &serde_json::json!({})).unwrap_err();
-        assert!(e.to_string().starts_with("--questions q.json: classifier: "), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("--questions q.json: classifier: "),
+            "{e}"
+        );
     }
 }

@@ -156,10 +156,7 @@ pub fn decision_table(d: &Decision) -> String {
         ("calibrated", calibrated.to_string()),
         (
             "tokens",
-            format!(
-                "{} in, {} out",
-                d.usage.input_tokens, d.usage.output_tokens
-            ),
+            format!("{} in, {} out", d.usage.input_tokens, d.usage.output_tokens),
         ),
         ("cost", cost(d.usage.cost)),
     ] {
@@ -206,10 +203,10 @@ mod tests {
     fn the_table_shows_every_field() {
         let t = decision_table(&demo_decision(Some(0.0000564)));
         let want = "\
-KEY      TYPE    ANSWER       CONFIDENCE  NEAR-UNIFORM  PROBABILITIES
-desk     choice  billing      0.41        no            billing=0.41 shipping=0.26 technical=0.33
-refund   noul    0.09         -           -             true=0.09 false=0.91
-urgency  score   0.34 (low)   0.71        no            0=0.71 1=0.25 2=0.03 3=0.01
+KEY      TYPE    ANSWER      CONFIDENCE  NEAR-UNIFORM  PROBABILITIES
+desk     choice  billing     0.41        no            billing=0.41 shipping=0.26 technical=0.33
+refund   noul    0.09        -           -             true=0.09 false=0.91
+urgency  score   0.34 (low)  0.71        no            0=0.71 1=0.25 2=0.03 3=0.01
 
 model       jev-1.13-20260917
 calibrated  yes

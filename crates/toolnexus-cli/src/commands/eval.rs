@@ -79,7 +79,11 @@ fn inputs(args: &EvalArgs, built: &Built) -> Result<(Questions, Value, Option<St
                 demo::DEMO_CALL.to_string()
             };
             let (q, s) = demo::first_example(&tape, &call, &label)?;
-            Ok((q, s, Some(format!("the first {call:?} recording of {label}"))))
+            Ok((
+                q,
+                s,
+                Some(format!("the first {call:?} recording of {label}")),
+            ))
         }
     }
 }

@@ -77,7 +77,13 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/systemone", post(systemone))
         .route("/v1/models", get(models))
-        .fallback(|| async { problem(StatusCode::NOT_FOUND, "not_found", "no such endpoint (POST /v1/systemone, GET /v1/models)") })
+        .fallback(|| async {
+            problem(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such endpoint (POST /v1/systemone, GET /v1/models)",
+            )
+        })
         .with_state(app)
 }
 
@@ -138,7 +144,11 @@ async fn systemone(State(app): State<Arc<App>>, body: Body) -> Response {
                     format!("request body is larger than {} bytes", app.max_body),
                 )
             } else {
-                problem(StatusCode::BAD_REQUEST, "invalid_body", format!("cannot read the request body: {e}"))
+                problem(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_body",
+                    format!("cannot read the request body: {e}"),
+                )
             };
         }
     };
@@ -148,18 +158,36 @@ async fn systemone(State(app): State<Arc<App>>, body: Body) -> Response {
             return problem(
                 StatusCode::BAD_REQUEST,
                 "invalid_json",
-                format!("request body is not valid JSON: {}", crate::input::json_error(&e)),
+                format!(
+                    "request body is not valid JSON: {}",
+                    crate::input::json_error(&e)
+                ),
             );
         }
     };
     let Some(fields) = request.as_object() else {
-        return problem(StatusCode::BAD_REQUEST, "invalid_request", "request body is not a JSON object");
+        return problem(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "request body is not a JSON object",
+        );
     };
-    if fields.get("model").is_some_and(|m| !m.is_string() && !m.is_null()) {
-        return problem(StatusCode::BAD_REQUEST, "invalid_request", "\"model\" is not a string");
+    if fields
+        .get("model")
+        .is_some_and(|m| !m.is_string() && !m.is_null())
+    {
+        return problem(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "\"model\" is not a string",
+        );
     }
     let Some(questions) = fields.get("questions") else {
-        return problem(StatusCode::BAD_REQUEST, "invalid_request", "missing \"questions\"");
+        return problem(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "missing \"questions\"",
+        );
     };
     let questions = match questions_from_wire(questions) {
         Ok(q) => q,
@@ -169,7 +197,11 @@ async fn systemone(State(app): State<Arc<App>>, body: Body) -> Response {
         return problem(StatusCode::BAD_REQUEST, "invalid_question", e.to_string());
     }
     let Some(state) = fields.get("state").cloned() else {
-        return problem(StatusCode::BAD_REQUEST, "invalid_request", "missing \"state\"");
+        return problem(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "missing \"state\"",
+        );
     };
     if !app.delay.is_zero() {
         tokio::time::sleep(app.delay).await;

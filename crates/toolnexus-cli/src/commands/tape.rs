@@ -62,7 +62,11 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         args.tape.display(),
         tape.len().saturating_sub(before)
     );
-    Ok(if failed > 0 { Exit::Eval } else { Exit::Success })
+    Ok(if failed > 0 {
+        Exit::Eval
+    } else {
+        Exit::Success
+    })
 }
 
 /// `tape replay`: one given state, or every recorded entry of the call.
@@ -134,7 +138,11 @@ pub async fn replay(args: ReplayArgs) -> Result<Exit> {
             built.call
         )));
     }
-    Ok(if failed > 0 { Exit::Eval } else { Exit::Success })
+    Ok(if failed > 0 {
+        Exit::Eval
+    } else {
+        Exit::Success
+    })
 }
 
 /// `tape show`: version, note, call names and entry counts.

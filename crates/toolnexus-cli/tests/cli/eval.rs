@@ -1,0 +1,140 @@
+//! `toolnexus eval`: offline on the built-in demo tape, and on given inputs.
+
+use serde_json::Value;
+use toolnexus::judge::Tape;
+
+use crate::support::{DEMO_TAPE, TempDir, bulk_tape, spam_questions, tn};
+
+#[test]
+fn with_no_flags_it_replays_the_demo_tape_and_says_so() {
+    let dir = TempDir::new("eval-offline");
+    let out = tn(dir.path(), &["eval"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let first = out.stdout.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "offline: no TYPESAFE_API_KEY set; replaying the built-in demo tape (call \"triage\")"
+    );
+    for want in [
+        "KEY ",
+        "desk              choice  billing",
+        "refund_requested  noul    0.09",
+        "urgency           score   0.34 (low)",
+        "model       jev-1.13-20260917",
+        "calibrated  yes",
+        "tokens      412 in, 38 out",
+        "cost        $0.0000564",
+    ] {
+        assert!(
+            out.stdout.contains(want),
+            "missing {want:?} in\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn json_output_is_the_decision_wire_form() {
+    let dir = TempDir::new("eval-json");
+    let out = tn(dir.path(), &["eval", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let v: Value = serde_json::from_str(&out.stdout).expect("stdout is only JSON");
+    let demo = Tape::load(DEMO_TAPE).unwrap();
+    let first = demo
+        .entries()
+        .into_iter()
+        .find(|e| e.call_name == "triage")
+        .unwrap();
+    let toolnexus::judge::TapeOutcome::Decision(d) = first.outcome else {
+        panic!("a decision")
+    };
+    assert_eq!(v, d.to_value());
+    assert!(
+        out.stderr.starts_with("offline: no TYPESAFE_API_KEY set;"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn given_inputs_are_evaluated_and_an_unreported_cost_is_not_zero() {
+    let dir = TempDir::new("eval-inputs");
+    let tape = dir.join("bulk.tape.json");
+    bulk_tape(&tape, 5, false);
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let tape = tape.display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--tape",
+            &tape,
+            "--questions",
+            &q,
+            "--state",
+            r#"{"n": 3}"#,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.starts_with("KEY"),
+        "no offline line when a tape is named: {}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("spam  noul  0.03"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("cost        not reported"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("$0"), "{}", out.stdout);
+
+    // The same through --style static and a state file.
+    let s = dir.write("s.json", "{\"n\": 4}");
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "static",
+            "--tape",
+            &tape,
+            "--questions",
+            &q,
+            "--state",
+            &s,
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["answers"]["spam"]["noul"], 0.04);
+}
+
+#[test]
+fn a_state_not_on_the_tape_fails_the_evaluation() {
+    let dir = TempDir::new("eval-miss");
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "tape",
+            "--call",
+            "triage",
+            "--questions",
+            &q,
+            "--state",
+            "\"hi\"",
+        ],
+    );
+    assert_eq!(out.code, 3, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("toolnexus: error: tape: no recorded decision for call \"triage\""),
+        "{}",
+        out.stderr
+    );
+}

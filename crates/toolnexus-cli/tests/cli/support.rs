@@ -1,0 +1,249 @@
+//! Running the built binary: bounded waits, children always killed, temp dirs
+//! always removed, a tiny HTTP/1.1 client for loopback requests.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolnexus::classifier::{Decision, Questions, questions_from_wire};
+use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
+
+/// The longest any child may run before the test gives up on it.
+pub const DEADLINE: Duration = Duration::from_secs(120);
+
+/// The demo tape the binary embeds.
+pub const DEMO_TAPE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../toolnexus/examples/tapes/demo.tape.json"
+);
+
+/// A fresh directory, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "toolnexus-cli-it-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// Writes a file and returns its path as a string.
+    pub fn write(&self, name: &str, body: &str) -> String {
+        let p = self.join(name);
+        std::fs::write(&p, body).unwrap();
+        p.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The binary, with no API key in its environment, run from `cwd`.
+pub fn toolnexus(cwd: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_toolnexus"));
+    c.args(args)
+        .current_dir(cwd)
+        .env_remove("TYPESAFE_API_KEY")
+        .env_remove("OPENROUTER_API_KEY")
+        .stdin(Stdio::null());
+    c
+}
+
+/// What a finished child printed and exited with.
+#[derive(Debug)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A child that is killed when dropped.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs a command to completion within [`DEADLINE`].
+pub fn run(mut cmd: Command) -> Out {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = Guard(cmd.spawn().expect("spawn toolnexus"));
+    let mut so = child.0.stdout.take().unwrap();
+    let mut se = child.0.stderr.take().unwrap();
+    let so = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let se = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let status = wait(&mut child.0, DEADLINE).expect("toolnexus did not finish in time");
+    Out {
+        code: status.code().unwrap_or(-1),
+        stdout: so.join().unwrap(),
+        stderr: se.join().unwrap(),
+    }
+}
+
+/// Polls a child until it exits or `limit` passes.
+pub fn wait(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Runs the binary with `args` from `cwd`.
+pub fn tn(cwd: &Path, args: &[&str]) -> Out {
+    run(toolnexus(cwd, args))
+}
+
+/// A running `toolnexus serve`, killed on drop.
+pub struct Server {
+    pub child: Guard,
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    pub addr: String,
+}
+
+impl Server {
+    /// Starts `toolnexus serve --addr 127.0.0.1:0 <args>` and reads the bound address.
+    pub fn start(cwd: &Path, args: &[&str]) -> Server {
+        let mut all = vec!["serve", "--addr", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let mut cmd = toolnexus(cwd, &all);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = Guard(cmd.spawn().expect("spawn toolnexus serve"));
+        let stdout = child.0.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let _ = tx.send(first);
+            // Keep draining so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("serve printed its address");
+        let url = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .trim()
+            .to_string();
+        let addr = url.trim_start_matches("http://").to_string();
+        Server { child, url, addr }
+    }
+
+    /// Sends SIGTERM and waits for a graceful exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.0.id().to_string();
+        let ok = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -TERM {pid}");
+        wait(&mut self.child.0, DEADLINE).expect("serve stopped after SIGTERM")
+    }
+}
+
+/// One HTTP/1.1 request over loopback; returns status and body.
+pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    // A server may answer (413) before reading a large body; ignore a reset here.
+    let _ = s.write_all(body);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The single-question set the generated tapes use.
+pub fn spam_questions() -> Value {
+    json!({"spam": {"type": "noul", "instructions": "Is this unsolicited bulk mail?"}})
+}
+
+/// The answer recorded for state `i` of a generated tape.
+pub fn spam_p(i: usize) -> f64 {
+    (i % 100) as f64 / 100.0
+}
+
+/// A tape with `n` recordings under call `bulk`: state `{"n": i}` → noul `spam_p(i)`.
+pub fn bulk_tape(path: &Path, n: usize, with_cost: bool) {
+    let qs: Questions = questions_from_wire(&spam_questions()).unwrap();
+    let tape = Tape::new().with_note("generated for the CLI tests");
+    for i in 0..n {
+        let mut d = json!({
+            "model": "rule-1",
+            "answers": {"spam": {"type": "noul", "noul": spam_p(i)}},
+            "usage": {"input_tokens": 10, "output_tokens": 1}
+        });
+        if with_cost {
+            d["usage"]["cost"] = json!(0.00002);
+        }
+        tape.record(TapeEntry {
+            call_name: "bulk".into(),
+            model: "rule-1".into(),
+            state: json!({"n": i}),
+            questions: qs.clone(),
+            outcome: TapeOutcome::Decision(Decision::from_value(&d).unwrap()),
+        });
+    }
+    tape.save(path).unwrap();
+}
+
+/// The parsed lines of a batch out file.
+pub fn out_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect()
+}
