@@ -1,2 +1,251 @@
-//! Throughput figures for serve and batch.
-fn main() {}
+//! Throughput of `toolnexus serve` and `toolnexus batch`, on loopback only.
+//!
+//! ```text
+//! cargo bench -p toolnexus-cli --bench throughput
+//! ```
+//!
+//! - serve: the library's SystemOne style posts to `toolnexus serve --style static`
+//!   from 16 concurrent tasks; requests per second over a fixed request count.
+//! - batch (tape): `toolnexus batch --style tape` over a JSONL file, no network;
+//!   states per second, process start included.
+//! - batch (serve): `toolnexus batch --style systemone` against the server above,
+//!   concurrency 16; states per second.
+//!
+//! Sizes can be changed with `THROUGHPUT_REQUESTS` (default 20000) and
+//! `THROUGHPUT_STATES` (default 5000). Every loop is bounded in count and time.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolnexus::classifier::{
+    ClassifierOptions, ClassifierStyle, Decision, Questions, create_classifier, questions_from_wire,
+};
+use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+const CONCURRENCY: usize = 16;
+const TIME_CAP: Duration = Duration::from_secs(120);
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn questions() -> Questions {
+    questions_from_wire(&json!({
+        "spam": {"type": "noul", "instructions": "Is this unsolicited bulk mail?"},
+        "desk": {"type": "choice", "instructions": "Which desk owns it?", "criteria": {
+            "billing": "money moved or is owed", "shipping": "a parcel", "technical": "the product misbehaves"}}
+    }))
+    .expect("questions")
+}
+
+fn write_tape(path: &Path, n: usize) {
+    let qs = questions();
+    let tape = Tape::new().with_note("throughput bench");
+    for i in 0..n {
+        let d = Decision::from_value(&json!({
+            "model": "bench-1",
+            "answers": {
+                "spam": {"type": "noul", "noul": (i % 100) as f64 / 100.0},
+                "desk": {"type": "choice", "choice": "billing", "confidence": 0.7,
+                         "probabilities": {"billing": 0.7, "shipping": 0.2, "technical": 0.1}}
+            },
+            "usage": {"input_tokens": 120, "output_tokens": 9, "cost": 0.00002}
+        }))
+        .expect("decision");
+        tape.record(TapeEntry {
+            call_name: "bench".into(),
+            model: "bench-1".into(),
+            state: json!({"ticket": i, "body": "Please refund the duplicate charge on my last invoice."}),
+            questions: qs.clone(),
+            outcome: TapeOutcome::Decision(d),
+        });
+    }
+    tape.save(path).expect("save tape");
+}
+
+struct Server(Child, String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server(tape: &Path) -> Server {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--style",
+            "static",
+            "--tape",
+        ])
+        .arg(tape)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    std::thread::spawn(move || for _ in lines {});
+    let url = first
+        .strip_prefix("listening on ")
+        .expect("serve prints its address")
+        .to_string();
+    Server(child, url)
+}
+
+async fn serve_throughput(url: &str, tape: &Path, requests: usize) -> f64 {
+    let judge = create_classifier(ClassifierOptions {
+        style: ClassifierStyle::SystemOne,
+        base_url: format!("{url}/v1"),
+        retries: -1,
+        ..Default::default()
+    })
+    .expect("classifier");
+    let qs = Arc::new(questions());
+    let states: Arc<Vec<serde_json::Value>> = Arc::new(
+        Tape::load(tape)
+            .expect("tape")
+            .entries()
+            .into_iter()
+            .map(|e| e.state)
+            .collect(),
+    );
+    let run = |count: usize| {
+        let next = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..CONCURRENCY)
+            .map(|_| {
+                let (judge, qs, states, next) =
+                    (judge.clone(), qs.clone(), states.clone(), next.clone());
+                tokio::spawn(async move {
+                    let start = Instant::now();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= count || start.elapsed() > TIME_CAP {
+                            break;
+                        }
+                        let s = states[i % states.len()].clone();
+                        judge.evaluate(s, &qs).await.expect("served decision");
+                    }
+                })
+            })
+            .collect();
+        async move {
+            for t in tasks {
+                t.await.expect("task");
+            }
+        }
+    };
+    run(500).await; // warm up connections
+    let start = Instant::now();
+    run(requests).await;
+    requests as f64 / start.elapsed().as_secs_f64()
+}
+
+fn batch_throughput(dir: &Path, args: &[&str], n: usize) -> f64 {
+    let out = dir.join("out.jsonl");
+    let _ = std::fs::remove_file(&out);
+    let start = Instant::now();
+    let status = Command::new(BIN)
+        .arg("batch")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .args(["--no-progress", "--concurrency", "16"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("run batch");
+    let secs = start.elapsed().as_secs_f64();
+    assert!(status.success(), "batch failed: {status}");
+    let written = std::fs::read_to_string(&out).expect("out").lines().count();
+    assert_eq!(written, n);
+    n as f64 / secs
+}
+
+fn main() {
+    let requests = env_usize("THROUGHPUT_REQUESTS", 20_000);
+    let n = env_usize("THROUGHPUT_STATES", 5_000);
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("toolnexus-throughput-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tape = dir.join("bench.tape.json");
+    write_tape(&tape, n);
+    let q = dir.join("q.json");
+    let wire = toolnexus::classifier::questions_wire(&questions());
+    std::fs::write(&q, wire.to_string()).expect("questions");
+    let states = dir.join("in.jsonl");
+    let text: String = Tape::load(&tape)
+        .expect("tape")
+        .entries()
+        .iter()
+        .map(|e| format!("{}\n", e.state))
+        .collect();
+    std::fs::write(&states, text).expect("states");
+
+    let server = start_server(&tape);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rps = rt.block_on(serve_throughput(&server.1, &tape, requests));
+    println!(
+        "serve  (static, {requests} requests, concurrency {CONCURRENCY}, library SystemOne client): {rps:.0} requests/s"
+    );
+
+    let (q, s, t) = (
+        q.display().to_string(),
+        states.display().to_string(),
+        tape.display().to_string(),
+    );
+    let base = format!("{}/v1", server.1);
+    let local = batch_throughput(
+        &dir,
+        &[
+            "--questions",
+            &q,
+            "--states",
+            &s,
+            "--style",
+            "tape",
+            "--tape",
+            &t,
+            "--call",
+            "bench",
+        ],
+        n,
+    );
+    println!("batch  (tape style, {n} states, concurrency 16): {local:.0} states/s");
+    let remote = batch_throughput(
+        &dir,
+        &[
+            "--questions",
+            &q,
+            "--states",
+            &s,
+            "--style",
+            "systemone",
+            "--base-url",
+            &base,
+            "--retries",
+            "-1",
+        ],
+        n,
+    );
+    println!(
+        "batch  (systemone -> serve on loopback, {n} states, concurrency 16): {remote:.0} states/s"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -25,7 +25,7 @@ fn num(x: f64) -> String {
 pub fn cost(c: Option<f64>) -> String {
     match c {
         None => "not reported".to_string(),
-        Some(c) if c == 0.0 => "$0 (reported by the backend)".to_string(),
+        Some(0.0) => "$0 (reported by the backend)".to_string(),
         Some(c) => {
             let magnitude = c.abs().log10().floor() as i32;
             let decimals = (2 - magnitude).clamp(2, 12) as usize;

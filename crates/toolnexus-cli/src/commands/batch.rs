@@ -84,10 +84,12 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
         .buffer_unordered(args.concurrency as usize);
 
     let (mut ok, mut failed) = (0usize, 0usize);
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     let interrupted = loop {
         let next = tokio::select! {
             biased;
-            _ = tokio::signal::ctrl_c() => break true,
+            _ = &mut ctrl_c => break true,
             next = results.next() => next,
         };
         let Some((n, result)) = next else {

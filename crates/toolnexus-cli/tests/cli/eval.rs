@@ -138,3 +138,31 @@ fn a_state_not_on_the_tape_fails_the_evaluation() {
         out.stderr
     );
 }
+
+#[test]
+fn with_a_key_set_it_goes_live_and_never_prints_the_key() {
+    let dir = TempDir::new("eval-live");
+    let server =
+        crate::support::Server::start(dir.path(), &["--style", "tape", "--call", "triage"]);
+    let base = format!("{}/v1", server.url);
+    let mut cmd = crate::support::toolnexus(
+        dir.path(),
+        &["eval", "--base-url", &base, "--retries", "-1"],
+    );
+    cmd.env("TYPESAFE_API_KEY", "sk-test-secret-value");
+    let out = crate::support::run(cmd);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stdout.contains("offline:"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("example: the first \"triage\" recording of the built-in demo tape"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("desk              choice  billing"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("sk-test") && !out.stderr.contains("sk-test"));
+}
