@@ -4,6 +4,7 @@ mod decisions;
 mod faults;
 mod judge;
 mod llm;
+mod props;
 mod secrets;
 mod support;
 mod systemone;
