@@ -49,7 +49,8 @@ pub fn key_env(live: &LiveArgs) -> String {
     }
 }
 
-fn key_is_set(var: &str) -> bool {
+/// Whether the variable holds a non-empty value (the value is never read out).
+pub fn key_is_set(var: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| !v.is_empty())
 }
 

@@ -28,7 +28,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use toolnexus::classifier::{Classifier, EvalContext, Questions};
 
-use crate::args::BatchArgs;
+use crate::args::{BatchArgs, StyleName};
 use crate::exit::{self, Exit};
 use crate::input;
 use crate::style::{self, Fallback};
@@ -40,6 +40,14 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
     let lines: Vec<(usize, &str)> = input::jsonl_lines(&text).collect();
     let last_line = text.split('\n').count();
     let built = style::build(&args.style, Fallback::SystemOne)?;
+    if built.style == StyleName::SystemOne && !style::key_is_set(&style::key_env(&args.style.live))
+    {
+        eprintln!(
+            "batch: note: no {} set; requests carry no API key ({})",
+            style::key_env(&args.style.live),
+            style::describe(&built)
+        );
+    }
 
     let resumed = resume(&args.out, last_line)?;
     let done_before: BTreeSet<usize> = resumed.done;
