@@ -11,147 +11,10 @@ use toolnexus::classifier::{
 };
 use toolnexus::client::{ChatMessage, Client, ClientOptions, Style, create_client};
 
-/// A tiny HTTP/1.1 server: reads a request head and its `Content-Length` body,
-/// records it, and answers what the handler says (one request per connection).
-mod loopback {
-    use std::collections::BTreeMap;
-    use std::sync::{Arc, Mutex};
-
-    use serde_json::Value;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::{TcpListener, TcpStream};
-
-    /// One request as received.
-    #[derive(Debug, Clone)]
-    pub struct Request {
-        pub method: String,
-        pub path: String,
-        /// Lower-case names.
-        pub headers: BTreeMap<String, String>,
-        pub body: Value,
-    }
-
-    /// What to answer.
-    #[derive(Debug, Clone)]
-    pub enum Reply {
-        Json(u16, Value),
-        Raw(u16, Vec<(&'static str, String)>, String),
-        /// Keep the connection open and never answer.
-        Hang,
-    }
-
-    type Handler = Arc<dyn Fn(usize, &Request) -> Reply + Send + Sync>;
-
-    pub struct Server {
-        pub base_url: String,
-        requests: Arc<Mutex<Vec<Request>>>,
-    }
-
-    impl Server {
-        pub fn requests(&self) -> Vec<Request> {
-            self.requests.lock().unwrap().clone()
-        }
-    }
-
-    /// Answers the n-th request with `replies[n]` (the last one repeats).
-    pub async fn scripted(replies: Vec<Reply>) -> Server {
-        start(move |n, _| replies[n.min(replies.len() - 1)].clone()).await
-    }
-
-    pub async fn start(
-        handler: impl Fn(usize, &Request) -> Reply + Send + Sync + 'static,
-    ) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
-        let handler: Handler = Arc::new(handler);
-        let seen = requests.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (seen, handler) = (seen.clone(), handler.clone());
-                tokio::spawn(async move { serve(stream, seen, handler).await });
-            }
-        });
-        Server {
-            base_url: format!("http://{addr}/v1"),
-            requests,
-        }
-    }
-
-    async fn serve(mut stream: TcpStream, seen: Arc<Mutex<Vec<Request>>>, handler: Handler) {
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-        let mut lines = head.split("\r\n");
-        let mut first = lines.next().unwrap_or_default().split(' ');
-        let method = first.next().unwrap_or_default().to_string();
-        let path = first.next().unwrap_or_default().to_string();
-        let headers: BTreeMap<String, String> = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-            .collect();
-        let len: usize = headers
-            .get("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        while buf.len() < head_end + len {
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let body = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
-        let request = Request {
-            method,
-            path,
-            headers,
-            body,
-        };
-        let n = {
-            let mut s = seen.lock().unwrap();
-            s.push(request.clone());
-            s.len() - 1
-        };
-        let (status, extra, body) = match handler(n, &request) {
-            Reply::Json(status, v) => (status, Vec::new(), v.to_string()),
-            Reply::Raw(status, extra, body) => (status, extra, body),
-            Reply::Hang => {
-                std::future::pending::<()>().await;
-                return;
-            }
-        };
-        let mut out = format!(
-            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-            body.len()
-        );
-        for (k, v) in extra {
-            out.push_str(&format!("{k}: {v}\r\n"));
-        }
-        out.push_str("\r\n");
-        out.push_str(&body);
-        let _ = stream.write_all(out.as_bytes()).await;
-        let _ = stream.shutdown().await;
-    }
-}
-
-use loopback::{Reply, Request};
+use crate::support::{Reply, Request, Server, set_env};
 
 /// Every test here finishes in milliseconds; this only bounds a hang.
 const HANG_GUARD: Duration = Duration::from_secs(20);
-
-fn set_env(name: &str, value: &str) {
-    // SAFETY: each test uses variable names of its own that no other test reads.
-    unsafe { std::env::set_var(name, value) };
-}
 
 fn three_questions() -> Questions {
     Questions::from([
@@ -247,7 +110,7 @@ async fn evaluate(judge: &Classifier) -> Result<toolnexus::classifier::Decision,
 }
 
 fn user_content(r: &Request) -> String {
-    r.body["messages"]
+    r.json()["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -261,7 +124,7 @@ fn user_content(r: &Request) -> String {
 async fn openai_request_carries_model_messages_and_bearer_key() {
     set_env("TOOLNEXUS_IT_LLM_KEY_OPENAI", "sk-sentinel-openai-41d9");
     let text = format!("Here is my judgment:\n```json\n{ANSWERS}\n```\nHope that helps {{:");
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         200,
         openai_reply(
             &text,
@@ -272,7 +135,7 @@ async fn openai_request_carries_model_messages_and_bearer_key() {
     )])
     .await;
     let judge = llm(create_client(options(
-        &server.base_url,
+        &server.base_url(),
         Style::OpenAi,
         "TOOLNEXUS_IT_LLM_KEY_OPENAI",
     ))
@@ -291,9 +154,10 @@ async fn openai_request_carries_model_messages_and_bearer_key() {
     assert_eq!(r.headers["content-type"], "application/json");
     assert!(!r.headers.contains_key("x-api-key"));
     assert!(!r.headers.contains_key("anthropic-version"));
-    assert_eq!(r.body["model"], "test-model");
-    assert!(r.body.get("max_tokens").is_none(), "omitted unless set");
-    let roles: Vec<&str> = r.body["messages"]
+    assert_eq!(r.json()["model"], "test-model");
+    assert!(r.json().get("max_tokens").is_none(), "omitted unless set");
+    let body = r.json();
+    let roles: Vec<&str> = body["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -332,12 +196,15 @@ async fn openai_request_carries_model_messages_and_bearer_key() {
 #[tokio::test]
 async fn anthropic_request_uses_x_api_key_and_version() {
     set_env("TOOLNEXUS_IT_LLM_KEY_ANTHROPIC", "sk-ant-sentinel-77c1");
-    let server =
-        loopback::scripted(vec![Reply::Json(200, anthropic_reply(ANSWERS, "end_turn"))]).await;
+    let server = Server::start(vec![Reply::value(
+        200,
+        anthropic_reply(ANSWERS, "end_turn"),
+    )])
+    .await;
     let client = create_client(ClientOptions {
         temperature: Some(0.0),
         ..options(
-            &server.base_url,
+            &server.base_url(),
             Style::Anthropic,
             "TOOLNEXUS_IT_LLM_KEY_ANTHROPIC",
         )
@@ -350,16 +217,21 @@ async fn anthropic_request_uses_x_api_key_and_version() {
     assert_eq!(r.headers["x-api-key"], "sk-ant-sentinel-77c1");
     assert_eq!(r.headers["anthropic-version"], "2023-06-01");
     assert!(!r.headers.contains_key("authorization"));
-    assert_eq!(r.body["model"], "test-model");
-    assert_eq!(r.body["max_tokens"], 4096, "Anthropic requires max_tokens");
-    assert_eq!(r.body["temperature"], 0);
+    assert_eq!(r.json()["model"], "test-model");
+    assert_eq!(
+        r.json()["max_tokens"],
+        4096,
+        "Anthropic requires max_tokens"
+    );
+    assert_eq!(r.json()["temperature"], 0);
     assert!(
-        r.body["system"]
+        r.json()["system"]
             .as_str()
             .unwrap()
             .contains("System One classifier")
     );
-    let roles: Vec<&str> = r.body["messages"]
+    let body = r.json();
+    let roles: Vec<&str> = body["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -388,9 +260,9 @@ async fn no_key_header_when_the_variable_is_unset_or_unnamed() {
             Style::OpenAi => openai_reply(ANSWERS, Some("m"), "stop", json!({})),
             _ => anthropic_reply(ANSWERS, "end_turn"),
         };
-        let server = loopback::scripted(vec![Reply::Json(200, reply)]).await;
+        let server = Server::start(vec![Reply::value(200, reply)]).await;
         evaluate(&llm(
-            create_client(options(&server.base_url, style, env)).unwrap()
+            create_client(options(&server.base_url(), style, env)).unwrap()
         ))
         .await
         .unwrap();
@@ -402,7 +274,7 @@ async fn no_key_header_when_the_variable_is_unset_or_unnamed() {
 
 #[tokio::test]
 async fn provider_cost_is_kept_and_the_model_falls_back_to_the_clients() {
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         200,
         openai_reply(
             ANSWERS,
@@ -413,7 +285,7 @@ async fn provider_cost_is_kept_and_the_model_falls_back_to_the_clients() {
     )])
     .await;
     let d = evaluate(&llm(create_client(options(
-        &server.base_url,
+        &server.base_url(),
         Style::OpenAi,
         "",
     ))
@@ -426,7 +298,7 @@ async fn provider_cost_is_kept_and_the_model_falls_back_to_the_clients() {
 
 #[tokio::test]
 async fn chat_returns_text_usage_and_finish_reason() {
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         200,
         openai_reply(
             "Paris",
@@ -439,7 +311,7 @@ async fn chat_returns_text_usage_and_finish_reason() {
     let client = create_client(ClientOptions {
         max_tokens: 8,
         request_params: json!({"seed": 7}).as_object().unwrap().clone(),
-        ..options(&server.base_url, Style::OpenAi, "")
+        ..options(&server.base_url(), Style::OpenAi, "")
     })
     .unwrap();
     let reply = client
@@ -460,7 +332,7 @@ async fn chat_returns_text_usage_and_finish_reason() {
         (reply.usage.input_tokens, reply.usage.output_tokens),
         (12, 1)
     );
-    let body = &server.requests()[0].body;
+    let body = &server.requests()[0].json();
     assert_eq!(body["max_tokens"], 8);
     assert_eq!(body["seed"], 7, "request_params are merged");
     assert_eq!(
@@ -542,9 +414,9 @@ async fn unusable_replies_are_clear_errors() {
         ),
     ];
     for (style, reply, want) in cases {
-        let server = loopback::scripted(vec![Reply::Json(200, reply)]).await;
+        let server = Server::start(vec![Reply::value(200, reply)]).await;
         let e = evaluate(&llm(
-            create_client(options(&server.base_url, style, "")).unwrap()
+            create_client(options(&server.base_url(), style, "")).unwrap()
         ))
         .await
         .unwrap_err();
@@ -558,13 +430,13 @@ async fn unusable_replies_are_clear_errors() {
 #[tokio::test]
 async fn provider_errors_keep_their_cause_and_auth_bodies_are_dropped() {
     set_env("TOOLNEXUS_IT_LLM_KEY_PROVIDER", "sk-sentinel-provider-0b77");
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         400,
         json!({"error": {"message": "model \"test-model\" does not exist", "type": "invalid_request_error"}}),
     )])
     .await;
     let e = evaluate(&llm(create_client(options(
-        &server.base_url,
+        &server.base_url(),
         Style::OpenAi,
         "TOOLNEXUS_IT_LLM_KEY_PROVIDER",
     ))
@@ -575,18 +447,18 @@ async fn provider_errors_keep_their_cause_and_auth_bodies_are_dropped() {
         e.to_string(),
         format!(
             "client: POST {}/chat/completions: HTTP 400: model \"test-model\" does not exist",
-            server.base_url
+            server.base_url()
         )
     );
     assert_eq!(e.status(), Some(400));
 
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         401,
         json!({"error": {"message": "invalid x-api-key sk-sentinel-provider-0b77"}}),
     )])
     .await;
     let e = evaluate(&llm(create_client(options(
-        &server.base_url,
+        &server.base_url(),
         Style::Anthropic,
         "TOOLNEXUS_IT_LLM_KEY_PROVIDER",
     ))
@@ -597,20 +469,20 @@ async fn provider_errors_keep_their_cause_and_auth_bodies_are_dropped() {
         e.to_string(),
         format!(
             "client: POST {}/messages: HTTP 401: unauthorized (response body not shown)",
-            server.base_url
+            server.base_url()
         )
     );
     assert!(e.is_http() && !e.is_retryable());
     assert_eq!(server.requests().len(), 1);
 
     // A gateway that answers 200 with an error body.
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         200,
         json!({"error": {"message": "upstream provider timed out", "code": 502}}),
     )])
     .await;
     let e = evaluate(&llm(create_client(options(
-        &server.base_url,
+        &server.base_url(),
         Style::OpenAi,
         "",
     ))
@@ -621,22 +493,22 @@ async fn provider_errors_keep_their_cause_and_auth_bodies_are_dropped() {
         e.to_string(),
         format!(
             "client: POST {}/chat/completions: provider error: upstream provider timed out",
-            server.base_url
+            server.base_url()
         )
     );
 }
 
 #[tokio::test]
 async fn retries_a_503_then_succeeds_and_honours_retries_off() {
-    let ok = Reply::Json(200, openai_reply(ANSWERS, Some("m"), "stop", json!({})));
-    let server = loopback::scripted(vec![
-        Reply::Json(503, json!({"error": {"message": "overloaded"}})),
-        Reply::Raw(429, vec![("retry-after", "0".into())], "{}".into()),
+    let ok = Reply::value(200, openai_reply(ANSWERS, Some("m"), "stop", json!({})));
+    let server = Server::start(vec![
+        Reply::value(503, json!({"error": {"message": "overloaded"}})),
+        Reply::json(429, "{}").with_header("retry-after", "0"),
         ok,
     ])
     .await;
     let d = evaluate(&llm(create_client(options(
-        &server.base_url,
+        &server.base_url(),
         Style::OpenAi,
         "",
     ))
@@ -646,19 +518,19 @@ async fn retries_a_503_then_succeeds_and_honours_retries_off() {
     assert_eq!(d.noul("refund").unwrap().noul, 0.94);
     assert_eq!(server.requests().len(), 3);
     assert_eq!(
-        server.requests()[0].body,
-        server.requests()[2].body,
+        server.requests()[0].json(),
+        server.requests()[2].json(),
         "the same body each attempt"
     );
 
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         503,
         json!({"error": {"message": "overloaded"}}),
     )])
     .await;
     let e = evaluate(&llm(create_client(ClientOptions {
         retries: -1,
-        ..options(&server.base_url, Style::OpenAi, "")
+        ..options(&server.base_url(), Style::OpenAi, "")
     })
     .unwrap()))
     .await
@@ -671,8 +543,8 @@ async fn retries_a_503_then_succeeds_and_honours_retries_off() {
 
 #[tokio::test]
 async fn cancellation_and_timeouts_end_a_hung_call() {
-    let server = loopback::scripted(vec![Reply::Hang]).await;
-    let judge = llm(create_client(options(&server.base_url, Style::OpenAi, "")).unwrap());
+    let server = Server::start(vec![Reply::Stall]).await;
+    let judge = llm(create_client(options(&server.base_url(), Style::OpenAi, "")).unwrap());
     let ctx = EvalContext::new().with_call_name("hung");
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
@@ -692,7 +564,7 @@ async fn cancellation_and_timeouts_end_a_hung_call() {
     let client = create_client(ClientOptions {
         timeout_ms: 100,
         retries: -1,
-        ..options(&server.base_url, Style::OpenAi, "")
+        ..options(&server.base_url(), Style::OpenAi, "")
     })
     .unwrap();
     let e = evaluate(&llm(client)).await.unwrap_err();
@@ -701,7 +573,7 @@ async fn cancellation_and_timeouts_end_a_hung_call() {
         e.to_string(),
         format!(
             "client: POST {}/chat/completions: request timeout after 100ms",
-            server.base_url
+            server.base_url()
         )
     );
 }
@@ -712,12 +584,12 @@ async fn secrets_never_show_in_errors_debug_or_metrics() {
     const TEAM: &str = "team-token-sentinel-5eed";
     set_env("TOOLNEXUS_IT_LLM_KEY_SECRET", KEY);
     set_env("TOOLNEXUS_IT_LLM_TEAM_SECRET", TEAM);
-    let server = loopback::scripted(vec![
-        Reply::Json(
+    let server = Server::start(vec![
+        Reply::value(
             500,
             json!({"error": {"message": format!("bad key {KEY} for team {TEAM}")}}),
         ),
-        Reply::Json(401, json!({"error": {"message": format!("bad key {KEY}")}})),
+        Reply::value(401, json!({"error": {"message": format!("bad key {KEY}")}})),
     ])
     .await;
     let opts = ClientOptions {
@@ -726,7 +598,7 @@ async fn secrets_never_show_in_errors_debug_or_metrics() {
             "${TOOLNEXUS_IT_LLM_TEAM_SECRET}".to_string(),
         )]),
         ..options(
-            &server.base_url,
+            &server.base_url(),
             Style::OpenAi,
             "TOOLNEXUS_IT_LLM_KEY_SECRET",
         )
@@ -757,7 +629,7 @@ async fn secrets_never_show_in_errors_debug_or_metrics() {
     assert_eq!(reqs[0].headers["authorization"], format!("Bearer {KEY}"));
 
     // The 500's cause alone, with retries off.
-    let server500 = loopback::scripted(vec![Reply::Json(
+    let server500 = Server::start(vec![Reply::value(
         500,
         json!({"error": {"message": format!("bad key {KEY} for team {TEAM}")}}),
     )])
@@ -769,7 +641,7 @@ async fn secrets_never_show_in_errors_debug_or_metrics() {
             "${TOOLNEXUS_IT_LLM_TEAM_SECRET}".to_string(),
         )]),
         ..options(
-            &server500.base_url,
+            &server500.base_url(),
             Style::OpenAi,
             "TOOLNEXUS_IT_LLM_KEY_SECRET",
         )
@@ -827,10 +699,9 @@ fn close(a: f64, b: f64) -> bool {
 
 #[tokio::test]
 async fn logprob_mode_derives_distributions_from_answer_tokens() {
-    let server = loopback::start(|_, r: &Request| {
-        let system = r.body["messages"][0]["content"]
-            .as_str()
-            .unwrap_or_default();
+    let server = Server::start_with(|_, r: &Request| {
+        let body = r.json();
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
         let reply = if system.contains("(A, B)") {
             // desk: A = billing, B = shipping; "Billing" is not a label and is dropped.
             logprob_reply(
@@ -842,14 +713,14 @@ async fn logprob_mode_derives_distributions_from_answer_tokens() {
         } else if system.contains("(0, 1, 2)") {
             logprob_reply(&[("1", 0.5), ("2", 0.3), ("0", 0.2)], 0.001)
         } else {
-            return Reply::Json(500, json!({"error": {"message": "unexpected prompt"}}));
+            return Reply::value(500, json!({"error": {"message": "unexpected prompt"}}));
         };
-        Reply::Json(200, reply)
+        Reply::value(200, reply)
     })
     .await;
     let client = create_client(ClientOptions {
         logprobs: true,
-        ..options(&server.base_url, Style::OpenAi, "")
+        ..options(&server.base_url(), Style::OpenAi, "")
     })
     .unwrap();
     let d = evaluate(&llm(client)).await.unwrap();
@@ -857,9 +728,9 @@ async fn logprob_mode_derives_distributions_from_answer_tokens() {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3, "one constrained request per question");
     for r in &reqs {
-        assert_eq!(r.body["logprobs"], true);
-        assert_eq!(r.body["top_logprobs"], 20);
-        assert_eq!(r.body["max_tokens"], 1);
+        assert_eq!(r.json()["logprobs"], true);
+        assert_eq!(r.json()["top_logprobs"], 20);
+        assert_eq!(r.json()["max_tokens"], 1);
         let user = user_content(r);
         for key in ["\"refund\"", "\"desk\"", "\"urgency\""] {
             assert!(
@@ -890,14 +761,14 @@ async fn logprob_mode_derives_distributions_from_answer_tokens() {
 
 #[tokio::test]
 async fn logprob_mode_needs_logprobs_in_the_reply() {
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         200,
         openai_reply("yes", Some("m"), "length", json!({})),
     )])
     .await;
     let client = create_client(ClientOptions {
         logprobs: true,
-        ..options(&server.base_url, Style::OpenAi, "")
+        ..options(&server.base_url(), Style::OpenAi, "")
     })
     .unwrap();
     let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
@@ -908,14 +779,14 @@ async fn logprob_mode_needs_logprobs_in_the_reply() {
          (does the server support \"logprobs\"?)"
     );
 
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         200,
         logprob_reply(&[("The", 0.9), ("A", 0.1)], 0.0),
     )])
     .await;
     let client = create_client(ClientOptions {
         logprobs: true,
-        ..options(&server.base_url, Style::OpenAi, "")
+        ..options(&server.base_url(), Style::OpenAi, "")
     })
     .unwrap();
     let e = llm(client).evaluate(json!("hi"), &qs).await.unwrap_err();
@@ -983,13 +854,13 @@ fn create_client_names_what_is_missing() {
 
 #[tokio::test]
 async fn a_base_url_query_stays_after_the_path_and_out_of_messages() {
-    let server = loopback::scripted(vec![Reply::Json(
+    let server = Server::start(vec![Reply::value(
         400,
         json!({"error": {"message": "deployment not found"}}),
     )])
     .await;
     let client = create_client(options(
-        &format!("{}/?api-version=2024-10-21", server.base_url),
+        &format!("{}/?api-version=2024-10-21", server.base_url()),
         Style::OpenAi,
         "",
     ))
@@ -1006,7 +877,7 @@ async fn a_base_url_query_stays_after_the_path_and_out_of_messages() {
         e.to_string(),
         format!(
             "client: POST {}/chat/completions: HTTP 400: deployment not found",
-            server.base_url
+            server.base_url()
         )
     );
 }

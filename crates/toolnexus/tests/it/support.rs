@@ -27,6 +27,11 @@ pub struct Request {
 }
 
 impl Request {
+    /// The body parsed as JSON (`null` when it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
     pub fn body_str(&self) -> &str {
         std::str::from_utf8(&self.body).expect("utf-8 body")
     }
@@ -81,6 +86,11 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             body: body.into(),
         }
+    }
+
+    /// A complete JSON response from a `Value`.
+    pub fn value(status: u16, body: serde_json::Value) -> Reply {
+        Reply::json(status, body.to_string())
     }
 
     pub fn with_header(self, name: &str, value: &str) -> Reply {
