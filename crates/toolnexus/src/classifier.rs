@@ -331,6 +331,9 @@ impl Classifier {
     /// a score outside the rubric is an error naming the key. Answers to keys
     /// never asked are dropped and reported as a `classifier.warning`.
     ///
+    /// Dropping the future abandons the call: an HTTP request in flight is
+    /// aborted, and no metric is emitted for it.
+    ///
     /// ```
     /// # use std::sync::Arc;
     /// # use serde_json::json;
@@ -433,6 +436,8 @@ impl Classifier {
     /// `batch_concurrency` (default 16) in flight. Fails closed: if any state
     /// fails, the lowest-index failure is returned, its message starting
     /// `state <i>: `, and the rest are abandoned. An empty list is an error.
+    ///
+    /// Dropping the future abandons every state still in flight.
     ///
     /// ```
     /// # use std::sync::Arc;

@@ -520,6 +520,8 @@ impl Client {
     /// Cancelling `ctx.cancel` returns `client: context canceled` promptly, also
     /// during a backoff sleep; dropping the future aborts the request in flight.
     ///
+    /// Dropping the future aborts the request in flight.
+    ///
     /// ```
     /// use toolnexus::classifier::EvalContext;
     /// use toolnexus::client::{ChatMessage, ClientOptions, create_client};

@@ -461,6 +461,8 @@ impl Asked {
 /// decision does not answer is simply absent from [`Asked::answers`] (the
 /// accessors and the gates report it). Dropping the future abandons the call.
 ///
+/// Dropping the future abandons the evaluation (see `Classifier::evaluate_ctx`).
+///
 /// ```
 /// use serde_json::json;
 /// use toolnexus::classifier::{ClassifierOptions, ClassifierStyle, EvalContext, RecordedDecision, create_classifier};

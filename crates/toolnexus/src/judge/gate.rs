@@ -365,6 +365,8 @@ impl<O: Clone> Policy<O> {
     /// evaluation fails; an unsure answer is a [`Ruling::NeedsInput`], not an error.
     /// Dropping the future abandons the call.
     ///
+    /// Dropping the future abandons the evaluation (see `Classifier::evaluate_ctx`).
+    ///
     /// ```
     /// use std::sync::Arc;
     /// use serde_json::json;
