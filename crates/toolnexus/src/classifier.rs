@@ -64,11 +64,11 @@ pub(crate) mod retry;
 mod wire;
 
 pub use canonical::{canonical_json, canonical_request, write_canonical};
+pub(crate) use decision::check_coherence;
 pub use decision::{
     ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer, NEAR_UNIFORM_TOLERANCE, NoulAnswer,
     ScoreAnswer, near_uniform,
 };
-pub(crate) use decision::{check_coherence, decode};
 pub(crate) use error::msg;
 pub use error::{ClassifierError, ErrorKind};
 pub use options::{
@@ -82,6 +82,7 @@ pub use question::{
     questions_from_wire, questions_wire, validate_questions,
 };
 pub use retry::{DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, MAX_RETRY_AFTER};
+pub(crate) use wire::decode_slice;
 
 use backend::recorded::ReplayBackend;
 use backend::systemone::HttpBackend;

@@ -302,7 +302,7 @@ impl Decision {
     /// assert_eq!(e.to_string(), "classifier: answer \"q\": noul answer has no \"noul\" number");
     /// ```
     pub fn from_slice(b: &[u8]) -> Result<Decision, ClassifierError> {
-        super::wire::decode_slice(b, None, None)
+        super::wire::decode_slice(b, None, |e| format!("response is not valid JSON: {e}"))
     }
 
     /// Decodes a wire value strictly: it must be an object with a string `model`,
@@ -324,7 +324,7 @@ impl Decision {
     /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
     /// ```
     pub fn from_value(v: &Value) -> Result<Decision, ClassifierError> {
-        decode(v, None)
+        super::wire::decode_value(v, None)
     }
 
     /// The wire form: what a tape or a Static recording stores. Round-trips
@@ -432,12 +432,6 @@ impl Decision {
             .get(key)
             .ok_or_else(|| msg::missing_answer(key))
     }
-}
-
-/// Decodes a wire value. `default_model` stands in for an absent `model`
-/// (backends pass the model they asked for); without it an absent model is an error.
-pub(crate) fn decode(v: &Value, default_model: Option<&str>) -> Result<Decision, ClassifierError> {
-    super::wire::decode_value(v, default_model)
 }
 
 /// What [`check_coherence`] removed: answers under keys that were never asked.

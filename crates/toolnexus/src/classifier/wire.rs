@@ -19,16 +19,15 @@ use super::decision::{
 use super::error::{ClassifierError, msg};
 
 /// Decodes wire bytes. `default_model` stands in for an absent `model`;
-/// `origin` (e.g. `POST <endpoint>`) prefixes the message of bytes that are not JSON.
+/// `not_json` builds the error for bytes that are not JSON, so each caller can
+/// say where they came from.
 pub(crate) fn decode_slice(
     bytes: &[u8],
     default_model: Option<&str>,
-    origin: Option<&str>,
+    not_json: impl FnOnce(&serde_json::Error) -> String,
 ) -> Result<Decision, ClassifierError> {
-    let raw: RawDecision = serde_json::from_slice(bytes).map_err(|e| {
-        let origin = origin.map(|o| format!("{o}: ")).unwrap_or_default();
-        msg::decode(format!("{origin}response is not valid JSON: {e}")).with_source(e)
-    })?;
+    let raw: RawDecision =
+        serde_json::from_slice(bytes).map_err(|e| msg::decode(not_json(&e)).with_source(e))?;
     raw.finish(default_model)
 }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::chat::ChatMessage;
 use crate::classifier::{
-    ClassifierError, Decision, Question, Questions, decode, msg, write_canonical,
+    ClassifierError, Decision, Question, Questions, decode_slice, msg, write_canonical,
 };
 
 /// The system message of every emulated evaluation.
@@ -173,9 +173,9 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
 pub fn decode_reply(text: &str, model: &str) -> Result<Decision, ClassifierError> {
     let object =
         outermost_object(text).ok_or_else(|| msg::decode("llm: reply holds no JSON object"))?;
-    let v: Value = serde_json::from_str(object)
-        .map_err(|e| msg::decode(format!("llm: reply's JSON object does not parse: {e}")))?;
-    let mut d = decode(&v, Some(model))?;
+    let mut d = decode_slice(object.as_bytes(), Some(model), |e| {
+        format!("llm: reply's JSON object does not parse: {e}")
+    })?;
     d.model = model.to_string();
     d.calibrated = false;
     d.usage = Default::default();

@@ -37,7 +37,10 @@ impl ReplayBackend {
         let mut table = HashMap::with_capacity(decisions.len());
         let mut index_of: HashMap<String, usize> = HashMap::with_capacity(decisions.len());
         for (i, rec) in decisions.iter().enumerate() {
-            let d = decode_slice(&rec.response, Some(model), None).map_err(|e| {
+            let d = decode_slice(&rec.response, Some(model), |e| {
+                format!("response is not valid JSON: {e}")
+            })
+            .map_err(|e| {
                 let text = e.to_string();
                 let text = text
                     .strip_prefix("classifier: ")

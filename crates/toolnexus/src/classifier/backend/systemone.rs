@@ -93,7 +93,11 @@ impl HttpBackend {
     ) -> Result<Decision, ClassifierError> {
         let body = Bytes::from(self.body(state, questions));
         let resp = self.transport.post_json(&ctx.cancel, body).await?;
-        let origin = format!("POST {}", self.transport.shown());
-        decode_slice(&resp.body, Some(&self.model), Some(&origin))
+        decode_slice(&resp.body, Some(&self.model), |e| {
+            format!(
+                "POST {}: response is not valid JSON: {e}",
+                self.transport.shown()
+            )
+        })
     }
 }
