@@ -9,11 +9,7 @@ fn p(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
 fn main() {
     let cases = [
         // Deviation of exactly 0.05 from 1/n = 0.25: INCLUSIVE, so this IS near-uniform.
-        (
-            "at the tolerance",
-            p(&[("a", 0.30), ("b", 0.25), ("c", 0.25), ("d", 0.20)]),
-            true,
-        ),
+        ("at the tolerance", p(&[("a", 0.30), ("b", 0.25), ("c", 0.25), ("d", 0.20)]), true),
         // Past it.
         ("just outside", p(&[("a", 0.56), ("b", 0.44)]), false),
         // A real answer: the model had something to rank on.
