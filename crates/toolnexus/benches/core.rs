@@ -194,6 +194,20 @@ fn systemone_loopback(c: &mut Criterion) {
             })
         })
     });
+    // The same POST bounded by a per-request timeout, as every classifier attempt is:
+    // this isolates what arming that timer costs on this runtime.
+    g.bench_function("bare reqwest POST + 10 s timeout (sequential)", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let r = post(&bare)
+                    .timeout(std::time::Duration::from_secs(10))
+                    .send()
+                    .await
+                    .unwrap();
+                black_box(r.bytes().await.unwrap())
+            })
+        })
+    });
     const BATCH: usize = 256;
     g.throughput(Throughput::Elements(BATCH as u64));
     let states: Vec<Value> = (0..BATCH)
