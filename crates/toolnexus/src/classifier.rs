@@ -46,16 +46,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+mod asset;
 mod backend {
     pub(crate) mod custom;
     pub(crate) mod recorded;
     pub(crate) mod systemone;
 }
 mod canonical;
+mod content;
 mod decision;
 mod error;
 mod options;
@@ -63,11 +65,13 @@ mod question;
 pub(crate) mod retry;
 mod wire;
 
+pub use asset::{Asset, Assets, ImageFormat};
 pub use canonical::{canonical_json, canonical_request, write_canonical};
+pub use content::{Content, IntoDescription};
 pub(crate) use decision::check_coherence;
 pub use decision::{
-    ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer, NEAR_UNIFORM_TOLERANCE, NoulAnswer,
-    ScoreAnswer, near_uniform,
+    BoxAnswer, BoxCoordinates, ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer,
+    NEAR_UNIFORM_TOLERANCE, NoulAnswer, ScoreAnswer, near_uniform,
 };
 pub(crate) use error::msg;
 pub use error::{ClassifierError, ErrorKind};
@@ -77,12 +81,12 @@ pub use options::{
     EvaluateFn, MetricEvent, MetricFn, OnErrorFn, RecordedDecision,
 };
 pub use question::{
-    ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS, NoulCriteria,
-    NoulQuestion, Question, Questions, ScoreQuestion, choice_over, degenerate_criteria,
-    questions_from_wire, questions_wire, validate_questions,
+    BoxQuestion, ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS,
+    NoulCriteria, NoulQuestion, Question, Questions, ScoreQuestion, choice_over,
+    degenerate_criteria, questions_from_wire, questions_wire, validate_questions,
 };
 pub use retry::{DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, MAX_RETRY_AFTER};
-pub(crate) use wire::decode_slice;
+pub(crate) use wire::{Decoded, decode_slice_for};
 
 use backend::recorded::ReplayBackend;
 use backend::systemone::HttpBackend;
@@ -142,6 +146,203 @@ impl EvalContext {
     }
 }
 
+/// One evaluation with everything the System One wire can carry beyond a
+/// state and questions: a model override, image assets, and extra top-level
+/// fields. Styles that cannot honour a part refuse it with
+/// [`ErrorKind::Unsupported`] naming it; nothing is dropped silently.
+///
+/// ```
+/// use serde_json::{Map, json};
+/// use toolnexus::classifier::{
+///     Asset, Assets, EvalRequest, ImageFormat, NoulQuestion, Questions,
+/// };
+///
+/// let qs = Questions::from([(
+///     "damaged".to_string(),
+///     NoulQuestion { instructions: "Is the product in img-1 damaged?".into(), criteria: None }.into(),
+/// )]);
+/// let photo = Asset { format: ImageFormat::Png, data: b"\x89PNG\r\n\x1a\n".to_vec() };
+/// let req = EvalRequest::new(json!("Product photo: img-1"), qs)
+///     .with_model("jev-vision")
+///     .with_assets(Assets::from([("img-1".to_string(), photo)]))
+///     .with_extra(Map::from_iter([("priority".to_string(), json!("low"))]));
+/// assert_eq!(req.model.as_deref(), Some("jev-vision"));
+/// assert_eq!(req.assets.len(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EvalRequest {
+    /// What the questions are about: a string, an object or an array.
+    pub state: Value,
+    /// The questions under the caller's keys.
+    pub questions: Questions,
+    /// The model to ask instead of the classifier's own, if any.
+    pub model: Option<String>,
+    /// Image assets named in the state, the instructions or the criteria.
+    pub assets: Assets,
+    /// Extra top-level wire fields, shallow-merged over the body last (a key
+    /// here wins over `model`, `questions`, `state` and `request_params`).
+    pub extra: Map<String, Value>,
+}
+
+impl EvalRequest {
+    /// A request for `state` and `questions`, nothing else.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{EvalRequest, Questions};
+    /// let req = EvalRequest::new(json!("hi"), Questions::new());
+    /// assert!(req.model.is_none() && req.assets.is_empty() && req.extra.is_empty());
+    /// ```
+    pub fn new(state: Value, questions: Questions) -> EvalRequest {
+        EvalRequest {
+            state,
+            questions,
+            model: None,
+            assets: Assets::new(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Asks `model` instead of the classifier's own.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{EvalRequest, Questions};
+    /// let req = EvalRequest::new(json!("hi"), Questions::new()).with_model("jev-1.13");
+    /// assert_eq!(req.model.as_deref(), Some("jev-1.13"));
+    /// ```
+    pub fn with_model(mut self, model: impl Into<String>) -> EvalRequest {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sends these image assets.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{Assets, EvalRequest, Questions};
+    /// let req = EvalRequest::new(json!("hi"), Questions::new()).with_assets(Assets::new());
+    /// assert!(req.assets.is_empty());
+    /// ```
+    pub fn with_assets(mut self, assets: Assets) -> EvalRequest {
+        self.assets = assets;
+        self
+    }
+
+    /// Adds extra top-level wire fields (merged into any already set).
+    ///
+    /// ```
+    /// use serde_json::{Map, json};
+    /// use toolnexus::classifier::{EvalRequest, Questions};
+    /// let req = EvalRequest::new(json!("hi"), Questions::new())
+    ///     .with_extra(Map::from_iter([("seed".to_string(), json!(7))]));
+    /// assert_eq!(req.extra["seed"], 7);
+    /// ```
+    pub fn with_extra(mut self, extra: Map<String, Value>) -> EvalRequest {
+        self.extra.extend(extra);
+        self
+    }
+}
+
+/// What [`Classifier::evaluate_request`] returns: the decision, the backend's
+/// request id when it sent one (`x-typesafe-request-id`), and the keys of
+/// answers dropped because no question asked them (each also reported as a
+/// `classifier.warning`).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use toolnexus::classifier::{ClassifierUsage, Decision, Evaluated};
+///
+/// let e = Evaluated::new(Decision {
+///     model: "m".into(),
+///     answers: BTreeMap::new(),
+///     usage: ClassifierUsage::default(),
+///     calibrated: true,
+/// });
+/// assert!(e.request_id.is_none() && e.dropped.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Evaluated {
+    /// The decision, checked against the questions asked.
+    pub decision: Decision,
+    /// The request id the backend answered with, if any.
+    pub request_id: Option<String>,
+    /// Keys of answers dropped because nobody asked them.
+    pub dropped: Vec<String>,
+}
+
+impl Evaluated {
+    /// A decision with no request id and nothing dropped.
+    pub fn new(decision: Decision) -> Evaluated {
+        Evaluated {
+            decision,
+            request_id: None,
+            dropped: Vec::new(),
+        }
+    }
+
+    /// With this request id.
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use toolnexus::classifier::{ClassifierUsage, Decision, Evaluated};
+    /// # let d = Decision { model: "m".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
+    /// let e = Evaluated::new(d).with_request_id(Some("req_1".into()));
+    /// assert_eq!(e.request_id.as_deref(), Some("req_1"));
+    /// ```
+    pub fn with_request_id(mut self, request_id: Option<String>) -> Evaluated {
+        self.request_id = request_id;
+        self
+    }
+}
+
+/// The parts of an [`EvalRequest`] beyond state and questions, borrowed.
+#[derive(Clone, Copy)]
+pub(crate) struct Extras<'a> {
+    pub model: Option<&'a str>,
+    pub assets: &'a Assets,
+    pub extra: &'a Map<String, Value>,
+}
+
+impl Extras<'_> {
+    /// Refuses whatever a style that honours only state and questions would
+    /// otherwise drop: an asset, a model other than `own_model`, an extra field.
+    pub(crate) fn refuse_beyond(
+        &self,
+        style: &str,
+        own_model: &str,
+    ) -> Result<(), ClassifierError> {
+        if let Some(name) = self.assets.keys().next() {
+            return Err(msg::unsupported(style, format!("image asset {name:?}")));
+        }
+        if let Some(m) = self.model.filter(|m| *m != own_model) {
+            return Err(msg::unsupported(
+                style,
+                format!("model {m:?} (it answers with {own_model:?})"),
+            ));
+        }
+        if let Some(k) = self.extra.keys().next() {
+            return Err(msg::unsupported(style, format!("extra field {k:?}")));
+        }
+        Ok(())
+    }
+}
+
+static NO_ASSETS: std::sync::LazyLock<Assets> = std::sync::LazyLock::new(Assets::new);
+static NO_EXTRA: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+
+impl Extras<'static> {
+    pub(crate) fn none() -> Extras<'static> {
+        Extras {
+            model: None,
+            assets: &NO_ASSETS,
+            extra: &NO_EXTRA,
+        }
+    }
+}
+
 // One engine lives per classifier, behind the `Arc`: variant size does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Engine {
@@ -153,14 +354,11 @@ enum Engine {
     Native(NativeFn),
 }
 
-/// Like [`EvaluateFn`], but its error is a [`ClassifierError`] passed on as is,
-/// so a tape can return `tape: …` misses and recorded failures with their kind.
+/// Like [`EvaluateFn`], but it takes the whole request and its error is a
+/// [`ClassifierError`] passed on as is, so a tape can return `tape: …` misses
+/// and recorded failures with their kind, and record request ids.
 pub(crate) type NativeFn = Arc<
-    dyn Fn(
-            EvalContext,
-            Value,
-            Questions,
-        ) -> crate::client::BoxFuture<Result<Decision, ClassifierError>>
+    dyn Fn(EvalContext, EvalRequest) -> crate::client::BoxFuture<Result<Evaluated, ClassifierError>>
         + Send
         + Sync,
 >;
@@ -364,6 +562,78 @@ impl Classifier {
         state: Value,
         questions: &Questions,
     ) -> Result<Decision, ClassifierError> {
+        self.run(ctx, state, questions, Extras::none())
+            .await
+            .map(|e| e.decision)
+    }
+
+    /// Evaluates a whole [`EvalRequest`]: a model override, image assets and
+    /// extra wire fields as well as the state and questions. The System One
+    /// style sends them all; Static honours a model (it is part of the lookup);
+    /// every other style refuses what it cannot honour with
+    /// [`ErrorKind::Unsupported`], naming it, before anything is sent. Returns
+    /// the decision with the backend's request id and the keys of dropped
+    /// answers.
+    ///
+    /// Dropping the future abandons the call, as for
+    /// [`evaluate_ctx`](Classifier::evaluate_ctx).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use serde_json::json;
+    /// # use toolnexus::classifier::*;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ClassifierError> {
+    /// let judge = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Custom,
+    ///     evaluate: Some(Arc::new(|_ctx, _state, _qs| {
+    ///         Box::pin(async {
+    ///             Decision::from_slice(br#"{"model":"m","answers":{"q":{"type":"noul","noul":0.2}}}"#)
+    ///                 .map_err(|e| e.to_string())
+    ///         })
+    ///     })),
+    ///     ..Default::default()
+    /// })?;
+    /// let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    /// let photo = Asset { format: ImageFormat::Png, data: b"\x89PNG\r\n\x1a\n".to_vec() };
+    /// let req = EvalRequest::new(json!("see img-1"), qs.clone())
+    ///     .with_assets(Assets::from([("img-1".to_string(), photo)]));
+    /// let e = judge.evaluate_request(EvalContext::new(), req).await.unwrap_err();
+    /// assert_eq!(e.to_string(), "classifier: style \"custom\" cannot use image asset \"img-1\"");
+    /// assert_eq!(e.kind(), ErrorKind::Unsupported);
+    ///
+    /// let ok = judge.evaluate_request(EvalContext::new(), EvalRequest::new(json!("hi"), qs)).await?;
+    /// assert_eq!(ok.decision.noul("q")?.noul, 0.2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn evaluate_request(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> Result<Evaluated, ClassifierError> {
+        let EvalRequest {
+            state,
+            questions,
+            model,
+            assets,
+            extra,
+        } = request;
+        let extras = Extras {
+            model: model.as_deref(),
+            assets: &assets,
+            extra: &extra,
+        };
+        self.run(ctx, state, &questions, extras).await
+    }
+
+    async fn run(
+        &self,
+        ctx: EvalContext,
+        state: Value,
+        questions: &Questions,
+        extras: Extras<'_>,
+    ) -> Result<Evaluated, ClassifierError> {
         validate_questions(questions)?;
         let span = tracing::info_span!(
             "classifier.evaluate",
@@ -371,9 +641,58 @@ impl Classifier {
             model = %self.inner.model,
             call_name = %ctx.call_name,
         );
-        self.evaluate_checked(ctx, state, questions)
+        self.evaluate_checked(ctx, state, questions, extras)
             .instrument(span)
             .await
+    }
+
+    async fn dispatch(
+        &self,
+        ctx: &EvalContext,
+        state: Value,
+        questions: &Questions,
+        extras: Extras<'_>,
+    ) -> Result<Evaluated, ClassifierError> {
+        let style = self.inner.style.as_str();
+        match &self.inner.engine {
+            Engine::SystemOne(b) => b.evaluate(ctx, &state, questions, extras).await,
+            Engine::Static(b) => {
+                if ctx.cancel.is_cancelled() {
+                    return Err(msg::cancelled());
+                }
+                let model = extras.model.unwrap_or(&self.inner.model);
+                Extras {
+                    model: None,
+                    ..extras
+                }
+                .refuse_beyond(style, model)?;
+                b.evaluate(model, &state, questions)
+            }
+            Engine::Custom(f) => {
+                extras.refuse_beyond(style, &self.inner.model)?;
+                backend::custom::evaluate(f, ctx, state, questions)
+                    .await
+                    .map(Evaluated::new)
+            }
+            Engine::Llm(c) => {
+                extras.refuse_beyond(style, &self.inner.model)?;
+                c.evaluate_questions(ctx, &state, questions).await
+            }
+            Engine::Native(f) => {
+                let request = EvalRequest {
+                    state,
+                    questions: questions.clone(),
+                    model: extras.model.map(str::to_string),
+                    assets: extras.assets.clone(),
+                    extra: extras.extra.clone(),
+                };
+                let fut = f(ctx.clone(), request);
+                match ctx.cancel.run_until_cancelled(fut).await {
+                    None => Err(msg::cancelled()),
+                    Some(r) => r,
+                }
+            }
+        }
     }
 
     async fn evaluate_checked(
@@ -381,40 +700,34 @@ impl Classifier {
         ctx: EvalContext,
         state: Value,
         questions: &Questions,
-    ) -> Result<Decision, ClassifierError> {
+        extras: Extras<'_>,
+    ) -> Result<Evaluated, ClassifierError> {
         let started = Instant::now();
         self.warn_degenerate(&ctx, questions);
-        let result = match &self.inner.engine {
-            Engine::SystemOne(b) => b.evaluate(&ctx, &state, questions).await,
-            Engine::Static(b) => {
-                if ctx.cancel.is_cancelled() {
-                    Err(msg::cancelled())
-                } else {
-                    b.evaluate(&state, questions)
-                }
+        let result = self.dispatch(&ctx, state, questions, extras).await;
+        let result = result.and_then(|mut e| {
+            // A wrapped classifier (a tape recorder) has already reported what it
+            // dropped, scrubbed with the secrets only it knows.
+            let reported = match self.inner.engine {
+                Engine::Native(_) => e.dropped.len(),
+                _ => 0,
+            };
+            let more = check_coherence(&mut e.decision, questions)?;
+            e.dropped.extend(more);
+            // Dropped keys came from the backend: they may echo a secret.
+            for key in &mut e.dropped[reported..] {
+                *key = self.scrub(key);
             }
-            Engine::Custom(f) => backend::custom::evaluate(f, &ctx, state, questions).await,
-            Engine::Llm(c) => c.evaluate_questions(&ctx, &state, questions).await,
-            Engine::Native(f) => {
-                let fut = f(ctx.clone(), state, questions.clone());
-                match ctx.cancel.run_until_cancelled(fut).await {
-                    None => Err(msg::cancelled()),
-                    Some(r) => r,
-                }
-            }
-        };
-        let result = result.and_then(|mut d| {
-            let dropped = check_coherence(&mut d, questions)?;
-            for key in dropped {
+            for key in &e.dropped[reported..] {
                 self.warning(
                     &ctx,
-                    &key,
+                    key,
                     format!(
                         "classifier: answer {key:?} answers no question that was asked; dropped"
                     ),
                 );
             }
-            Ok(d)
+            Ok(e)
         });
         // Decode and coherence errors quote backend strings (answer keys, types,
         // option ids, a refusal), which a hostile backend can make the credential
@@ -570,9 +883,15 @@ impl Classifier {
         &self,
         ctx: &EvalContext,
         started: Instant,
-        result: &Result<Decision, ClassifierError>,
+        result: &Result<Evaluated, ClassifierError>,
     ) {
         let duration = started.elapsed();
+        let request_id = match result {
+            Ok(e) => e.request_id.clone(),
+            Err(_) => None,
+        };
+        let _ = request_id;
+        let result = &result.as_ref().map(|e| &e.decision);
         // The answering model's name is backend text too.
         let answered = match result {
             Ok(d) => self.scrub(&d.model),

@@ -66,7 +66,7 @@ use serde_json::{Map, Value};
 
 use crate::classifier::{
     ClassifierError, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS,
-    DEFAULT_TIMEOUT_MS, Decision, EvalContext, OnErrorFn, Questions, msg,
+    DEFAULT_TIMEOUT_MS, EvalContext, Evaluated, OnErrorFn, Questions, msg,
 };
 use crate::http::{Auth, Transport, TransportConfig};
 
@@ -618,16 +618,23 @@ impl Client {
         ctx: &EvalContext,
         state: &Value,
         questions: &Questions,
-    ) -> Result<Decision, ClassifierError> {
+    ) -> Result<Evaluated, ClassifierError> {
+        prompt::unsupported_for_llm(questions)?;
         if self.inner.logprobs {
-            return logprobs::evaluate(self, ctx, state, questions, self.inner.top_logprobs).await;
+            return logprobs::evaluate(self, ctx, state, questions, self.inner.top_logprobs)
+                .await
+                .map(Evaluated::new);
         }
         let messages = render_prompt(state, questions);
         let reply = self.chat(ctx, &messages).await?;
         self.check_reply(&reply)?;
-        let mut d = decode_reply(&reply.text, &reply.model)?;
-        d.usage = reply.usage;
-        Ok(d)
+        let mut out = prompt::decode_reply_for(&reply.text, &reply.model, Some(questions))?;
+        out.decision.usage = reply.usage;
+        Ok(Evaluated {
+            decision: out.decision,
+            request_id: None,
+            dropped: out.dropped,
+        })
     }
 
     /// `text` without this client's secrets (see [`Transport::scrub`]).

@@ -68,6 +68,8 @@ impl std::fmt::Debug for Transport {
 /// What one successful POST returned.
 pub(crate) struct Response {
     pub body: Bytes,
+    /// The backend's `x-typesafe-request-id`, when it sent one.
+    pub request_id: Option<String>,
 }
 
 impl Transport {
@@ -212,11 +214,18 @@ impl Transport {
             .await
             .map_err(|e| self.transport_error(e, secrets))?;
         let status = resp.status().as_u16();
+        let request_id = resp
+            .headers()
+            .get("x-typesafe-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| secrets.scrub(v.trim()))
+            .filter(|v| !v.is_empty());
         if (200..300).contains(&status) {
             let body = self
                 .read_capped(resp, self.cfg.max_response_bytes, secrets)
-                .await?;
-            return Ok(Response { body });
+                .await
+                .map_err(|e| e.with_request_id(request_id.clone()))?;
+            return Ok(Response { body, request_id });
         }
         let retry_after = resp
             .headers()
@@ -251,7 +260,8 @@ impl Transport {
                 self.cfg.prefix, self.shown
             ),
         )
-        .with_status(status, retry_after))
+        .with_status(status, retry_after)
+        .with_request_id(request_id))
     }
 
     fn headers(&self, secrets: &Secrets) -> Result<HeaderMap, ClassifierError> {

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
+use super::content::Content;
 use super::question::{Question, Questions};
 
 /// Encodes `value` canonically: object keys sorted bytewise at every depth,
@@ -83,9 +84,9 @@ pub(crate) fn write_questions(out: &mut String, questions: &Questions) {
             Question::Noul(n) => {
                 if let Some(c) = &n.criteria {
                     out.push_str("\"criteria\":{\"false\":");
-                    write_str(out, &c.when_false);
+                    write_content(out, &c.when_false);
                     out.push_str(",\"true\":");
-                    write_str(out, &c.when_true);
+                    write_content(out, &c.when_true);
                     out.push_str("},");
                 }
             }
@@ -97,7 +98,10 @@ pub(crate) fn write_questions(out: &mut String, questions: &Questions) {
                     }
                     write_str(out, id);
                     out.push(':');
-                    write_str(out, meaning);
+                    match meaning {
+                        Some(m) => write_content(out, m),
+                        None => out.push_str("null"),
+                    }
                 }
                 out.push_str("},");
             }
@@ -107,18 +111,27 @@ pub(crate) fn write_questions(out: &mut String, questions: &Questions) {
                     if j > 0 {
                         out.push(',');
                     }
-                    write_str(out, level);
+                    write_content(out, level);
                 }
                 out.push_str("],");
             }
+            Question::Box(_) => {}
         }
         out.push_str("\"instructions\":");
-        write_str(out, q.instructions());
+        write_content(out, q.instructions());
         out.push_str(",\"type\":");
         write_str(out, q.kind());
         out.push('}');
     }
     out.push('}');
+}
+
+/// Content is a string (the common case, written directly) or structured JSON.
+fn write_content(out: &mut String, c: &Content) {
+    match c.as_value() {
+        Value::String(s) => write_str(out, s),
+        v => write_value(out, v),
+    }
 }
 
 fn write_value(out: &mut String, v: &Value) {
@@ -353,8 +366,18 @@ mod tests {
                 ChoiceQuestion {
                     instructions: "c".into(),
                     criteria: [
-                        ("y".to_string(), "\n".to_string()),
-                        ("x".to_string(), "<&>".to_string()),
+                        ("y".to_string(), Some("\n".into())),
+                        ("x".to_string(), Some("<&>".into())),
+                        ("w".to_string(), None),
+                        (
+                            "v".to_string(),
+                            Some(
+                                Content::structured(
+                                    serde_json::json!({"b": [1, "\u{2028}"], "a": null}),
+                                )
+                                .unwrap(),
+                            ),
+                        ),
                     ]
                     .into(),
                 }

@@ -114,7 +114,9 @@ pub struct ChoiceAnswer {
 pub struct ScoreAnswer {
     /// The expected level, in [0, levels − 1].
     pub score: f64,
-    /// Level index (as a decimal string) → the level's text.
+    /// Level index (as a decimal string) → the level's text. A level whose
+    /// content is structured (a JSON object or array) is kept as its canonical
+    /// JSON text.
     pub legend: BTreeMap<String, String>,
     /// Level index (as a decimal string) → probability.
     pub probabilities: BTreeMap<String, f64>,
@@ -152,6 +154,49 @@ impl ScoreAnswer {
     }
 }
 
+/// A box answer: where something is in an image, with the model's confidence
+/// when it gives one.
+///
+/// ```
+/// use toolnexus::classifier::Decision;
+///
+/// let d = Decision::from_slice(br#"{"model":"m","answers":{"dent":{"type":"box",
+///     "box":{"top":0.2,"bottom":0.66,"left":0.19,"right":0.68},"confidence":null}}}"#)?;
+/// let dent = d.bounding_box("dent")?;
+/// assert_eq!(dent.coordinates.bottom, 0.66);
+/// assert_eq!(dent.confidence, None);
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoxAnswer {
+    /// The box's edges (wire key `"box"`).
+    pub coordinates: BoxCoordinates,
+    /// How sure the model is, in [0, 1]; `None` when it does not say (null on
+    /// the wire), which is not the same as 0.
+    pub confidence: Option<f64>,
+}
+
+/// A box's edges as fractions of the image: `top` and `bottom` of its height
+/// from the top, `left` and `right` of its width from the left, each in [0, 1].
+///
+/// ```
+/// use toolnexus::classifier::BoxCoordinates;
+///
+/// let b = BoxCoordinates { top: 0.2, bottom: 0.66, left: 0.19, right: 0.68 };
+/// assert!((b.bottom - b.top) > 0.4);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BoxCoordinates {
+    /// Top edge, as a fraction of the image height from the top.
+    pub top: f64,
+    /// Bottom edge, as a fraction of the image height from the top.
+    pub bottom: f64,
+    /// Left edge, as a fraction of the image width from the left.
+    pub left: f64,
+    /// Right edge, as a fraction of the image width from the left.
+    pub right: f64,
+}
+
 /// One typed answer.
 ///
 /// ```
@@ -168,10 +213,12 @@ pub enum DecisionAnswer {
     Choice(ChoiceAnswer),
     /// The answer to a score question.
     Score(ScoreAnswer),
+    /// The answer to a box question.
+    Box(BoxAnswer),
 }
 
 impl DecisionAnswer {
-    /// The wire discriminator: `"noul"`, `"choice"` or `"score"`.
+    /// The wire discriminator: `"noul"`, `"choice"`, `"score"` or `"box"`.
     ///
     /// ```
     /// use toolnexus::classifier::{DecisionAnswer, NoulAnswer};
@@ -182,6 +229,7 @@ impl DecisionAnswer {
             DecisionAnswer::Noul(_) => "noul",
             DecisionAnswer::Choice(_) => "choice",
             DecisionAnswer::Score(_) => "score",
+            DecisionAnswer::Box(_) => "box",
         }
     }
 
@@ -217,6 +265,19 @@ impl DecisionAnswer {
                 m.insert("legend".into(), Value::Object(legend));
                 m.insert("probabilities".into(), probs_value(&a.probabilities));
                 m.insert("confidence".into(), Value::from(a.confidence));
+            }
+            DecisionAnswer::Box(a) => {
+                let c = &a.coordinates;
+                let mut b = Map::new();
+                b.insert("bottom".into(), Value::from(c.bottom));
+                b.insert("left".into(), Value::from(c.left));
+                b.insert("right".into(), Value::from(c.right));
+                b.insert("top".into(), Value::from(c.top));
+                m.insert("box".into(), Value::Object(b));
+                m.insert(
+                    "confidence".into(),
+                    a.confidence.map_or(Value::Null, Value::from),
+                );
             }
         }
         Value::Object(m)
@@ -419,6 +480,22 @@ impl Decision {
         }
     }
 
+    /// The box answer under `key` (see [`Decision::noul`] for the failures).
+    ///
+    /// ```
+    /// use toolnexus::classifier::Decision;
+    /// let d = Decision::from_slice(br#"{"model":"m","answers":{"q":{"type":"noul","noul":0.1}}}"#)?;
+    /// let e = d.bounding_box("q").unwrap_err();
+    /// assert_eq!(e.to_string(), "classifier: answer \"q\" is a noul answer, not box");
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn bounding_box(&self, key: &str) -> Result<&BoxAnswer, ClassifierError> {
+        match self.answer(key)? {
+            DecisionAnswer::Box(a) => Ok(a),
+            other => Err(msg::wrong_type(key, other.answer_type(), "box")),
+        }
+    }
+
     /// The answer under `key`, whatever its type, or the absent-key error.
     ///
     /// ```
@@ -530,6 +607,33 @@ fn check_answer(
                     ));
                 }
                 unit(key, &format!("probability {lvl:?}"), *p)?;
+            }
+            Ok(())
+        }
+        (DecisionAnswer::Box(a), Question::Box(_)) => {
+            let c = &a.coordinates;
+            for (edge, v) in [
+                ("top", c.top),
+                ("bottom", c.bottom),
+                ("left", c.left),
+                ("right", c.right),
+            ] {
+                unit(key, &format!("box {edge}"), v)?;
+            }
+            if c.top > c.bottom {
+                return Err(msg::incoherent(
+                    key,
+                    format!("box top {} is below its bottom {}", c.top, c.bottom),
+                ));
+            }
+            if c.left > c.right {
+                return Err(msg::incoherent(
+                    key,
+                    format!("box left {} is right of its right {}", c.left, c.right),
+                ));
+            }
+            if let Some(conf) = a.confidence {
+                unit(key, "confidence", conf)?;
             }
             Ok(())
         }

@@ -49,6 +49,9 @@ pub enum ErrorKind {
     TapeMiss,
     /// A Custom classifier's closure returned an error.
     Custom,
+    /// This style cannot honour part of the request (an image asset, a model
+    /// override, an extra wire field, a box question); nothing was sent.
+    Unsupported,
 }
 
 /// The error of every classifier operation.
@@ -71,6 +74,7 @@ pub struct ClassifierError {
     status: Option<u16>,
     retry_after: Option<Duration>,
     state_index: Option<usize>,
+    request_id: Option<String>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -82,6 +86,7 @@ impl ClassifierError {
             status: None,
             retry_after: None,
             state_index: None,
+            request_id: None,
             source: None,
         }
     }
@@ -97,6 +102,14 @@ impl ClassifierError {
     pub(crate) fn with_status(mut self, status: u16, retry_after: Option<Duration>) -> Self {
         self.status = Some(status);
         self.retry_after = retry_after;
+        self
+    }
+
+    /// Records the request id the backend answered with (`x-typesafe-request-id`).
+    pub(crate) fn with_request_id(mut self, request_id: Option<String>) -> Self {
+        if request_id.is_some() {
+            self.request_id = request_id;
+        }
         self
     }
 
@@ -126,6 +139,27 @@ impl ClassifierError {
     /// The delay the backend asked for in `Retry-After` (seconds form), if any.
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
+    }
+
+    /// The request id the backend answered with (`x-typesafe-request-id`), when
+    /// the failure came from a response that carried one.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
+    }
+
+    /// The message without its leading `classifier: ` (or `tape: `) prefix, for
+    /// callers that wrap it in words of their own.
+    ///
+    /// ```
+    /// use toolnexus::classifier::Decision;
+    /// let e = Decision::from_slice(b"[1]").unwrap_err();
+    /// assert_eq!(e.detail(), "response is not a JSON object");
+    /// ```
+    pub fn detail(&self) -> &str {
+        let m = self.message.as_str();
+        m.strip_prefix("classifier: ")
+            .or_else(|| m.strip_prefix("tape: "))
+            .unwrap_or(m)
     }
 
     /// The index of the failing state, for an error returned by `evaluate_batch`.
@@ -194,6 +228,9 @@ impl fmt::Debug for ClassifierError {
         }
         if let Some(i) = self.state_index {
             d.field("state_index", &i);
+        }
+        if let Some(r) = &self.request_id {
+            d.field("request_id", r);
         }
         d.finish()
     }
@@ -276,6 +313,20 @@ pub(crate) mod msg {
         ClassifierError::new(
             ErrorKind::TapeMiss,
             format!("tape: no recorded decision for call {call_name:?}"),
+        )
+    }
+
+    pub(crate) fn asset(name: &str, text: impl std::fmt::Display) -> ClassifierError {
+        ClassifierError::new(
+            ErrorKind::InvalidQuestion,
+            format!("classifier: asset {name:?}: {text}"),
+        )
+    }
+
+    pub(crate) fn unsupported(style: &str, what: impl std::fmt::Display) -> ClassifierError {
+        ClassifierError::new(
+            ErrorKind::Unsupported,
+            format!("classifier: style {style:?} cannot use {what}"),
         )
     }
 

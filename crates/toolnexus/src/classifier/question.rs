@@ -1,10 +1,11 @@
-//! The three question kinds, their wire form, the client-side limits, and the
+//! The four question kinds, their wire form, the client-side limits, and the
 //! degenerate-criteria check. Pure: no I/O.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::content::{Content, IntoDescription, json_kind};
 use super::error::{ClassifierError, msg};
 
 /// The most options a choice question may offer.
@@ -32,7 +33,7 @@ pub const MAX_SCORE_LEVELS: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NoulQuestion {
     /// The statement, or what to judge about the state.
-    pub instructions: String,
+    pub instructions: Content,
     /// What true and false mean. `None` is absent on the wire; `Some(default)` is
     /// sent as `{"false":"","true":""}` — absent is not empty.
     pub criteria: Option<NoulCriteria>,
@@ -49,29 +50,38 @@ pub struct NoulQuestion {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NoulCriteria {
     /// When the statement holds (wire key `"true"`).
-    pub when_true: String,
+    pub when_true: Content,
     /// When it does not (wire key `"false"`).
-    pub when_false: String,
+    pub when_false: Content,
 }
 
 /// Pick one of up to 255 described options; the answer carries a full distribution.
 ///
+/// An option's description may be `None` (null on the wire): the model then reads
+/// the option by its name alone, which works only when the name says it all.
+///
 /// ```
-/// use toolnexus::classifier::ChoiceQuestion;
+/// use toolnexus::classifier::{ChoiceQuestion, Content};
 ///
 /// let q = ChoiceQuestion {
 ///     instructions: "Which team owns this ticket?".into(),
-///     criteria: [("billing".to_string(), "money moved".to_string())].into(),
+///     criteria: [
+///         ("billing".to_string(), Some(Content::from("money moved"))),
+///         ("other".to_string(), None),
+///     ]
+///     .into(),
 /// };
-/// assert_eq!(q.criteria.len(), 1);
+/// assert_eq!(q.criteria["billing"].as_ref().unwrap(), "money moved");
+/// assert_eq!(q.criteria["other"], None);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChoiceQuestion {
     /// What to decide.
-    pub instructions: String,
-    /// Option id → what picking it would MEAN. The descriptions are the only thing
-    /// that tells the options apart to the model (see [`degenerate_criteria`]).
-    pub criteria: BTreeMap<String, String>,
+    pub instructions: Content,
+    /// Option id → what picking it would MEAN, or `None` for an option read by
+    /// its name. The descriptions are the only thing that tells the options apart
+    /// to the model (see [`degenerate_criteria`]).
+    pub criteria: BTreeMap<String, Option<Content>>,
 }
 
 /// Place the state on an ordered rubric of 2..=10 levels.
@@ -88,9 +98,25 @@ pub struct ChoiceQuestion {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ScoreQuestion {
     /// What to rate.
-    pub instructions: String,
+    pub instructions: Content,
     /// The levels, lowest first. Never sorted: level `i` is `criteria[i]`.
-    pub criteria: Vec<String>,
+    pub criteria: Vec<Content>,
+}
+
+/// Locate something in an image asset of the state; the answer is a box in
+/// fractions of the image's height and width (see
+/// [`BoxAnswer`](super::BoxAnswer)). Needs a backend with a vision model.
+///
+/// ```
+/// use toolnexus::classifier::{BoxQuestion, Question};
+///
+/// let q = Question::from(BoxQuestion { instructions: "Where is the damaged corner?".into() });
+/// assert_eq!(q.kind(), "box");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BoxQuestion {
+    /// What to locate.
+    pub instructions: Content,
 }
 
 /// One typed question.
@@ -114,6 +140,8 @@ pub enum Question {
     Choice(ChoiceQuestion),
     /// A level on an ordered rubric.
     Score(ScoreQuestion),
+    /// A box around something in an image.
+    Box(BoxQuestion),
 }
 
 /// Questions under the caller's own keys. Keys address answers; they are never
@@ -148,7 +176,14 @@ impl From<ScoreQuestion> for Question {
     }
 }
 
-/// Builds a choice question from any `(id, meaning)` pairs.
+impl From<BoxQuestion> for Question {
+    fn from(q: BoxQuestion) -> Self {
+        Question::Box(q)
+    }
+}
+
+/// Builds a choice question from any `(id, meaning)` pairs. A meaning is text,
+/// [`Content`], or `None` for an option read by its name (see [`IntoDescription`]).
 ///
 /// ```
 /// use toolnexus::classifier::choice_over;
@@ -157,25 +192,30 @@ impl From<ScoreQuestion> for Question {
 ///     ("billing", "money moved: a duplicate charge, a refund owed"),
 ///     ("shipping", "a physical parcel is late or damaged"),
 /// ]);
-/// assert_eq!(q.criteria["billing"], "money moved: a duplicate charge, a refund owed");
+/// assert_eq!(
+///     q.criteria["billing"].as_ref().unwrap(),
+///     "money moved: a duplicate charge, a refund owed"
+/// );
+/// let tone = choice_over("What is the tone?", [("calm", None::<&str>), ("angry", None)]);
+/// assert_eq!(tone.criteria["calm"], None);
 /// ```
-pub fn choice_over<I, K, V>(instructions: impl Into<String>, pairs: I) -> ChoiceQuestion
+pub fn choice_over<I, K, V>(instructions: impl Into<Content>, pairs: I) -> ChoiceQuestion
 where
     I: IntoIterator<Item = (K, V)>,
     K: Into<String>,
-    V: Into<String>,
+    V: IntoDescription,
 {
     ChoiceQuestion {
         instructions: instructions.into(),
         criteria: pairs
             .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
+            .map(|(k, v)| (k.into(), v.into_description()))
             .collect(),
     }
 }
 
 impl Question {
-    /// The wire discriminator: `"noul"`, `"choice"` or `"score"`.
+    /// The wire discriminator: `"noul"`, `"choice"`, `"score"` or `"box"`.
     ///
     /// ```
     /// use toolnexus::classifier::{NoulQuestion, Question};
@@ -186,6 +226,7 @@ impl Question {
             Question::Noul(_) => "noul",
             Question::Choice(_) => "choice",
             Question::Score(_) => "score",
+            Question::Box(_) => "box",
         }
     }
 
@@ -196,20 +237,22 @@ impl Question {
     /// let q = Question::from(NoulQuestion { instructions: "Is it spam?".into(), criteria: None });
     /// assert_eq!(q.instructions(), "Is it spam?");
     /// ```
-    pub fn instructions(&self) -> &str {
+    pub fn instructions(&self) -> &Content {
         match self {
             Question::Noul(q) => &q.instructions,
             Question::Choice(q) => &q.instructions,
             Question::Score(q) => &q.instructions,
+            Question::Box(q) => &q.instructions,
         }
     }
 
     /// The wire form: `{"type", "instructions", "criteria"}`, with a noul's
-    /// `criteria` absent when it is `None`.
+    /// `criteria` absent when it is `None`, a choice option with no description
+    /// written as `null`, and a box question carrying no `criteria`.
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolnexus::classifier::{NoulCriteria, NoulQuestion, Question};
+    /// use toolnexus::classifier::{NoulCriteria, NoulQuestion, Question, choice_over};
     ///
     /// let absent = Question::from(NoulQuestion { instructions: "x".into(), criteria: None });
     /// assert_eq!(absent.wire(), json!({"type": "noul", "instructions": "x"}));
@@ -218,17 +261,22 @@ impl Question {
     ///     criteria: Some(NoulCriteria::default()),
     /// });
     /// assert_eq!(empty.wire()["criteria"], json!({"false": "", "true": ""}));
+    /// let tone = Question::from(choice_over("Tone?", [("calm", None::<&str>)]));
+    /// assert_eq!(tone.wire()["criteria"], json!({"calm": null}));
     /// ```
     pub fn wire(&self) -> Value {
         let mut m = Map::new();
         m.insert("type".into(), Value::from(self.kind()));
-        m.insert("instructions".into(), Value::from(self.instructions()));
+        m.insert(
+            "instructions".into(),
+            self.instructions().as_value().clone(),
+        );
         match self {
             Question::Noul(q) => {
                 if let Some(c) = &q.criteria {
                     let mut cm = Map::new();
-                    cm.insert("false".into(), Value::from(c.when_false.as_str()));
-                    cm.insert("true".into(), Value::from(c.when_true.as_str()));
+                    cm.insert("false".into(), c.when_false.as_value().clone());
+                    cm.insert("true".into(), c.when_true.as_value().clone());
                     m.insert("criteria".into(), Value::Object(cm));
                 }
             }
@@ -236,126 +284,136 @@ impl Question {
                 let cm = q
                     .criteria
                     .iter()
-                    .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+                    .map(|(k, v)| {
+                        let v = v.as_ref().map_or(Value::Null, |c| c.as_value().clone());
+                        (k.clone(), v)
+                    })
                     .collect();
                 m.insert("criteria".into(), Value::Object(cm));
             }
             Question::Score(q) => {
-                let levels = q.criteria.iter().map(|s| Value::from(s.as_str())).collect();
+                let levels = q.criteria.iter().map(|c| c.as_value().clone()).collect();
                 m.insert("criteria".into(), Value::Array(levels));
             }
+            Question::Box(_) => {}
         }
         Value::Object(m)
     }
 
-    /// Reads the wire form back, strictly: an unknown `type`, a missing or
-    /// non-string `instructions`, or `criteria` of the wrong shape is an error.
-    /// Limits are not checked here (see [`validate_questions`]).
+    /// Reads the wire form back, strictly: an unknown `type`, `instructions`
+    /// that is not a string, an object or an array, or `criteria` of the wrong
+    /// shape is an error. Absent or null `instructions` read as empty text; a
+    /// null choice description reads as `None`. Limits are not checked here (see
+    /// [`validate_questions`]).
     ///
     /// ```
     /// use serde_json::json;
     /// use toolnexus::classifier::Question;
     ///
     /// let q = Question::from_wire(&json!({
-    ///     "type": "choice", "instructions": "Which?", "criteria": {"a": "first", "b": "second"}
+    ///     "type": "choice", "instructions": {"task": "tone"}, "criteria": {"calm": null, "angry": "shouting"}
     /// }))?;
     /// assert_eq!(q.kind(), "choice");
+    /// assert_eq!(Question::from_wire(&q.wire())?, q);
     /// assert!(Question::from_wire(&json!({"type": "poll"})).is_err());
     /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
     /// ```
     pub fn from_wire(v: &Value) -> Result<Question, ClassifierError> {
-        let o = v
-            .as_object()
-            .ok_or_else(|| msg::decode("question is not a JSON object"))?;
-        let instructions = match o.get("instructions") {
-            Some(Value::String(s)) => s.clone(),
-            None | Some(Value::Null) => String::new(),
-            Some(_) => return Err(msg::decode("question \"instructions\" is not a string")),
-        };
-        let criteria = o.get("criteria").filter(|c| !c.is_null());
-        let ty = match o.get("type") {
-            Some(Value::String(t)) => t.as_str(),
-            Some(_) => return Err(msg::decode("question \"type\" is not a string")),
-            None => return Err(msg::decode("question has no \"type\"")),
-        };
-        match ty {
-            "noul" => {
-                let criteria = match criteria {
-                    None => None,
-                    Some(Value::Object(c)) => {
-                        let side = |k: &str| match c.get(k) {
-                            None | Some(Value::Null) => Ok(String::new()),
-                            Some(Value::String(s)) => Ok(s.clone()),
-                            Some(_) => Err(msg::decode(format!(
-                                "noul question criteria {k:?} is not a string"
-                            ))),
-                        };
-                        Some(NoulCriteria {
-                            when_true: side("true")?,
-                            when_false: side("false")?,
-                        })
-                    }
-                    Some(_) => {
-                        return Err(msg::decode(
-                            "noul question \"criteria\" is not an object of \"true\"/\"false\"",
-                        ));
-                    }
-                };
-                Ok(NoulQuestion {
-                    instructions,
-                    criteria,
-                }
-                .into())
-            }
-            "choice" => {
-                let c = match criteria {
-                    Some(Value::Object(c)) => c,
-                    _ => {
-                        return Err(msg::decode(
-                            "choice question \"criteria\" is not an object of option id to meaning",
-                        ));
-                    }
-                };
-                let mut out = BTreeMap::new();
-                for (id, meaning) in c {
-                    let Value::String(m) = meaning else {
-                        return Err(msg::decode(format!(
-                            "choice question option {id:?} meaning is not a string"
-                        )));
-                    };
-                    out.insert(id.clone(), m.clone());
-                }
-                Ok(ChoiceQuestion {
-                    instructions,
-                    criteria: out,
-                }
-                .into())
-            }
-            "score" => {
-                let Some(Value::Array(levels)) = criteria else {
-                    return Err(msg::decode(
-                        "score question \"criteria\" is not an array of levels",
-                    ));
-                };
-                let mut out = Vec::with_capacity(levels.len());
-                for (i, l) in levels.iter().enumerate() {
-                    let Value::String(s) = l else {
-                        return Err(msg::decode(format!(
-                            "score question level {i} is not a string"
-                        )));
-                    };
-                    out.push(s.clone());
-                }
-                Ok(ScoreQuestion {
-                    instructions,
-                    criteria: out,
-                }
-                .into())
-            }
-            other => Err(msg::decode(format!(
-                "question has unknown type {other:?} (want noul|choice|score)"
-            ))),
+        read_question(v).map_err(msg::decode)
+    }
+}
+
+/// Content where the wire allows a string, an object or an array; `what` names
+/// the field in the message.
+fn content(v: Option<&Value>, what: &str) -> Result<Content, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Content::default()),
+        Some(v @ (Value::String(_) | Value::Object(_) | Value::Array(_))) => {
+            Ok(Content::structured(v.clone()).expect("a string, an object or an array"))
         }
+        Some(other) => Err(format!(
+            "{what} is {}, not a string, an object or an array",
+            json_kind(other)
+        )),
+    }
+}
+
+/// [`Question::from_wire`], its failure as the detail text (no prefix).
+fn read_question(v: &Value) -> Result<Question, String> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| "question is not a JSON object".to_string())?;
+    let instructions = content(o.get("instructions"), "question \"instructions\"")?;
+    let criteria = o.get("criteria").filter(|c| !c.is_null());
+    let ty = match o.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(_) => return Err("question \"type\" is not a string".into()),
+        None => return Err("question has no \"type\"".into()),
+    };
+    match ty {
+        "noul" => {
+            let criteria = match criteria {
+                None => None,
+                Some(Value::Object(c)) => Some(NoulCriteria {
+                    when_true: content(c.get("true"), "noul question criteria \"true\"")?,
+                    when_false: content(c.get("false"), "noul question criteria \"false\"")?,
+                }),
+                Some(_) => {
+                    return Err(
+                        "noul question \"criteria\" is not an object of \"true\"/\"false\"".into(),
+                    );
+                }
+            };
+            Ok(NoulQuestion {
+                instructions,
+                criteria,
+            }
+            .into())
+        }
+        "choice" => {
+            let Some(Value::Object(c)) = criteria else {
+                return Err(
+                    "choice question \"criteria\" is not an object of option id to meaning".into(),
+                );
+            };
+            let mut out = BTreeMap::new();
+            for (id, meaning) in c {
+                let meaning = match meaning {
+                    Value::Null => None,
+                    m => Some(content(
+                        Some(m),
+                        &format!("choice question option {id:?} meaning"),
+                    )?),
+                };
+                out.insert(id.clone(), meaning);
+            }
+            Ok(ChoiceQuestion {
+                instructions,
+                criteria: out,
+            }
+            .into())
+        }
+        "score" => {
+            let Some(Value::Array(levels)) = criteria else {
+                return Err("score question \"criteria\" is not an array of levels".into());
+            };
+            let mut out = Vec::with_capacity(levels.len());
+            for (i, l) in levels.iter().enumerate() {
+                if l.is_null() {
+                    return Err(format!("score question level {i} is null"));
+                }
+                out.push(content(Some(l), &format!("score question level {i}"))?);
+            }
+            Ok(ScoreQuestion {
+                instructions,
+                criteria: out,
+            }
+            .into())
+        }
+        "box" => Ok(BoxQuestion { instructions }.into()),
+        other => Err(format!(
+            "question has unknown type {other:?} (want noul|choice|score|box)"
+        )),
     }
 }
 
@@ -395,11 +453,7 @@ pub fn questions_from_wire(v: &Value) -> Result<Questions, ClassifierError> {
         .ok_or_else(|| msg::decode("questions are not a JSON object of key to question"))?;
     o.iter()
         .map(|(k, q)| {
-            let q = Question::from_wire(q).map_err(|e| {
-                let text = e.to_string();
-                let text = text.strip_prefix("classifier: ").unwrap_or(&text);
-                msg::question(k, text)
-            })?;
+            let q = read_question(q).map_err(|text| msg::question(k, text))?;
             Ok((k.clone(), q))
         })
         .collect()
@@ -424,7 +478,7 @@ pub fn validate_questions(questions: &Questions) -> Result<(), ClassifierError> 
     }
     for (key, q) in questions {
         match q {
-            Question::Noul(_) => {}
+            Question::Noul(_) | Question::Box(_) => {}
             Question::Choice(c) => {
                 let n = c.criteria.len();
                 if !(1..=MAX_CHOICE_OPTIONS).contains(&n) {
@@ -451,37 +505,53 @@ pub fn validate_questions(questions: &Questions) -> Result<(), ClassifierError> 
 }
 
 /// Flags a choice whose descriptions cannot tell its options apart: at least two
-/// options, and every description empty, every description equal to its own id,
-/// or every description the same. Returns why, or `None` when the encoding is usable.
+/// options, and every description absent or empty, every description equal to
+/// its own id, or every description the same. Returns why, or `None` when the
+/// encoding is usable.
 ///
 /// Detection only: `evaluate` warns once per question key and sends the request
-/// unchanged. It cannot tell a good encoding from a subtly wrong one.
+/// unchanged. It cannot tell a good encoding from a subtly wrong one. Options
+/// with no description at all (`None`) are read by their names, which is the
+/// same as a description equal to the id.
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use toolnexus::classifier::degenerate_criteria;
+/// use toolnexus::classifier::{Content, degenerate_criteria};
 ///
-/// let ids_only: BTreeMap<String, String> =
-///     [("yes".into(), "yes".into()), ("no".into(), "no".into())].into();
+/// let ids_only: BTreeMap<String, Option<Content>> =
+///     [("yes".into(), Some("yes".into())), ("no".into(), Some("no".into()))].into();
 /// assert!(degenerate_criteria(&ids_only).is_some());
 ///
-/// let described: BTreeMap<String, String> =
-///     [("yes".into(), "the user agreed".into()), ("no".into(), "anything else".into())].into();
+/// let described: BTreeMap<String, Option<Content>> = [
+///     ("yes".into(), Some("the user agreed".into())),
+///     ("no".into(), Some("anything else".into())),
+/// ]
+/// .into();
 /// assert_eq!(degenerate_criteria(&described), None);
 /// ```
-pub fn degenerate_criteria(criteria: &BTreeMap<String, String>) -> Option<&'static str> {
+pub fn degenerate_criteria(criteria: &BTreeMap<String, Option<Content>>) -> Option<&'static str> {
     if criteria.len() < 2 {
         return None;
     }
-    if criteria.values().all(|d| d.trim().is_empty()) {
+    if criteria.values().all(Option::is_none) {
+        return Some("no option has a description, so each is read by its name alone");
+    }
+    if criteria
+        .values()
+        .all(|d| d.as_ref().is_none_or(Content::is_blank))
+    {
         return Some("every option's description is empty");
     }
-    if criteria.iter().all(|(id, d)| d.trim() == id.as_str()) {
+    if criteria.iter().all(|(id, d)| {
+        d.as_ref()
+            .is_none_or(|d| d.as_str().map(str::trim) == Some(id.as_str()))
+    }) {
         return Some("every option's description is just its own id");
     }
+    let norm = |d: &Option<Content>| d.as_ref().map(|c| c.render().trim().to_string());
     let mut it = criteria.values();
-    let first = it.next().map(|s| s.trim());
-    if it.all(|d| Some(d.trim()) == first) {
+    let first = it.next().map(norm);
+    if it.all(|d| Some(norm(d)) == first) {
         return Some("every option has the same description");
     }
     None

@@ -13,10 +13,20 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::canonical::canonical_json;
 use super::decision::{
-    ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer, NoulAnswer, ScoreAnswer, near_uniform,
+    BoxAnswer, BoxCoordinates, ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer, NoulAnswer,
+    ScoreAnswer, near_uniform,
 };
 use super::error::{ClassifierError, msg};
+use super::question::Questions;
+
+/// A decoded decision, and the keys of answers dropped because nobody asked them.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    pub decision: Decision,
+    pub dropped: Vec<String>,
+}
 
 /// Decodes wire bytes. `default_model` stands in for an absent `model`;
 /// `not_json` builds the error for bytes that are not JSON, so each caller can
@@ -26,9 +36,21 @@ pub(crate) fn decode_slice(
     default_model: Option<&str>,
     not_json: impl FnOnce(&serde_json::Error) -> String,
 ) -> Result<Decision, ClassifierError> {
+    Ok(decode_slice_for(bytes, default_model, None, not_json)?.decision)
+}
+
+/// [`decode_slice`] where the questions are known: an answer under a key none of
+/// them asked is dropped (its key reported) whatever it holds, even an unknown
+/// type; an asked key is decoded strictly.
+pub(crate) fn decode_slice_for(
+    bytes: &[u8],
+    default_model: Option<&str>,
+    asked: Option<&Questions>,
+    not_json: impl FnOnce(&serde_json::Error) -> String,
+) -> Result<Decoded, ClassifierError> {
     let raw: RawDecision =
         serde_json::from_slice(bytes).map_err(|e| msg::decode(not_json(&e)).with_source(e))?;
-    raw.finish(default_model)
+    raw.finish(default_model, asked)
 }
 
 /// Decodes an already-parsed wire value with the same rules as [`decode_slice`].
@@ -40,7 +62,7 @@ pub(crate) fn decode_value(
     // so this only errs if serde itself breaks its contract.
     let raw = RawDecision::deserialize(v)
         .map_err(|e| msg::decode(format!("response could not be read: {e}")))?;
-    raw.finish(default_model)
+    Ok(raw.finish(default_model, None)?.decision)
 }
 
 /// What one field looked like on the wire.
@@ -226,6 +248,11 @@ enum KeyName {
     InputTokens,
     OutputTokens,
     Cost,
+    Box,
+    Top,
+    Bottom,
+    Left,
+    Right,
     Other,
 }
 
@@ -253,6 +280,11 @@ impl Visitor<'_> for KeyVisitor {
             "input_tokens" => KeyName::InputTokens,
             "output_tokens" => KeyName::OutputTokens,
             "cost" => KeyName::Cost,
+            "box" => KeyName::Box,
+            "top" => KeyName::Top,
+            "bottom" => KeyName::Bottom,
+            "left" => KeyName::Left,
+            "right" => KeyName::Right,
             _ => KeyName::Other,
         }))
     }
@@ -306,15 +338,68 @@ shape_visitor!(ProbabilitiesField, ProbabilitiesVisitor, "an object of probabili
     other => ProbabilitiesField(Field::Bad),
     map(map) => { Ok(ProbabilitiesField(Field::Ok(entries(map, |s| s.number())?))) });
 
+/// A legend entry: a level's text, or its structured content kept as canonical
+/// JSON text.
+struct LegendText(Option<String>);
+
+impl<'de> Deserialize<'de> for LegendText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<LegendText, D::Error> {
+        Ok(LegendText(match Value::deserialize(d)? {
+            Value::String(s) => Some(s),
+            v @ (Value::Object(_) | Value::Array(_)) => Some(canonical_json(&v)),
+            _ => None,
+        }))
+    }
+}
+
 struct LegendField(Legend);
 shape_visitor!(LegendField, LegendVisitor, "an object of level texts",
 null => LegendField(Field::Null),
 other => LegendField(Field::Bad),
 map(map) => {
-    Ok(LegendField(Field::Ok(entries(map, |s| match s {
-        Scalar::Str(s) => Some(s),
-        _ => None,
-    })?)))
+    let mut out = Entries { map: BTreeMap::new(), bad: None };
+    while let Some(id) = map.next_key::<String>()? {
+        match map.next_value::<LegendText>()?.0 {
+            Some(text) => {
+                out.map.insert(id, text);
+            }
+            None => {
+                if out.bad.as_ref().is_none_or(|b| id < *b) {
+                    out.bad = Some(id);
+                }
+            }
+        }
+    }
+    Ok(LegendField(Field::Ok(out)))
+});
+
+/// A box's edges as seen on the wire.
+#[derive(Debug, Default)]
+struct RawBox {
+    top: Field<f64>,
+    bottom: Field<f64>,
+    left: Field<f64>,
+    right: Field<f64>,
+}
+
+struct BoxField(Field<RawBox>);
+shape_visitor!(BoxField, BoxVisitor, "a box object",
+null => BoxField(Field::Null),
+other => BoxField(Field::Bad),
+map(map) => {
+    let mut b = RawBox::default();
+    while let Some(Key(k)) = map.next_key::<Key>()? {
+        match k {
+            KeyName::Top => b.top = num_field(map.next_value()?),
+            KeyName::Bottom => b.bottom = num_field(map.next_value()?),
+            KeyName::Left => b.left = num_field(map.next_value()?),
+            KeyName::Right => b.right = num_field(map.next_value()?),
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(BoxField(Field::Ok(b)))
 });
 
 /// One answer as seen on the wire.
@@ -327,6 +412,7 @@ struct RawAnswer {
     confidence: Field<f64>,
     score: Field<f64>,
     legend: Legend,
+    bbox: Field<RawBox>,
 }
 
 struct AnswerField(Field<RawAnswer>);
@@ -344,6 +430,7 @@ map(map) => {
             KeyName::Confidence => a.confidence = num_field(map.next_value()?),
             KeyName::Score => a.score = num_field(map.next_value()?),
             KeyName::Legend => a.legend = map.next_value::<LegendField>()?.0,
+            KeyName::Box => a.bbox = map.next_value::<BoxField>()?.0,
             _ => {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -437,7 +524,11 @@ map(map) => {
 
 impl RawDecision {
     /// Applies every rule, in one fixed order, and builds the decision.
-    fn finish(self, default_model: Option<&str>) -> Result<Decision, ClassifierError> {
+    fn finish(
+        self,
+        default_model: Option<&str>,
+        asked: Option<&Questions>,
+    ) -> Result<Decoded, ClassifierError> {
         if !self.is_object {
             return Err(msg::decode("response is not a JSON object"));
         }
@@ -462,7 +553,12 @@ impl RawDecision {
             }
         };
         let mut answers = BTreeMap::new();
+        let mut dropped = Vec::new();
         for (key, raw) in raw_answers {
+            if asked.is_some_and(|q| !q.contains_key(&key)) {
+                dropped.push(key);
+                continue;
+            }
             let a = finish_answer(&key, raw)?;
             answers.insert(key, a);
         }
@@ -483,11 +579,14 @@ impl RawDecision {
                 },
             },
         };
-        Ok(Decision {
-            model,
-            answers,
-            usage,
-            calibrated,
+        Ok(Decoded {
+            decision: Decision {
+                model,
+                answers,
+                usage,
+                calibrated,
+            },
+            dropped,
         })
     }
 }
@@ -576,9 +675,36 @@ fn finish_answer(key: &str, raw: Field<RawAnswer>) -> Result<DecisionAnswer, Cla
                 confidence,
             }))
         }
+        "box" => {
+            let b = match a.bbox {
+                Field::Ok(b) => b,
+                f if f.absent() => return Err(msg::answer(key, "box answer has no \"box\"")),
+                _ => return Err(msg::answer(key, "box answer \"box\" is not an object")),
+            };
+            let coordinates = BoxCoordinates {
+                top: number(key, b.top, "box", "top")?,
+                bottom: number(key, b.bottom, "box", "bottom")?,
+                left: number(key, b.left, "box", "left")?,
+                right: number(key, b.right, "box", "right")?,
+            };
+            let confidence = match a.confidence {
+                Field::Ok(c) => Some(c),
+                Field::Missing | Field::Null => None,
+                Field::Bad => {
+                    return Err(msg::answer(
+                        key,
+                        "box answer \"confidence\" is not a finite number",
+                    ));
+                }
+            };
+            Ok(DecisionAnswer::Box(BoxAnswer {
+                coordinates,
+                confidence,
+            }))
+        }
         other => Err(msg::answer(
             key,
-            format!("answer has unknown type {other:?} (want noul|choice|score)"),
+            format!("answer has unknown type {other:?} (want noul|choice|score|box)"),
         )),
     }
 }

@@ -18,7 +18,7 @@ use futures::future::try_join_all;
 use serde_json::Value;
 
 use super::chat::{ChatMessage, ChatReply, TokenLogprob};
-use super::prompt::render_question;
+use super::prompt::{self, render_question};
 use super::{Client, RequestShape};
 use crate::classifier::{
     ChoiceAnswer, ClassifierError, ClassifierUsage, Decision, DecisionAnswer, EvalContext,
@@ -67,10 +67,15 @@ pub(crate) fn constrained_prompt(
             }
             u.push_str("QUESTION\n");
             u.push_str("instructions: ");
-            u.push_str(&c.instructions);
+            u.push_str(&c.instructions.render());
             u.push_str("\noptions (label, id: what picking it means):\n");
             let mut labels = Vec::with_capacity(c.criteria.len());
             for ((id, meaning), letter) in c.criteria.iter().zip('A'..='Z') {
+                let meaning = meaning
+                    .as_ref()
+                    .map_or(std::borrow::Cow::Borrowed(prompt::NO_DESCRIPTION), |m| {
+                        m.render()
+                    });
                 u.push_str(&format!(
                     "- {letter}, {}: {meaning}\n",
                     Value::from(id.as_str())
@@ -86,6 +91,9 @@ pub(crate) fn constrained_prompt(
             let labels: Vec<String> = (0..s.criteria.len()).map(|i| i.to_string()).collect();
             let how = format!("the number of the best level ({})", labels.join(", "));
             (labels, false, how)
+        }
+        Question::Box(_) => {
+            return Err(msg::unsupported("llm", format!("box question {key:?}")));
         }
     };
     u.push_str("\nSTATE (JSON, one line)\n");
@@ -171,7 +179,7 @@ pub(crate) fn answer_from(q: &Question, p: &[f64]) -> DecisionAnswer {
                 .criteria
                 .iter()
                 .enumerate()
-                .map(|(i, t)| (i.to_string(), t.clone()))
+                .map(|(i, t)| (i.to_string(), t.to_string()))
                 .collect(),
             probabilities: p
                 .iter()
@@ -180,6 +188,9 @@ pub(crate) fn answer_from(q: &Question, p: &[f64]) -> DecisionAnswer {
                 .collect(),
             confidence: top,
         }),
+        // `constrained_prompt` refuses a box question before any request is made,
+        // so no distribution over labels exists for one.
+        Question::Box(_) => unreachable!("box questions never reach log-probability decoding"),
     }
 }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::chat::ChatMessage;
 use crate::classifier::{
-    ClassifierError, Decision, Question, Questions, decode_slice, msg, write_canonical,
+    ClassifierError, Decision, Decoded, Question, Questions, decode_slice_for, msg, write_canonical,
 };
 
 /// The system message of every emulated evaluation.
@@ -82,10 +82,10 @@ pub(super) fn render_question(u: &mut String, key: &str, q: &Question) {
     match q {
         Question::Noul(n) => {
             if let Some(c) = &n.criteria {
-                if !c.when_true.is_empty() {
+                if !c.when_true.is_blank() {
                     let _ = writeln!(u, "true when: {}", c.when_true);
                 }
-                if !c.when_false.is_empty() {
+                if !c.when_false.is_blank() {
                     let _ = writeln!(u, "false when: {}", c.when_false);
                 }
             }
@@ -93,7 +93,14 @@ pub(super) fn render_question(u: &mut String, key: &str, q: &Question) {
         Question::Choice(c) => {
             u.push_str("options (id: what picking it means):\n");
             for (id, meaning) in &c.criteria {
-                let _ = writeln!(u, "- {}: {meaning}", quoted(id));
+                match meaning {
+                    Some(m) => {
+                        let _ = writeln!(u, "- {}: {m}", quoted(id));
+                    }
+                    None => {
+                        let _ = writeln!(u, "- {}: {NO_DESCRIPTION}", quoted(id));
+                    }
+                }
             }
         }
         Question::Score(s) => {
@@ -102,6 +109,23 @@ pub(super) fn render_question(u: &mut String, key: &str, q: &Question) {
                 let _ = writeln!(u, "- {i}: {level}");
             }
         }
+        // Refused before any prompt is rendered (see `unsupported_for_llm`).
+        Question::Box(_) => {}
+    }
+}
+
+/// What a prompt says for a choice option with no description.
+pub(crate) const NO_DESCRIPTION: &str = "(no description: read the option by its name)";
+
+/// The first part of a request the Llm style cannot honour: a chat model sees
+/// no image assets and draws no boxes.
+pub(crate) fn unsupported_for_llm(questions: &Questions) -> Result<(), ClassifierError> {
+    match questions
+        .iter()
+        .find(|(_, q)| matches!(q, Question::Box(_)))
+    {
+        Some((key, _)) => Err(msg::unsupported("llm", format!("box question {key:?}"))),
+        None => Ok(()),
     }
 }
 
@@ -171,15 +195,26 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 pub fn decode_reply(text: &str, model: &str) -> Result<Decision, ClassifierError> {
+    Ok(decode_reply_for(text, model, None)?.decision)
+}
+
+/// [`decode_reply`] where the questions are known: answers under keys nobody
+/// asked are dropped whatever they hold (see `wire::decode_slice_for`).
+pub(crate) fn decode_reply_for(
+    text: &str,
+    model: &str,
+    asked: Option<&Questions>,
+) -> Result<Decoded, ClassifierError> {
     let object =
         outermost_object(text).ok_or_else(|| msg::decode("llm: reply holds no JSON object"))?;
-    let mut d = decode_slice(object.as_bytes(), Some(model), |e| {
+    let mut out = decode_slice_for(object.as_bytes(), Some(model), asked, |e| {
         format!("llm: reply's JSON object does not parse: {e}")
     })?;
+    let d = &mut out.decision;
     d.model = model.to_string();
     d.calibrated = false;
     d.usage = Default::default();
-    Ok(d)
+    Ok(out)
 }
 
 #[cfg(test)]

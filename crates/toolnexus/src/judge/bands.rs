@@ -7,8 +7,8 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::classifier::{
-    ChoiceAnswer, Classifier, ClassifierError, Decision, DecisionAnswer, EvalContext, NoulAnswer,
-    Questions, ScoreAnswer, msg,
+    BoxCoordinates, ChoiceAnswer, Classifier, ClassifierError, Decision, DecisionAnswer,
+    EvalContext, NoulAnswer, Questions, ScoreAnswer, msg,
 };
 
 /// The cut points that turn a number into a sure or an uncertain reading.
@@ -152,6 +152,15 @@ pub enum Banded {
         /// Confidence above `high`.
         sure: bool,
     },
+    /// A box: its edges, its confidence when given, and whether it is sure.
+    Box {
+        /// The box's edges.
+        coordinates: BoxCoordinates,
+        /// The answer's confidence, when the model gave one.
+        confidence: Option<f64>,
+        /// Confidence given and above `high`.
+        sure: bool,
+    },
 }
 
 impl Banded {
@@ -165,7 +174,9 @@ impl Banded {
     pub fn is_sure(&self) -> bool {
         match self {
             Banded::Noul { verdict, .. } => verdict.is_sure(),
-            Banded::Choice { sure, .. } | Banded::Score { sure, .. } => *sure,
+            Banded::Choice { sure, .. } | Banded::Score { sure, .. } | Banded::Box { sure, .. } => {
+                *sure
+            }
         }
     }
 
@@ -180,6 +191,7 @@ impl Banded {
             Banded::Noul { .. } => "noul",
             Banded::Choice { .. } => "choice",
             Banded::Score { .. } => "score",
+            Banded::Box { .. } => "box",
         }
     }
 
@@ -219,6 +231,13 @@ impl Banded {
                 "score {score} has confidence {confidence}, not above {}",
                 bands.high
             ),
+            Banded::Box {
+                confidence: None, ..
+            } => "box has no confidence".to_string(),
+            Banded::Box {
+                confidence: Some(c),
+                ..
+            } => format!("box has confidence {c}, not above {}", bands.high),
         })
     }
 }
@@ -319,6 +338,11 @@ impl Bands {
                 score: a.score,
                 confidence: a.confidence,
                 sure: self.score_is_sure(a),
+            },
+            DecisionAnswer::Box(a) => Banded::Box {
+                coordinates: a.coordinates,
+                confidence: a.confidence,
+                sure: a.confidence.is_some_and(|c| c > self.high),
             },
         }
     }

@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use crate::classifier::{
-    ChoiceQuestion, ClassifierError, ErrorKind, NoulCriteria, NoulQuestion, Question, Questions,
-    ScoreQuestion, validate_questions,
+    ClassifierError, Content, ErrorKind, IntoDescription, NoulCriteria, NoulQuestion, Question,
+    Questions, ScoreQuestion, choice_over, validate_questions,
 };
 
 /// A question under the key its answer will be read by. Made by [`noul`],
@@ -34,7 +34,7 @@ pub struct NamedQuestion {
 /// assert_eq!(qs["spam"].instructions(), "Is this message unsolicited bulk mail?");
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
-pub fn noul(name: impl Into<String>, instructions: impl Into<String>) -> NamedQuestion {
+pub fn noul(name: impl Into<String>, instructions: impl Into<Content>) -> NamedQuestion {
     NamedQuestion {
         name: name.into(),
         question: NoulQuestion {
@@ -62,9 +62,9 @@ pub fn noul(name: impl Into<String>, instructions: impl Into<String>) -> NamedQu
 /// ```
 pub fn noul_with(
     name: impl Into<String>,
-    instructions: impl Into<String>,
-    when_true: impl Into<String>,
-    when_false: impl Into<String>,
+    instructions: impl Into<Content>,
+    when_true: impl Into<Content>,
+    when_false: impl Into<Content>,
 ) -> NamedQuestion {
     NamedQuestion {
         name: name.into(),
@@ -95,24 +95,17 @@ pub fn noul_with(
 /// ```
 pub fn choice<I, K, V>(
     name: impl Into<String>,
-    instructions: impl Into<String>,
+    instructions: impl Into<Content>,
     options: I,
 ) -> NamedQuestion
 where
     I: IntoIterator<Item = (K, V)>,
     K: Into<String>,
-    V: Into<String>,
+    V: IntoDescription,
 {
     NamedQuestion {
         name: name.into(),
-        question: ChoiceQuestion {
-            instructions: instructions.into(),
-            criteria: options
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        }
-        .into(),
+        question: choice_over(instructions, options).into(),
     }
 }
 
@@ -127,12 +120,12 @@ where
 /// ```
 pub fn score<I>(
     name: impl Into<String>,
-    instructions: impl Into<String>,
+    instructions: impl Into<Content>,
     levels: I,
 ) -> NamedQuestion
 where
     I: IntoIterator,
-    I::Item: Into<String>,
+    I::Item: Into<Content>,
 {
     NamedQuestion {
         name: name.into(),

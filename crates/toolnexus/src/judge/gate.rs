@@ -431,7 +431,8 @@ fn test(condition: &Condition, answer: &Banded) -> Test {
             _ => Test::Misfit,
         },
         (Condition::Below(_) | Condition::AtLeast(_), Banded::Choice { .. })
-        | (Condition::Is(_), Banded::Score { .. }) => Test::Misfit,
+        | (Condition::Is(_), Banded::Score { .. })
+        | (_, Banded::Box { .. }) => Test::Misfit,
     }
 }
 

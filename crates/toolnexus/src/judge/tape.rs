@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Map, Value};
 
 use crate::classifier::{
-    Classifier, ClassifierError, ClassifierStyle, Decision, ErrorKind, NativeFn, Questions,
-    canonical_json, msg, native_classifier, questions_from_wire, questions_wire, write_canonical,
+    Classifier, ClassifierError, ClassifierStyle, Decision, ErrorKind, EvalRequest, Evaluated,
+    Extras, NativeFn, Questions, canonical_json, msg, native_classifier, questions_from_wire,
+    questions_wire, write_canonical,
 };
 
 /// The tape file version this library writes and reads.
@@ -128,6 +129,9 @@ pub struct TapeEntry {
     pub questions: Questions,
     /// The decision or the failure.
     pub outcome: TapeOutcome,
+    /// The request id the live backend answered with (`x-typesafe-request-id`),
+    /// when it sent one; replays do not make it up.
+    pub request_id: Option<String>,
 }
 
 /// Within one call name, entries are keyed by canonical questions and state.
@@ -369,28 +373,45 @@ impl Tape {
     pub fn recorder(&self, live: Classifier) -> Classifier {
         let tape = self.clone();
         let model = live.model().to_string();
-        let f: NativeFn = Arc::new(move |ctx, state, questions| {
+        let f: NativeFn = Arc::new(move |ctx, request: EvalRequest| {
             let tape = tape.clone();
             let live = live.clone();
             Box::pin(async move {
+                // A tape keys entries by state and questions only: what else a
+                // request carries could not be replayed, so it is not recorded.
+                let own = live.model().to_string();
+                Extras {
+                    model: request.model.as_deref(),
+                    assets: &request.assets,
+                    extra: &request.extra,
+                }
+                .refuse_beyond("tape", &own)?;
                 let call_name = ctx.call_name.clone();
-                let result = live.evaluate_ctx(ctx, state.clone(), &questions).await;
-                let outcome = match &result {
-                    Ok(d) => Some(TapeOutcome::Decision(d.clone())),
-                    Err(e) if e.is_cancelled() => None,
-                    Err(e) => Some(TapeOutcome::Failure {
-                        kind: e.kind(),
-                        message: e.to_string(),
-                        status: e.status(),
-                    }),
+                let (state, questions) = (request.state.clone(), request.questions.clone());
+                let result = live.evaluate_request(ctx, request).await;
+                let (outcome, request_id) = match &result {
+                    Ok(e) => (
+                        Some(TapeOutcome::Decision(e.decision.clone())),
+                        e.request_id.clone(),
+                    ),
+                    Err(e) if e.is_cancelled() => (None, None),
+                    Err(e) => (
+                        Some(TapeOutcome::Failure {
+                            kind: e.kind(),
+                            message: e.to_string(),
+                            status: e.status(),
+                        }),
+                        e.request_id().map(str::to_string),
+                    ),
                 };
                 if let Some(outcome) = outcome {
                     tape.record(TapeEntry {
                         call_name,
-                        model: live.model().to_string(),
+                        model: own,
                         state,
                         questions,
                         outcome,
+                        request_id,
                     });
                 }
                 result
@@ -444,12 +465,22 @@ impl Tape {
             _ => "tape".to_string(),
         };
         let index = Arc::new(index);
-        let f: NativeFn = Arc::new(move |ctx, state, questions| {
-            let found = index
-                .get(&ctx.call_name)
-                .and_then(|m| m.get(&entry_key(&questions, &state)))
-                .map(TapeOutcome::replay);
-            let result = found.unwrap_or_else(|| Err(msg::tape_miss(&ctx.call_name)));
+        let own = model.clone();
+        let f: NativeFn = Arc::new(move |ctx, request: EvalRequest| {
+            let result = Extras {
+                model: request.model.as_deref(),
+                assets: &request.assets,
+                extra: &request.extra,
+            }
+            .refuse_beyond("tape", &own)
+            .and_then(|()| {
+                index
+                    .get(&ctx.call_name)
+                    .and_then(|m| m.get(&entry_key(&request.questions, &request.state)))
+                    .map(TapeOutcome::replay)
+                    .unwrap_or_else(|| Err(msg::tape_miss(&ctx.call_name)))
+                    .map(Evaluated::new)
+            });
             Box::pin(async move { result })
         });
         native_classifier(ClassifierStyle::Custom, model, f)
@@ -558,10 +589,12 @@ fn error_kind_name(kind: ErrorKind) -> &'static str {
         ErrorKind::StaticMiss => "static_miss",
         ErrorKind::TapeMiss => "tape_miss",
         ErrorKind::Custom => "custom",
+        ErrorKind::Unsupported => "unsupported",
     }
 }
 
-const ERROR_KINDS: [ErrorKind; 14] = [
+const ERROR_KINDS: [ErrorKind; 15] = [
+    ErrorKind::Unsupported,
     ErrorKind::Config,
     ErrorKind::InvalidQuestion,
     ErrorKind::Decode,
@@ -589,6 +622,9 @@ fn entry_value(e: &TapeEntry) -> Value {
     m.insert("model".into(), Value::from(e.model.as_str()));
     m.insert("questions".into(), questions_wire(&e.questions));
     m.insert("state".into(), e.state.clone());
+    if let Some(id) = &e.request_id {
+        m.insert("request_id".into(), Value::from(id.as_str()));
+    }
     match &e.outcome {
         TapeOutcome::Decision(d) => {
             m.insert("decision".into(), d.to_value());
@@ -740,10 +776,7 @@ fn parse(text: &str, path: Option<&Path>) -> Result<Tape, TapeError> {
 }
 
 fn strip(e: ClassifierError) -> String {
-    let text = e.to_string();
-    text.strip_prefix("classifier: ")
-        .unwrap_or(&text)
-        .to_string()
+    e.detail().to_string()
 }
 
 fn parse_entry(call: &str, v: &Value) -> Result<TapeEntry, String> {
@@ -788,12 +821,18 @@ fn parse_entry(call: &str, v: &Value) -> Result<TapeEntry, String> {
         (Some(_), Some(_)) => return Err("has both \"decision\" and \"error\"".into()),
         (None, None) => return Err("has neither \"decision\" nor \"error\"".into()),
     };
+    let request_id = match o.get("request_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("\"request_id\" is not a string".into()),
+    };
     Ok(TapeEntry {
         call_name: call.to_string(),
         model,
         state,
         questions,
         outcome,
+        request_id,
     })
 }
 
@@ -1022,6 +1061,7 @@ mod tests {
                 )
                 .unwrap(),
             ),
+            request_id: None,
         });
         tape
     }

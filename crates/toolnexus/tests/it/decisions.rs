@@ -172,7 +172,7 @@ fn decoding_fails_loudly_naming_the_key() {
         ),
         (
             r#"{"model":"m","answers":{"k":{"type":"vote"}}}"#,
-            "classifier: answer \"k\": answer has unknown type \"vote\" (want noul|choice|score)",
+            "classifier: answer \"k\": answer has unknown type \"vote\" (want noul|choice|score|box)",
         ),
         (
             r#"{"model":"m","answers":{"k":{"type":3}}}"#,
@@ -472,7 +472,7 @@ async fn limits_are_checked_before_anything_is_sent() {
     let levels = |n: usize| -> Question {
         ScoreQuestion {
             instructions: "rate".into(),
-            criteria: (0..n).map(|i| format!("level {i}")).collect(),
+            criteria: (0..n).map(|i| format!("level {i}").into()).collect(),
         }
         .into()
     };
@@ -825,10 +825,10 @@ async fn cancelling_a_custom_call_returns_promptly() {
 
 #[test]
 fn degenerate_criteria_cases() {
-    let c = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+    let c = |pairs: &[(&str, &str)]| -> BTreeMap<String, Option<Content>> {
         pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.to_string(), Some(Content::from(*v))))
             .collect()
     };
     type Pairs<'a> = &'a [(&'a str, &'a str)];

@@ -665,6 +665,7 @@ async fn recorded_http_failures_replay_with_kind_and_status() {
             message: message.into(),
             status: Some(503),
         },
+        request_id: None,
     });
     let dir = temp_dir("http-failure");
     let path = dir.join("t.json");
@@ -777,7 +778,7 @@ fn bad_files_are_rejected_naming_the_file() {
         ("neither.json", entry(""), TapeErrorKind::Shape, "call \"triage\" entry 0: has neither \"decision\" nor \"error\""),
         ("bad-decision.json", entry(r#", "decision": {"model": "m", "answers": {"q": {"type": "noul"}}}"#), TapeErrorKind::Shape, "call \"triage\" entry 0: decision: answer \"q\": noul answer has no \"noul\" number"),
         ("bad-kind.json", entry(r#", "error": {"kind": "gremlins", "message": "x"}"#), TapeErrorKind::Shape, "call \"triage\" entry 0: error has unknown kind \"gremlins\""),
-        ("bad-question.json", r#"{"version": 1, "calls": {"c": [{"model": "m", "state": 1, "questions": {"q": {"type": "poll"}}, "error": {"kind": "http", "message": "x"}}]}}"#.into(), TapeErrorKind::Shape, "call \"c\" entry 0: question \"q\": question has unknown type \"poll\" (want noul|choice|score)"),
+        ("bad-question.json", r#"{"version": 1, "calls": {"c": [{"model": "m", "state": 1, "questions": {"q": {"type": "poll"}}, "error": {"kind": "http", "message": "x"}}]}}"#.into(), TapeErrorKind::Shape, "call \"c\" entry 0: question \"q\": question has unknown type \"poll\" (want noul|choice|score|box)"),
     ];
     for (name, text, kind, want) in table {
         let path = write(&dir, name, &text);

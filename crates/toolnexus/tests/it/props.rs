@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 use toolnexus::classifier::{
-    ChoiceAnswer, ChoiceQuestion, ClassifierUsage, Decision, DecisionAnswer, NoulAnswer,
-    NoulCriteria, NoulQuestion, Question, Questions, ScoreAnswer, ScoreQuestion, canonical_json,
-    near_uniform, questions_from_wire, questions_wire,
+    BoxQuestion, ChoiceAnswer, ChoiceQuestion, ClassifierUsage, Content, Decision, DecisionAnswer,
+    NoulAnswer, NoulCriteria, NoulQuestion, Question, Questions, ScoreAnswer, ScoreQuestion,
+    canonical_json, near_uniform, questions_from_wire, questions_wire,
 };
 
 fn finite() -> impl Strategy<Value = f64> {
@@ -88,9 +88,33 @@ fn decision() -> impl Strategy<Value = Decision> {
         )
 }
 
+/// Question content: mostly text, sometimes a JSON object or array (numbers
+/// kept whole so a canonical round trip cannot change their JSON kind).
+fn content() -> impl Strategy<Value = Content> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        text().prop_map(Value::String),
+    ];
+    let structured = leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(text(), inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect::<Map<_, _>>())),
+        ]
+    });
+    prop_oneof![
+        3 => text().prop_map(Content::from),
+        1 => structured.prop_filter_map("objects and arrays only", |v| {
+            (v.is_object() || v.is_array()).then(|| Content::structured(v).unwrap())
+        }),
+    ]
+}
+
 fn question() -> impl Strategy<Value = Question> {
     prop_oneof![
-        (text(), prop::option::of((text(), text()))).prop_map(|(instructions, c)| {
+        (content(), prop::option::of((content(), content()))).prop_map(|(instructions, c)| {
             NoulQuestion {
                 instructions,
                 criteria: c.map(|(when_true, when_false)| NoulCriteria {
@@ -100,20 +124,25 @@ fn question() -> impl Strategy<Value = Question> {
             }
             .into()
         }),
-        (text(), prop::collection::btree_map(text(), text(), 0..8)).prop_map(
-            |(instructions, criteria)| ChoiceQuestion {
+        (
+            content(),
+            prop::collection::btree_map(text(), prop::option::of(content()), 0..8)
+        )
+            .prop_map(|(instructions, criteria)| ChoiceQuestion {
                 instructions,
                 criteria
             }
-            .into()
-        ),
-        (text(), prop::collection::vec(text(), 0..12)).prop_map(|(instructions, criteria)| {
-            ScoreQuestion {
-                instructions,
-                criteria,
+            .into()),
+        (content(), prop::collection::vec(content(), 0..12)).prop_map(
+            |(instructions, criteria)| {
+                ScoreQuestion {
+                    instructions,
+                    criteria,
+                }
+                .into()
             }
-            .into()
-        }),
+        ),
+        content().prop_map(|instructions| BoxQuestion { instructions }.into()),
     ]
 }
 
@@ -261,6 +290,7 @@ async fn a_tape_replays_a_state_holding_an_awkward_double() {
         state: state.clone(),
         questions: qs.clone(),
         outcome: TapeOutcome::Decision(decision.clone()),
+        request_id: Some("req_1".into()),
     });
     let loaded = Tape::from_json(&tape.to_json()).unwrap();
     assert_eq!(loaded.entries(), tape.entries());

@@ -162,7 +162,8 @@ fn set_secrets() {
 /// an error or a warning may quote.
 fn hostile_decisions() -> Vec<String> {
     vec![
-        // An answer under a key named after the secret: decoding names the key.
+        // An answer of an unknown type under a key named after the secret,
+        // which nobody asked: dropped with a warning naming the key (scrubbed).
         format!(r#"{{"model":"m","answers":{{"{KEY}":{{"type":"poll"}}}}}}"#),
         // An unknown answer type spelled as the secret.
         format!(r#"{{"model":"m","answers":{{"q":{{"type":"{HDR}"}}}}}}"#),
@@ -261,7 +262,11 @@ async fn systemone_never_shows_a_secret() {
     let judge = create_classifier(opts).unwrap();
     texts.push(format!("{judge:?}"));
     let failures = sweep(&judge, &texts, n).await;
-    assert_eq!(failures, n - 1, "all but the dropped-answer decision fail");
+    assert_eq!(
+        failures,
+        n - 2,
+        "all but the two dropped-answer decisions fail"
+    );
 
     let reqs = server.requests();
     assert_eq!(reqs.len(), n);
@@ -392,7 +397,7 @@ async fn the_chat_client_never_shows_a_secret() {
         let judge = create_classifier(opts).unwrap();
         texts.push(format!("{judge:?}"));
         let failures = sweep(&judge, &texts, n).await;
-        assert!(failures >= n - 1, "{style:?}: {failures} of {n} failed");
+        assert!(failures >= n - 2, "{style:?}: {failures} of {n} failed");
     }
     let searched = texts.assert_clean();
     assert!(texts.any("[redacted]"));
@@ -418,8 +423,8 @@ async fn a_tape_of_failures_holds_no_secret() {
     let tape = Tape::new().with_note("failures of a hostile backend");
     let recorder = tape.recorder(live);
     let failures = sweep(&recorder, &texts, n).await;
-    assert_eq!(failures, n);
-    assert_eq!(tape.len(), n, "every failure is on the tape");
+    assert_eq!(failures, n - 1, "all but the dropped-answer decision fail");
+    assert_eq!(tape.len(), n, "every outcome is on the tape");
     texts.push(format!("{tape:?}"));
 
     let dir = std::env::temp_dir().join(format!("toolnexus-it-sweep-{}", std::process::id()));

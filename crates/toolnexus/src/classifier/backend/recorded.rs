@@ -6,17 +6,16 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::classifier::Evaluated;
 use crate::classifier::canonical::{canonical_request, write_canonical};
-use crate::classifier::decision::Decision;
 use crate::classifier::error::{ClassifierError, msg};
 use crate::classifier::options::RecordedDecision;
 use crate::classifier::question::Questions;
-use crate::classifier::wire::decode_slice;
+use crate::classifier::wire::decode_slice_for;
 
 /// Recorded decisions keyed by canonical request and state.
 pub(crate) struct ReplayBackend {
-    model: String,
-    table: HashMap<String, Decision>,
+    table: HashMap<String, Evaluated>,
 }
 
 /// The lookup key: canonical request, a newline, canonical state.
@@ -37,17 +36,15 @@ impl ReplayBackend {
         let mut table = HashMap::with_capacity(decisions.len());
         let mut index_of: HashMap<String, usize> = HashMap::with_capacity(decisions.len());
         for (i, rec) in decisions.iter().enumerate() {
-            let d = decode_slice(&rec.response, Some(model), |e| {
+            let d = decode_slice_for(&rec.response, Some(model), Some(&rec.questions), |e| {
                 format!("response is not valid JSON: {e}")
             })
-            .map_err(|e| {
-                let text = e.to_string();
-                let text = text
-                    .strip_prefix("classifier: ")
-                    .unwrap_or(&text)
-                    .to_string();
-                msg::config(format!("static: recorded decision {i}: {text}"))
-            })?;
+            .map_err(|e| msg::config(format!("static: recorded decision {i}: {}", e.detail())))?;
+            let d = Evaluated {
+                decision: d.decision,
+                request_id: None,
+                dropped: d.dropped,
+            };
             let key = static_key(model, &rec.questions, &rec.state);
             if let Some(j) = index_of.insert(key.clone(), i) {
                 return Err(msg::config(format!(
@@ -56,19 +53,19 @@ impl ReplayBackend {
             }
             table.insert(key, d);
         }
-        Ok(ReplayBackend {
-            model: model.to_string(),
-            table,
-        })
+        Ok(ReplayBackend { table })
     }
 
+    /// The recording for `model` (the classifier's, or the call's override),
+    /// `questions` and `state`.
     pub(crate) fn evaluate(
         &self,
+        model: &str,
         state: &Value,
         questions: &Questions,
-    ) -> Result<Decision, ClassifierError> {
+    ) -> Result<Evaluated, ClassifierError> {
         self.table
-            .get(&static_key(&self.model, questions, state))
+            .get(&static_key(model, questions, state))
             .cloned()
             .ok_or_else(msg::static_miss)
     }

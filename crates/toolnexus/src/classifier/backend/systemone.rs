@@ -3,13 +3,13 @@
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use crate::classifier::EvalContext;
+use crate::classifier::asset::assets_wire;
 use crate::classifier::canonical::{canonical_json, write_canonical, write_questions};
-use crate::classifier::decision::Decision;
 use crate::classifier::error::ClassifierError;
 use crate::classifier::options::{BodyTransformFn, ClassifierOptions, Resolved};
 use crate::classifier::question::{Questions, questions_wire};
-use crate::classifier::wire::decode_slice;
+use crate::classifier::wire::decode_slice_for;
+use crate::classifier::{EvalContext, Evaluated, Extras};
 use crate::http::{Auth, Transport, TransportConfig};
 
 /// A System One model behind HTTP.
@@ -57,13 +57,21 @@ impl HttpBackend {
         self.transport.scrub(text)
     }
 
-    /// The exact bytes posted for this state and these questions.
-    pub(crate) fn body(&self, state: &Value, questions: &Questions) -> String {
-        if self.request_params.is_empty() && self.body_transform.is_none() {
+    /// The exact bytes posted for this state and these questions: `model`,
+    /// `questions`, `state` and any `assets`, then `request_params`, then the
+    /// call's extra fields (each shallow-merged, a later key winning), then
+    /// `body_transform`.
+    pub(crate) fn body(&self, state: &Value, questions: &Questions, extras: Extras<'_>) -> String {
+        let model = extras.model.unwrap_or(&self.model);
+        if self.request_params.is_empty()
+            && self.body_transform.is_none()
+            && extras.assets.is_empty()
+            && extras.extra.is_empty()
+        {
             // Fast path: the canonical body written directly, keys already in order.
             let mut out = String::with_capacity(256);
             out.push_str("{\"model\":");
-            write_canonical(&mut out, &Value::from(self.model.as_str()));
+            write_canonical(&mut out, &Value::from(model));
             out.push_str(",\"questions\":");
             write_questions(&mut out, questions);
             out.push_str(",\"state\":");
@@ -72,10 +80,13 @@ impl HttpBackend {
             return out;
         }
         let mut body = Map::new();
-        body.insert("model".into(), Value::from(self.model.as_str()));
+        body.insert("model".into(), Value::from(model));
         body.insert("questions".into(), questions_wire(questions));
         body.insert("state".into(), state.clone());
-        for (k, v) in &self.request_params {
+        if !extras.assets.is_empty() {
+            body.insert("assets".into(), assets_wire(extras.assets));
+        }
+        for (k, v) in self.request_params.iter().chain(extras.extra) {
             body.insert(k.clone(), v.clone());
         }
         let mut body = Value::Object(body);
@@ -90,14 +101,22 @@ impl HttpBackend {
         ctx: &EvalContext,
         state: &Value,
         questions: &Questions,
-    ) -> Result<Decision, ClassifierError> {
-        let body = Bytes::from(self.body(state, questions));
+        extras: Extras<'_>,
+    ) -> Result<Evaluated, ClassifierError> {
+        let body = Bytes::from(self.body(state, questions, extras));
         let resp = self.transport.post_json(&ctx.cancel, body).await?;
-        decode_slice(&resp.body, Some(&self.model), |e| {
+        let model = extras.model.unwrap_or(&self.model);
+        let decoded = decode_slice_for(&resp.body, Some(model), Some(questions), |e| {
             format!(
                 "POST {}: response is not valid JSON: {e}",
                 self.transport.shown()
             )
+        })
+        .map_err(|e| e.with_request_id(resp.request_id.clone()))?;
+        Ok(Evaluated {
+            decision: decoded.decision,
+            request_id: resp.request_id,
+            dropped: decoded.dropped,
         })
     }
 }
