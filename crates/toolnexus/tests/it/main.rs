@@ -4,6 +4,7 @@ mod decisions;
 mod faults;
 mod judge;
 mod llm;
+mod parity;
 mod props;
 mod secrets;
 mod support;
