@@ -77,8 +77,8 @@ pub(crate) use error::msg;
 pub use error::{ClassifierError, ErrorKind};
 pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, DEFAULT_BATCH_CONCURRENCY,
-    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_MS,
-    EvaluateFn, MetricEvent, MetricFn, OnErrorFn, RecordedDecision,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_BUDGET_MS,
+    DEFAULT_TIMEOUT_MS, EvaluateFn, MetricEvent, MetricFn, OnErrorFn, RecordedDecision,
 };
 pub use question::{
     BoxQuestion, ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS,
@@ -875,6 +875,7 @@ impl Classifier {
                 cost: None,
                 error: Some(text),
                 key: Some(key.to_string()),
+                request_id: None,
             });
         }
     }
@@ -888,9 +889,8 @@ impl Classifier {
         let duration = started.elapsed();
         let request_id = match result {
             Ok(e) => e.request_id.clone(),
-            Err(_) => None,
+            Err(e) => e.request_id().map(str::to_string),
         };
-        let _ = request_id;
         let result = &result.as_ref().map(|e| &e.decision);
         // The answering model's name is backend text too.
         let answered = match result {
@@ -904,11 +904,13 @@ impl Classifier {
                 ms = duration.as_millis() as u64,
                 input_tokens = d.usage.input_tokens,
                 output_tokens = d.usage.output_tokens,
+                request_id = request_id.as_deref().unwrap_or(""),
                 "classifier.evaluate ok"
             ),
             Err(e) => tracing::warn!(
                 target: "toolnexus::classifier",
                 ms = duration.as_millis() as u64,
+                request_id = request_id.as_deref().unwrap_or(""),
                 error = %e,
                 "classifier.evaluate error"
             ),
@@ -945,6 +947,7 @@ impl Classifier {
             cost,
             error,
             key: None,
+            request_id,
         });
     }
 }

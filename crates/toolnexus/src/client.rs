@@ -194,6 +194,7 @@ impl FromStr for Style {
 /// | `timeout_ms` | 10 000 (one attempt) |
 /// | `retries` | 0 ⇒ 2; `-1` ⇒ no retries |
 /// | `retry_base_ms` | 500 |
+/// | `retry_budget_ms` | 30 000 (attempts and waits of one call) |
 /// | `max_response_bytes` | 16 MiB |
 /// | `max_tokens` | 0 ⇒ omitted (OpenAI) / 4096 (Anthropic) |
 /// | `temperature` | `None` ⇒ omitted |
@@ -239,6 +240,9 @@ pub struct ClientOptions {
     /// Backoff base in milliseconds: retry `n` waits `base × 2^n` unless the
     /// server sent `Retry-After`.
     pub retry_base_ms: u64,
+    /// Total retry budget of one call in milliseconds, attempts and waits
+    /// together: 0 means the default (30 000).
+    pub retry_budget_ms: u64,
     /// HTTP statuses to retry on top of the default set (it only adds).
     pub retryable_statuses: Vec<u16>,
     /// Overrides the retry decision per failed attempt.
@@ -274,6 +278,7 @@ impl fmt::Debug for ClientOptions {
             .field("timeout_ms", &self.timeout_ms)
             .field("retries", &self.retries)
             .field("retry_base_ms", &self.retry_base_ms)
+            .field("retry_budget_ms", &self.retry_budget_ms)
             .field("retryable_statuses", &self.retryable_statuses)
             .field("on_error", &self.on_error.is_some())
             .field("max_response_bytes", &self.max_response_bytes)
@@ -420,6 +425,10 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
             n => n as u32,
         },
         retry_base: Duration::from_millis(nz(options.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
+        retry_budget: Duration::from_millis(nz(
+            options.retry_budget_ms,
+            crate::classifier::DEFAULT_RETRY_BUDGET_MS,
+        )),
         extra_retryable: options.retryable_statuses.clone(),
         on_error: options.on_error.clone(),
         max_response_bytes: if options.max_response_bytes == 0 {

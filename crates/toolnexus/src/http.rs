@@ -10,7 +10,7 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use crate::classifier::retry::{backoff, classify, parse_retry_after};
+use crate::classifier::retry::{backoff, classify, retry_after_from};
 use crate::classifier::{ClassifierError, ErrorInfo, ErrorKind, ErrorTier, OnErrorFn};
 
 /// The most of an error body that is read to find the backend's cause.
@@ -41,6 +41,9 @@ pub(crate) struct TransportConfig {
     pub timeout: Duration,
     pub retries: u32,
     pub retry_base: Duration,
+    /// The most a call may spend on attempts and waits before a retry is
+    /// given up: a retry whose wait would reach it is not made.
+    pub retry_budget: Duration,
     pub extra_retryable: Vec<u16>,
     pub on_error: Option<OnErrorFn>,
     pub max_response_bytes: usize,
@@ -94,8 +97,10 @@ impl Transport {
             })?;
             header_names.push(n);
         }
+        // Proxies only when asked for: the environment is never read here.
         let client = reqwest::Client::builder()
             .use_rustls_tls()
+            .no_proxy()
             .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| {
@@ -135,6 +140,7 @@ impl Transport {
         body: Bytes,
     ) -> Result<Response, ClassifierError> {
         let mut attempt: u32 = 0;
+        let call_started = tokio::time::Instant::now();
         loop {
             if cancel.is_cancelled() {
                 return Err(self.cancelled());
@@ -144,7 +150,7 @@ impl Transport {
             let outcome = cancel
                 .run_until_cancelled(tokio::time::timeout(
                     self.cfg.timeout,
-                    self.attempt(body.clone(), &secrets),
+                    self.attempt(body.clone(), &secrets, attempt),
                 ))
                 .await;
             let err = match outcome {
@@ -185,6 +191,16 @@ impl Transport {
             if tier == ErrorTier::Fail || attempt >= self.cfg.retries {
                 return Err(err);
             }
+            if call_started.elapsed() + delay >= self.cfg.retry_budget {
+                tracing::debug!(
+                    target: "toolnexus::http",
+                    endpoint = %self.shown,
+                    attempt,
+                    budget_ms = self.cfg.retry_budget.as_millis() as u64,
+                    "retry budget spent; not retrying"
+                );
+                return Err(err);
+            }
             if cancel
                 .run_until_cancelled(tokio::time::sleep(delay))
                 .await
@@ -203,8 +219,13 @@ impl Transport {
         )
     }
 
-    async fn attempt(&self, body: Bytes, secrets: &Secrets) -> Result<Response, ClassifierError> {
-        let headers = self.headers(secrets)?;
+    async fn attempt(
+        &self,
+        body: Bytes,
+        secrets: &Secrets,
+        attempt: u32,
+    ) -> Result<Response, ClassifierError> {
+        let headers = self.headers(secrets, attempt)?;
         let resp = self
             .client
             .post(self.url.clone())
@@ -227,11 +248,12 @@ impl Transport {
                 .map_err(|e| e.with_request_id(request_id.clone()))?;
             return Ok(Response { body, request_id });
         }
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok());
+        let retry_after = retry_after_from(
+            header("retry-after-ms"),
+            header("retry-after"),
+            std::time::SystemTime::now(),
+        );
         let reason = resp
             .status()
             .canonical_reason()
@@ -264,8 +286,18 @@ impl Transport {
         .with_request_id(request_id))
     }
 
-    fn headers(&self, secrets: &Secrets) -> Result<HeaderMap, ClassifierError> {
-        let mut h = HeaderMap::with_capacity(4 + self.cfg.headers.len());
+    fn headers(&self, secrets: &Secrets, attempt: u32) -> Result<HeaderMap, ClassifierError> {
+        let mut h = HeaderMap::with_capacity(6 + self.cfg.headers.len());
+        h.insert(
+            HeaderName::from_static("x-typesafe-sdk"),
+            HeaderValue::from_static(concat!("toolnexus/", env!("CARGO_PKG_VERSION"))),
+        );
+        if attempt > 0 {
+            h.insert(
+                HeaderName::from_static("x-typesafe-retry-count"),
+                HeaderValue::from(attempt),
+            );
+        }
         h.insert(
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -456,27 +488,68 @@ pub(crate) fn redact_url(url: &str) -> String {
     }
 }
 
-/// The backend's own words from an error body: a JSON error's message when there
-/// is one (`detail.message`, `error.message`, `detail`, `message`, `error`), else
-/// the text itself; whitespace folded, cut at 200 characters.
+/// The backend's own words from an error body, read as the official clients
+/// read it: `error` (a string), `error.message`, `message`, `detail` (a string),
+/// `detail.message`, or the `detail` validation list (`loc: msg` entries joined
+/// by `; `, a leading `body` dropped from each `loc`); else the text itself.
+/// Whitespace folded, cut at 200 characters.
 pub(crate) fn backend_cause(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let from_json = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
-        .and_then(|v| {
-            let pick = |p: &str| v.pointer(p).and_then(|x| x.as_str()).map(str::to_string);
-            pick("/detail/message")
-                .or_else(|| pick("/error/message"))
-                .or_else(|| pick("/detail"))
-                .or_else(|| pick("/message"))
-                .or_else(|| pick("/error"))
-        });
+        .and_then(|v| json_cause(&v));
     let raw = from_json.unwrap_or_else(|| text.into_owned());
     let folded: String = raw.split_whitespace().collect::<Vec<_>>().join(" ");
     match folded.char_indices().nth(MAX_CAUSE_CHARS) {
         Some((i, _)) => format!("{}…", &folded[..i]),
         None => folded,
     }
+}
+
+fn json_cause(v: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let o = v.as_object()?;
+    fn text(x: Option<&Value>) -> Option<&str> {
+        x.and_then(Value::as_str).filter(|s| !s.is_empty())
+    }
+    fn nested(x: Option<&Value>) -> Option<&str> {
+        text(x.and_then(|e| e.get("message")))
+    }
+    if let Some(s) = text(o.get("error")).or_else(|| nested(o.get("error"))) {
+        return Some(s.to_string());
+    }
+    if let Some(s) = text(o.get("message"))
+        .or_else(|| text(o.get("detail")))
+        .or_else(|| nested(o.get("detail")))
+    {
+        return Some(s.to_string());
+    }
+    let list = o.get("detail")?.as_array()?;
+    let parts: Vec<String> = list
+        .iter()
+        .filter_map(|entry| {
+            let msg = entry.get("msg")?.as_str()?;
+            let path: Vec<String> = entry
+                .get("loc")
+                .and_then(Value::as_array)
+                .map(|loc| {
+                    loc.iter()
+                        .filter(|p| p.as_str() != Some("body"))
+                        .map(|p| match p {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(if path.is_empty() {
+                msg.to_string()
+            } else {
+                format!("{}: {msg}", path.join("."))
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 #[cfg(test)]
@@ -503,6 +576,24 @@ mod tests {
             "bad key"
         );
         assert_eq!(backend_cause(b"  upstream\n  down "), "upstream down");
+        assert_eq!(
+            backend_cause(br#"{"error":"rate limited"}"#),
+            "rate limited"
+        );
+        assert_eq!(
+            backend_cause(br#"{"message":"no such model"}"#),
+            "no such model"
+        );
+        assert_eq!(backend_cause(br#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(
+            backend_cause(
+                br#"{"detail":[{"loc":["body","questions","x","criteria"],"msg":"Field required","type":"missing"},
+                    {"loc":["body","state"],"msg":"Field required","type":"missing"},{"loc":["body"]},
+                    {"loc":["body",0],"msg":"bad"}]}"#
+            ),
+            "questions.x.criteria: Field required; state: Field required; 0: bad"
+        );
+        assert_eq!(backend_cause(br#"{"detail":[]}"#), r#"{"detail":[]}"#);
         let long = "é".repeat(500);
         let c = backend_cause(long.as_bytes());
         assert_eq!(c.chars().count(), MAX_CAUSE_CHARS + 1);

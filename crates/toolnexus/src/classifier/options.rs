@@ -22,6 +22,9 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_RETRIES: u32 = 2;
 /// The default backoff base: retry `n` waits `base × 2^n`.
 pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
+/// The default total retry budget of one call: attempts and waits together.
+/// A retry whose wait would reach it is not made.
+pub const DEFAULT_RETRY_BUDGET_MS: u64 = 30_000;
 /// The default cap on a response body.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// The default number of states `evaluate_batch` keeps in flight.
@@ -215,6 +218,9 @@ pub struct MetricEvent {
     pub error: Option<String>,
     /// The question key a warning is about.
     pub key: Option<String>,
+    /// The backend's request id (`x-typesafe-request-id`) for an evaluation,
+    /// when it sent one: what to quote to the provider about this call.
+    pub request_id: Option<String>,
 }
 
 /// One recorded response for the Static style.
@@ -252,6 +258,7 @@ pub struct RecordedDecision {
 /// | `timeout_ms` | 10 000 (one attempt) |
 /// | `retries` | 0 ⇒ 2; `-1` ⇒ no retries |
 /// | `retry_base_ms` | 500 |
+/// | `retry_budget_ms` | 30 000 (attempts and waits of one call) |
 /// | `max_response_bytes` | 16 MiB |
 /// | `batch_concurrency` | 16 |
 ///
@@ -290,6 +297,10 @@ pub struct ClassifierOptions {
     pub retries: i32,
     /// Backoff base in milliseconds.
     pub retry_base_ms: u64,
+    /// Total retry budget of one call in milliseconds, attempts and waits
+    /// together: 0 means the default (30 000). A retry whose wait would reach
+    /// it is not made; the last error is returned.
+    pub retry_budget_ms: u64,
     /// HTTP statuses to retry on top of the default set (it only adds).
     pub retryable_statuses: Vec<u16>,
     /// Overrides the retry decision per failed attempt.
@@ -324,6 +335,7 @@ impl fmt::Debug for ClassifierOptions {
             .field("timeout_ms", &self.timeout_ms)
             .field("retries", &self.retries)
             .field("retry_base_ms", &self.retry_base_ms)
+            .field("retry_budget_ms", &self.retry_budget_ms)
             .field("retryable_statuses", &self.retryable_statuses)
             .field("on_error", &self.on_error.is_some())
             .field(
@@ -350,6 +362,7 @@ pub(crate) struct Resolved {
     pub timeout: Duration,
     pub retries: u32,
     pub retry_base: Duration,
+    pub retry_budget: Duration,
     pub max_response_bytes: usize,
     pub batch_concurrency: usize,
 }
@@ -384,8 +397,18 @@ pub(crate) fn resolve(o: &ClassifierOptions) -> Result<Resolved, ClassifierError
                 host == "openrouter.ai" || host.ends_with(".openrouter.ai")
             });
         if host_is_openrouter && model.starts_with("jev-") {
+            // A model left at the TypeSafe preset's default has no OpenRouter
+            // twin of the same name: point at the OpenRouter preset instead.
+            let suggest = if o.model.trim().is_empty() {
+                format!(
+                    "set backend: Backend::OpenRouter (model {:?}) or name the model",
+                    Backend::OpenRouter.default_model()
+                )
+            } else {
+                format!("use \"typesafe/{model}\"")
+            };
             return Err(msg::config(format!(
-                "model {model:?} is not an OpenRouter model id: on openrouter.ai use \"typesafe/{model}\""
+                "model {model:?} is not an OpenRouter model id: on openrouter.ai {suggest}"
             )));
         }
     }
@@ -402,6 +425,7 @@ pub(crate) fn resolve(o: &ClassifierOptions) -> Result<Resolved, ClassifierError
         timeout: Duration::from_millis(nz(o.timeout_ms, DEFAULT_TIMEOUT_MS)),
         retries,
         retry_base: Duration::from_millis(nz(o.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
+        retry_budget: Duration::from_millis(nz(o.retry_budget_ms, DEFAULT_RETRY_BUDGET_MS)),
         max_response_bytes: if o.max_response_bytes == 0 {
             DEFAULT_MAX_RESPONSE_BYTES
         } else {

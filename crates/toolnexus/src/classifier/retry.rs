@@ -85,8 +85,8 @@ pub(crate) fn backoff(base: Duration, attempt: u32, retry_after: Option<Duration
     base.saturating_mul(2u32.saturating_pow(attempt.min(20)))
 }
 
-/// Reads a `Retry-After` value in seconds (`"3"`, `"1.5"`); the HTTP-date form
-/// and anything else yields `None`, so the exponential backoff applies.
+/// Reads a `Retry-After` value in seconds (`"3"`, `"1.5"`); anything else
+/// yields `None`. See [`retry_after_from`] for the whole rule, dates included.
 pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let secs: f64 = value.trim().parse().ok()?;
     if secs.is_finite() && secs >= 0.0 {
@@ -96,6 +96,103 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     } else {
         None
     }
+}
+
+/// The wait a backend asked for, as the official clients read it:
+/// `retry-after-ms` (milliseconds, may be fractional) first, then
+/// `Retry-After` in seconds or as an HTTP date (a date in the past means no
+/// wait). `now` is the wall clock the date is measured against. Cut to
+/// [`MAX_RETRY_AFTER`]; `None` when neither header says anything usable.
+pub(crate) fn retry_after_from(
+    retry_after_ms: Option<&str>,
+    retry_after: Option<&str>,
+    now: std::time::SystemTime,
+) -> Option<Duration> {
+    if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(
+            (ms / 1000.0).min(MAX_RETRY_AFTER.as_secs_f64()),
+        ));
+    }
+    let value = retry_after?;
+    if let Some(d) = parse_retry_after(value) {
+        return Some(d);
+    }
+    let at = parse_http_date(value)?;
+    let wait = at.duration_since(now).unwrap_or(Duration::ZERO);
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// Parses an HTTP date (RFC 9110 §5.6.7): the preferred IMF-fixdate
+/// `Sun, 06 Nov 1994 08:49:37 GMT`, the obsolete RFC 850 form
+/// `Sunday, 06-Nov-94 08:49:37 GMT` and asctime `Sun Nov  6 08:49:37 1994`.
+pub(crate) fn parse_http_date(value: &str) -> Option<std::time::SystemTime> {
+    let v = value.trim();
+    let parts: Vec<&str> = v.split_whitespace().collect();
+    let (day, month, year, time) = match parts.as_slice() {
+        // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+        [wd, d, m, y, t, "GMT"] if wd.ends_with(',') => (*d, *m, y.parse::<i64>().ok()?, *t),
+        // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+        [wd, dmy, t, "GMT"] if wd.ends_with(',') => {
+            let mut it = dmy.split('-');
+            let (d, m, y) = (it.next()?, it.next()?, it.next()?);
+            let y: i64 = y.parse().ok()?;
+            // Two-digit years: RFC 9110 says read them as the nearest past century.
+            let y = if y < 100 {
+                if y < 70 { 2000 + y } else { 1900 + y }
+            } else {
+                y
+            };
+            (d, m, y, *t)
+        }
+        // asctime: Sun Nov  6 08:49:37 1994
+        [_, m, d, t, y] => (*d, *m, y.parse::<i64>().ok()?, *t),
+        _ => return None,
+    };
+    let day: i64 = day.parse().ok()?;
+    let month = match month {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let mut hms = time.split(':').map(|x| x.parse::<i64>().ok());
+    let (h, mi, se) = (hms.next()??, hms.next()??, hms.next()??);
+    if hms.next().is_some()
+        || !(1..=31).contains(&day)
+        || !(0..24).contains(&h)
+        || !(0..60).contains(&mi)
+        || !(0..=60).contains(&se)
+        || year < 1970
+    {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + se;
+    let secs = u64::try_from(secs).ok()?;
+    std::time::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
@@ -117,6 +214,53 @@ mod tests {
             MAX_RETRY_AFTER
         );
         assert!(backoff(base, 200, None) > Duration::ZERO);
+    }
+
+    #[test]
+    fn http_dates_in_all_three_forms() {
+        let want = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(want));
+        assert_eq!(
+            parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"),
+            Some(want)
+        );
+        assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), Some(want));
+        assert_eq!(
+            parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"),
+            Some(std::time::UNIX_EPOCH)
+        );
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 25:49:37 GMT"), None);
+        assert_eq!(parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT"), None);
+        assert_eq!(parse_http_date("soon"), None);
+    }
+
+    #[test]
+    fn retry_after_ms_wins_then_seconds_then_dates() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_770);
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT";
+        assert_eq!(
+            retry_after_from(Some("250.5"), Some("9"), now),
+            Some(Duration::from_micros(250_500))
+        );
+        assert_eq!(
+            retry_after_from(Some("x"), Some("2"), now),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_after_from(None, Some(date), now),
+            Some(Duration::from_secs(7))
+        );
+        let later = now + Duration::from_secs(60);
+        assert_eq!(
+            retry_after_from(None, Some(date), later),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after_from(Some("-1"), None, now), None);
+        assert_eq!(
+            retry_after_from(Some("9999999"), None, now),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(retry_after_from(None, None, now), None);
     }
 
     #[test]

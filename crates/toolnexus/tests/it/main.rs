@@ -5,6 +5,7 @@ mod faults;
 mod judge;
 mod llm;
 mod parity;
+mod parity_http;
 mod props;
 mod secrets;
 mod support;

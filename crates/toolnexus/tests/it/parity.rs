@@ -286,7 +286,7 @@ async fn an_unknown_type_under_a_key_nobody_asked_is_dropped_with_a_warning() {
         .unwrap();
     assert_eq!(out.dropped, ["future"]);
     assert_eq!(out.decision.noul("q").unwrap().noul, 0.4);
-    assert!(out.decision.answers.get("future").is_none());
+    assert!(!out.decision.answers.contains_key("future"));
     assert_eq!(
         *warnings.lock().unwrap(),
         ["classifier: answer \"future\" answers no question that was asked; dropped"]

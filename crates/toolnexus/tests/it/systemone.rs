@@ -387,6 +387,7 @@ async fn cancellation_returns_within_100ms_during_a_backoff() {
     // Cancel 50 ms into the 60 s backoff that follows the first 503.
     let judge = create_classifier(ClassifierOptions {
         retry_base_ms: 60_000,
+        retry_budget_ms: 600_000,
         on_error: Some(Arc::new(move |info| {
             *backoff_began.lock().unwrap() = Some(tokio::time::Instant::now());
             let cancel = cancel.clone();

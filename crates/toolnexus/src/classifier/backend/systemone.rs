@@ -36,6 +36,7 @@ impl HttpBackend {
             timeout: r.timeout,
             retries: r.retries,
             retry_base: r.retry_base,
+            retry_budget: r.retry_budget,
             extra_retryable: o.retryable_statuses.clone(),
             on_error: o.on_error.clone(),
             max_response_bytes: r.max_response_bytes,
