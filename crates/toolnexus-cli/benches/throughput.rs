@@ -67,6 +67,7 @@ fn write_tape(path: &Path, n: usize) {
             state: json!({"ticket": i, "body": "Please refund the duplicate charge on my last invoice."}),
             questions: qs.clone(),
             outcome: TapeOutcome::Decision(d),
+            request_id: None,
         });
     }
     tape.save(path).expect("save tape");

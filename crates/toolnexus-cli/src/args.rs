@@ -135,7 +135,7 @@ pub struct LiveArgs {
     /// Time allowed to one HTTP attempt, in milliseconds (default 10000).
     #[arg(long, value_name = "MS")]
     pub timeout_ms: Option<u64>,
-    /// Retries after the first attempt (default 2; -1 for none).
+    /// Retries after the first attempt (default 2; serve: none). 0 or -1: none.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub retries: Option<i32>,
 }
@@ -284,6 +284,10 @@ pub struct ServeArgs {
     /// Wait this long before answering each request (load tests, demos of slow backends).
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub delay_ms: u64,
+    /// Require `Authorization: Bearer <key>` on every request, the key being the
+    /// value of this environment variable (read once at start-up; never printed).
+    #[arg(long, value_name = "VAR")]
+    pub require_key_env: Option<String>,
     /// Where decisions come from (default with no key set: static over the built-in demo tape).
     #[command(flatten)]
     pub style: StyleArgs,

@@ -101,6 +101,20 @@ fn rows(d: &Decision) -> Vec<[String; 6]> {
                 yes_no(near_uniform(&s.probabilities)).into(),
                 probabilities(&s.probabilities),
             ],
+            DecisionAnswer::Box(b) => [
+                key.clone(),
+                "box".into(),
+                format!(
+                    "top={} bottom={} left={} right={}",
+                    num(b.coordinates.top),
+                    num(b.coordinates.bottom),
+                    num(b.coordinates.left),
+                    num(b.coordinates.right)
+                ),
+                b.confidence.map(num).unwrap_or_else(|| "-".into()),
+                "-".into(),
+                "-".into(),
+            ],
         })
         .collect()
 }

@@ -182,11 +182,21 @@ fn static_classifier(tape: &Tape, label: &str, live: &LiveArgs) -> Result<Classi
     })
 }
 
+/// `--retries` as the library's `retries` option: absent keeps the library's
+/// default (its 0), and 0 or any negative number means none (its -1).
+pub fn library_retries(flag: Option<i32>) -> i32 {
+    match flag {
+        None => 0,
+        Some(n) if n <= 0 => -1,
+        Some(n) => n,
+    }
+}
+
 /// A System One or Llm classifier from the connection flags.
 pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> {
     let text = |o: &Option<String>| o.as_deref().map(str::trim).unwrap_or("").to_string();
     let timeout_ms = live.timeout_ms.unwrap_or(0);
-    let retries = live.retries.unwrap_or(0);
+    let retries = library_retries(live.retries);
     let options = match style {
         StyleName::SystemOne => {
             if live.chat_style.is_some() || live.logprobs {
@@ -251,5 +261,19 @@ pub fn describe(b: &Built) -> String {
         }
         Some((_, label)) => format!("style static, {label}, model {}", b.classifier.model()),
         None => format!("style {}, model {}", b.style.as_str(), b.classifier.model()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::library_retries;
+
+    #[test]
+    fn zero_retries_means_none() {
+        assert_eq!(library_retries(None), 0, "the library default");
+        assert_eq!(library_retries(Some(0)), -1);
+        assert_eq!(library_retries(Some(-1)), -1);
+        assert_eq!(library_retries(Some(-7)), -1);
+        assert_eq!(library_retries(Some(3)), 3);
     }
 }

@@ -1,47 +1,191 @@
-//! `toolnexus serve`: any style behind a System One–compatible HTTP endpoint.
+//! `toolnexus serve`: any style behind the official System One wire, so the
+//! official SDKs (base URL = the API root, `http://ADDR`) and the library's
+//! SystemOne style (base URL `http://ADDR/v1`) can use it unchanged.
 //!
-//! - `POST /v1/systemone` takes `{"model","questions","state"}` exactly as the
-//!   library's SystemOne style posts it and answers with the decision's wire
-//!   JSON. The server has one backend: the decision's `model` says what answered,
-//!   whatever model was asked for.
-//! - `GET /v1/models` lists that backend's model.
-//! - Errors are `{"detail":{"message":"…","error_type":"…"}}`: 400 for a body that
-//!   is not JSON, not an object, or holds invalid questions; 413 for a body over
-//!   `--max-body-bytes`; 404 for a replay miss; 502 / 504 when the backend behind
-//!   failed or timed out.
+//! - `POST /v1/systemone` takes `{"model","questions","state","assets",…}` as
+//!   JSON, or as `multipart/form-data` (a `request` part holding the JSON, whose
+//!   assets name image parts), optionally `Content-Encoding: zstd` or `gzip`,
+//!   and answers with the decision's wire JSON. The System One style forwards
+//!   the model, the assets and every extra field; other styles refuse what they
+//!   cannot honour with a 422 naming it.
+//! - `GET /v1/models` answers `{"models":[{"name","description","release_date"}]}`;
+//!   `release_date` is the date (UTC) this server started.
+//! - Every response carries `x-typesafe-request-id` (`req_` + 24 hex digits,
+//!   unique per request), and one access-log line goes to stderr per request.
+//! - Errors: a body that is not JSON (or not valid zstd/gzip, or broken
+//!   multipart) is 400 `{"detail":{"message","error_type"}}`; a schema error
+//!   is 422 with the API's list `{"detail":[{"loc","msg","type"}]}`; 401 without
+//!   the key `--require-key-env` names; 404 for unknown paths and replay
+//!   misses; 413 for a body over `--max-body-bytes` before or after
+//!   decompression; 415 for another `Content-Encoding`. An HTTP error of the
+//!   backend behind passes through with its status and cause (with
+//!   `Retry-After` when it gave one); its timeouts are 504, and its transport,
+//!   decode and coherence failures 502.
+//! - serve does not retry the backend behind it unless `--retries N` says so:
+//!   the SDK in front retries already.
 //! - Ctrl-C or SIGTERM stops accepting, lets requests in flight finish, and exits 0.
+
+mod body;
+mod request;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 use axum::Router;
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use toolnexus::classifier::{
-    Classifier, ClassifierError, ErrorKind, EvalContext, questions_from_wire, validate_questions,
-};
+use toolnexus::classifier::{Classifier, ClassifierError, ErrorKind, EvalContext, EvalRequest};
 
 use crate::args::{ServeArgs, StyleName};
 use crate::exit::{self, Exit};
 use crate::style::{self, Fallback};
 
+use body::BodyError;
+use request::{Invalid, Parsed};
+
+/// The response header every answer carries.
+pub const REQUEST_ID_HEADER: &str = "x-typesafe-request-id";
+/// The request id the backend behind answered with, when it sent one.
+pub const UPSTREAM_REQUEST_ID_HEADER: &str = "x-upstream-request-id";
+/// The model name the official SDKs ask for by default.
+pub const SDK_DEFAULT_MODEL: &str = "jev-latest";
+
 /// What every request handler shares.
 struct App {
     classifier: Classifier,
     call: String,
-    style: &'static str,
+    /// The System One style forwards model, assets and extra fields.
+    forwards: bool,
+    /// `GET /v1/models`: name and description of each model listed.
+    models: Vec<(String, String)>,
+    /// The date (UTC, YYYY-MM-DD) this server started.
+    started_on: String,
     delay: Duration,
     max_body: usize,
+    /// The key `--require-key-env` named, read once at start-up.
+    key: Option<Vec<u8>>,
+    ids: RequestIds,
+}
+
+/// `req_` + 24 hex digits: 8 from the start time, 16 from a bijective mix of a
+/// per-process seed and a counter, so no two requests of one server share one.
+struct RequestIds {
+    stamp: u32,
+    seed: u64,
+    next: AtomicU64,
+}
+
+impl RequestIds {
+    fn new() -> RequestIds {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        RequestIds {
+            stamp: now.as_secs() as u32,
+            seed: (now.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    fn next(&self) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!(
+            "req_{:08x}{:016x}",
+            self.stamp,
+            splitmix64(self.seed.wrapping_add(n))
+        )
+    }
+}
+
+/// A bijection on u64 (SplitMix64's finaliser): distinct inputs, distinct outputs.
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The civil date (UTC) of a Unix time, as YYYY-MM-DD.
+fn civil_date(unix_secs: u64) -> String {
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = (unix_secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Reads the key `--require-key-env` names, once.
+fn required_key(var: Option<&str>) -> Result<Option<Vec<u8>>> {
+    let Some(var) = var.map(str::trim) else {
+        return Ok(None);
+    };
+    if var.is_empty() {
+        return Err(exit::usage("--require-key-env needs a variable name"));
+    }
+    match std::env::var_os(var) {
+        None => Err(exit::usage(format!(
+            "--require-key-env {var}: {var} is not set; set it to the key clients must send as Authorization: Bearer <key>"
+        ))),
+        Some(v) => {
+            let v = v.to_str().ok_or_else(|| {
+                exit::usage(format!("--require-key-env {var}: {var} is not valid UTF-8"))
+            })?;
+            let v = v.trim();
+            if v.is_empty() {
+                return Err(exit::usage(format!(
+                    "--require-key-env {var}: {var} is empty; set it to the key clients must send"
+                )));
+            }
+            Ok(Some(v.as_bytes().to_vec()))
+        }
+    }
+}
+
+/// The models `GET /v1/models` lists: the one that answers, and for styles
+/// other than System One the SDKs' default name as an alias of it.
+fn listed_models(built: &style::Built) -> Vec<(String, String)> {
+    let model = built.classifier.model().to_string();
+    let what = match built.style {
+        StyleName::SystemOne => "forwards each request to the System One backend behind it",
+        StyleName::Llm => "emulates a System One model over a chat model (uncalibrated)",
+        StyleName::Static | StyleName::Tape => {
+            "replays recorded decisions; a request never recorded is a 404"
+        }
+    };
+    let mut out = vec![(
+        model.clone(),
+        format!("toolnexus serve, {}: {what}", style::describe(built)),
+    )];
+    if built.style != StyleName::SystemOne && model != SDK_DEFAULT_MODEL {
+        out.push((
+            SDK_DEFAULT_MODEL.to_string(),
+            format!(
+                "alias of {model:?} on this toolnexus serve (the name the official SDKs ask for by default)"
+            ),
+        ));
+    }
+    out
 }
 
 /// Runs `toolnexus serve` until Ctrl-C or SIGTERM.
-pub async fn run(args: ServeArgs) -> Result<Exit> {
+pub async fn run(mut args: ServeArgs) -> Result<Exit> {
+    // The SDK in front retries; serve does not multiply its attempts unless asked.
+    args.style.live.retries = Some(args.style.live.retries.unwrap_or(-1));
+    let key = required_key(args.require_key_env.as_deref())?;
     let built = style::build(&args.style, Fallback::Demo(StyleName::Static))?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
@@ -49,12 +193,20 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     let addr: SocketAddr = listener
         .local_addr()
         .map_err(|e| exit::io(format!("--addr {}: {e}", args.addr)))?;
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
     let app = Arc::new(App {
         classifier: built.classifier.clone(),
         call: built.call.clone(),
-        style: built.style.as_str(),
+        forwards: built.style == StyleName::SystemOne,
+        models: listed_models(&built),
+        started_on: civil_date(started),
         delay: Duration::from_millis(args.delay_ms),
         max_body: args.max_body_bytes,
+        key,
+        ids: RequestIds::new(),
     });
     // The first line is what scripts and tests read to find the server.
     println!("listening on http://{addr}");
@@ -62,9 +214,24 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         println!("offline: {why}; serving recorded decisions");
     }
     println!(
-        "serving {}: POST http://{addr}/v1/systemone, GET http://{addr}/v1/models (base URL http://{addr}/v1)",
+        "serving {}: POST http://{addr}/v1/systemone, GET http://{addr}/v1/models",
         style::describe(&built)
     );
+    println!(
+        "official SDKs take the API root as base URL and append /v1/systemone: TypeSafeClient(base_url=\"http://{addr}\") or TYPESAFE_BASE_URL=http://{addr}"
+    );
+    println!(
+        "the toolnexus library and CLI take it with /v1: base_url \"http://{addr}/v1\", --base-url http://{addr}/v1"
+    );
+    match &args.require_key_env {
+        Some(var) => println!(
+            "requests must carry Authorization: Bearer <the value of {}>",
+            var.trim()
+        ),
+        None => println!(
+            "no authentication (--require-key-env VAR to require a key): keep it on loopback"
+        ),
+    }
     axum::serve(listener, router(app))
         .with_graceful_shutdown(shutdown())
         .await
@@ -84,6 +251,14 @@ fn router(app: Arc<App>) -> Router {
                 "no such endpoint (POST /v1/systemone, GET /v1/models)",
             )
         })
+        .method_not_allowed_fallback(|| async {
+            problem(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "method not allowed (POST /v1/systemone, GET /v1/models)",
+            )
+        })
+        .layer(middleware::from_fn_with_state(app.clone(), around))
         .with_state(app)
 }
 
@@ -109,50 +284,168 @@ async fn shutdown() {
     }
 }
 
+/// Compares in time that depends only on the expected key's length.
+fn constant_time_eq(got: &[u8], want: &[u8]) -> bool {
+    let mut diff = u8::from(got.len() != want.len());
+    for (i, w) in want.iter().enumerate() {
+        diff |= got.get(i).copied().unwrap_or(0) ^ w;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Whether the request carries `Authorization: Bearer <key>`.
+fn authorised(key: &[u8], headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return false;
+    };
+    let value = value.as_bytes();
+    let Some(scheme) = value.get(..7) else {
+        return false;
+    };
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return false;
+    }
+    constant_time_eq(value[7..].trim_ascii(), key)
+}
+
+/// Around every request: the key check, the request id, the access log line.
+async fn around(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let id = app.ids.next();
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path: String = req.uri().path().chars().take(120).collect();
+    let mut resp = match &app.key {
+        Some(key) if !authorised(key, req.headers()) => problem(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "missing or invalid API key: send Authorization: Bearer <key>",
+        ),
+        _ => next.run(req).await,
+    };
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert(REQUEST_ID_HEADER, v);
+    }
+    let upstream = resp
+        .headers()
+        .get(UPSTREAM_REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| format!(" upstream {v}"))
+        .unwrap_or_default();
+    eprintln!(
+        "serve: {id} {method} {path:?} {} {}ms{upstream}",
+        resp.status().as_u16(),
+        started.elapsed().as_millis()
+    );
+    resp
+}
+
 /// `{"detail":{"message":…,"error_type":…}}` with a status.
 fn problem(status: StatusCode, error_type: &str, message: impl Into<String>) -> Response {
     let body = json!({"detail": {"message": message.into(), "error_type": error_type}});
     (status, axum::Json(body)).into_response()
 }
 
-async fn models(State(app): State<Arc<App>>) -> Response {
-    let body = json!({
-        "object": "list",
-        "data": [{
-            "id": app.classifier.model(),
-            "object": "model",
-            "owned_by": "toolnexus",
-            "style": app.style,
-        }]
-    });
-    axum::Json(body).into_response()
+/// A 422 with the API's validation list.
+fn unprocessable(errors: &[Invalid]) -> Response {
+    let detail: Vec<Value> = errors.iter().map(Invalid::wire).collect();
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        axum::Json(json!({ "detail": detail })),
+    )
+        .into_response()
 }
 
-async fn systemone(State(app): State<Arc<App>>, body: Body) -> Response {
-    let bytes = match axum::body::to_bytes(body, app.max_body).await {
-        Ok(b) => b,
-        Err(e) => {
-            let too_large = std::error::Error::source(&e)
-                .into_iter()
-                .chain(std::iter::once(&e as &dyn std::error::Error))
-                .any(|c| c.is::<http_body_util::LengthLimitError>())
-                || e.to_string().contains("length limit");
-            return if too_large {
-                problem(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "request_too_large",
-                    format!("request body is larger than {} bytes", app.max_body),
-                )
-            } else {
-                problem(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_body",
-                    format!("cannot read the request body: {e}"),
-                )
-            };
+fn body_problem(e: BodyError) -> Response {
+    match e {
+        BodyError::TooLarge(m) => problem(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", m),
+        BodyError::Malformed(m) => problem(StatusCode::BAD_REQUEST, "invalid_body", m),
+        BodyError::UnsupportedEncoding(m) => problem(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_encoding",
+            m,
+        ),
+    }
+}
+
+async fn models(State(app): State<Arc<App>>) -> Response {
+    let models: Vec<Value> = app
+        .models
+        .iter()
+        .map(|(name, description)| {
+            json!({"name": name, "description": description, "release_date": app.started_on})
+        })
+        .collect();
+    axum::Json(json!({ "models": models })).into_response()
+}
+
+/// Reads, decodes and splits a request body into its JSON and its parts.
+async fn request_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, Vec<body::Part>), Response> {
+    let raw = body::read(body, app.max_body).await.map_err(body_problem)?;
+    let encoding = match headers.get(header::CONTENT_ENCODING) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| {
+                    body_problem(BodyError::UnsupportedEncoding(
+                        "Content-Encoding is not ASCII".into(),
+                    ))
+                })?
+                .to_string(),
+        ),
+    };
+    let decoded = match encoding {
+        None => raw,
+        Some(enc) => {
+            let cap = app.max_body;
+            tokio::task::spawn_blocking(move || body::decode(raw, Some(&enc), cap))
+                .await
+                .map_err(|e| {
+                    problem(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "internal",
+                        format!("decoding the body failed: {e}"),
+                    )
+                })?
+                .map_err(body_problem)?
         }
     };
-    let request: Value = match serde_json::from_slice(&bytes) {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match body::multipart_boundary(content_type) {
+        None => Ok((decoded, Vec::new())),
+        Some(Err(m)) => Err(problem(StatusCode::BAD_REQUEST, "invalid_multipart", m)),
+        Some(Ok(boundary)) => {
+            let parts = body::parse_multipart(&decoded, &boundary)
+                .map_err(|m| problem(StatusCode::BAD_REQUEST, "invalid_multipart", m))?;
+            let Some(json) = parts
+                .iter()
+                .find(|p| p.name == request::REQUEST_PART)
+                .map(|p| p.data.clone())
+            else {
+                return Err(unprocessable(&[Invalid {
+                    loc: vec![json!("body"), json!(request::REQUEST_PART)],
+                    msg: "the multipart body has no \"request\" part holding the JSON request"
+                        .into(),
+                    kind: "missing",
+                }]));
+            };
+            Ok((json, parts))
+        }
+    }
+}
+
+async fn systemone(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let (json_bytes, parts) = match request_body(&app, &headers, body).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let request: Value = match serde_json::from_slice(&json_bytes) {
         Ok(v) => v,
         Err(e) => {
             return problem(
@@ -165,69 +458,204 @@ async fn systemone(State(app): State<Arc<App>>, body: Body) -> Response {
             );
         }
     };
-    let Some(fields) = request.as_object() else {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "request body is not a JSON object",
-        );
+    let parsed = match request::parse(request, &parts) {
+        Ok(p) => p,
+        Err(errors) => return unprocessable(&errors),
     };
-    if fields
-        .get("model")
-        .is_some_and(|m| !m.is_string() && !m.is_null())
-    {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "\"model\" is not a string",
-        );
-    }
-    let Some(questions) = fields.get("questions") else {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "missing \"questions\"",
-        );
-    };
-    let questions = match questions_from_wire(questions) {
-        Ok(q) => q,
-        Err(e) => return problem(StatusCode::BAD_REQUEST, "invalid_question", e.to_string()),
-    };
-    if let Err(e) = validate_questions(&questions) {
-        return problem(StatusCode::BAD_REQUEST, "invalid_question", e.to_string());
-    }
-    let Some(state) = fields.get("state").cloned() else {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "missing \"state\"",
-        );
+    drop(parts);
+    let eval = match eval_request(&app, parsed) {
+        Ok(r) => r,
+        Err(invalid) => return unprocessable(&[invalid]),
     };
     if !app.delay.is_zero() {
         tokio::time::sleep(app.delay).await;
     }
     let ctx = EvalContext::new().with_call_name(app.call.clone());
-    match app.classifier.evaluate_ctx(ctx, state, &questions).await {
-        Ok(d) => axum::Json(d.to_value()).into_response(),
-        Err(e) => {
-            let (status, kind) = status_of(&e);
-            problem(status, kind, e.to_string())
+    let hints = Hints::of(&eval);
+    match app.classifier.evaluate_request(ctx, eval).await {
+        Ok(done) => {
+            let mut resp = axum::Json(done.decision.to_value()).into_response();
+            upstream_id(&mut resp, done.request_id.as_deref());
+            resp
         }
+        Err(e) => failure(&e, &hints),
     }
 }
 
-/// The HTTP status and error type a backend failure is reported with.
-fn status_of(e: &ClassifierError) -> (StatusCode, &'static str) {
-    match e.kind() {
-        ErrorKind::InvalidQuestion => (StatusCode::BAD_REQUEST, "invalid_question"),
-        ErrorKind::StaticMiss | ErrorKind::TapeMiss => (StatusCode::NOT_FOUND, "not_recorded"),
-        ErrorKind::Timeout => (StatusCode::GATEWAY_TIMEOUT, "upstream_timeout"),
-        ErrorKind::Http => (StatusCode::BAD_GATEWAY, "upstream_http"),
-        ErrorKind::Transport => (StatusCode::BAD_GATEWAY, "upstream_unreachable"),
-        ErrorKind::Decode | ErrorKind::Incoherent | ErrorKind::ResponseTooLarge => {
-            (StatusCode::BAD_GATEWAY, "upstream_invalid")
+/// The library request for a parsed one. The System One style gets everything;
+/// other styles answer with their own model, so `model` must name one that
+/// `GET /v1/models` lists (it is then not passed on), and the library refuses
+/// the assets and extra fields they cannot honour.
+fn eval_request(app: &App, p: Parsed) -> Result<EvalRequest, Invalid> {
+    let Parsed {
+        state,
+        questions,
+        model,
+        assets,
+        extra,
+    } = p;
+    let mut req = EvalRequest::new(state, questions)
+        .with_assets(assets)
+        .with_extra(extra);
+    match model {
+        Some(m) if app.forwards => req = req.with_model(m),
+        Some(m) if !app.models.iter().any(|(name, _)| *name == m) => {
+            let names: Vec<String> = app.models.iter().map(|(n, _)| format!("{n:?}")).collect();
+            return Err(Invalid {
+                loc: vec![json!("body"), json!("model")],
+                msg: format!(
+                    "model {m:?} is not served here (GET /v1/models lists {})",
+                    names.join(", ")
+                ),
+                kind: "value_error",
+            });
         }
-        ErrorKind::Cancelled => (StatusCode::SERVICE_UNAVAILABLE, "cancelled"),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        _ => {}
+    }
+    Ok(req)
+}
+
+/// The names a refusal may quote, to say where in the body it points.
+struct Hints {
+    assets: Vec<String>,
+    extra: Vec<String>,
+    questions: Vec<String>,
+}
+
+impl Hints {
+    fn of(r: &EvalRequest) -> Hints {
+        Hints {
+            assets: r.assets.keys().cloned().collect(),
+            extra: r.extra.keys().cloned().collect(),
+            questions: r.questions.keys().cloned().collect(),
+        }
+    }
+
+    /// Where in the body an error quoting one of these names points.
+    fn loc(&self, text: &str) -> Vec<Value> {
+        let quoted = |n: &String| text.contains(&format!("{n:?}"));
+        let mut loc = vec![json!("body")];
+        if let Some(a) = self.assets.iter().find(|n| quoted(n)) {
+            loc.extend([json!("assets"), json!(a)]);
+        } else if let Some(k) = self.extra.iter().find(|n| quoted(n)) {
+            loc.push(json!(k));
+        } else if let Some(q) = self.questions.iter().find(|n| quoted(n)) {
+            loc.extend([json!("questions"), json!(q)]);
+        } else if text.contains("model") {
+            loc.push(json!("model"));
+        }
+        loc
+    }
+}
+
+fn upstream_id(resp: &mut Response, id: Option<&str>) {
+    if let Some(v) = id.and_then(|v| HeaderValue::from_str(v).ok()) {
+        resp.headers_mut().insert(UPSTREAM_REQUEST_ID_HEADER, v);
+    }
+}
+
+/// The cause an upstream HTTP error carries, without `POST <url>: HTTP <n>: `.
+fn upstream_cause(e: &ClassifierError, status: u16) -> String {
+    let d = e.detail();
+    let marker = format!("HTTP {status}: ");
+    match d.find(&marker) {
+        Some(i) => d[i + marker.len()..].to_string(),
+        None => d.to_string(),
+    }
+}
+
+/// Seconds for `Retry-After`, rounded up.
+fn retry_after_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// How a failed evaluation is answered.
+fn failure(e: &ClassifierError, hints: &Hints) -> Response {
+    let mut resp = match e.kind() {
+        ErrorKind::Http => match e.status().and_then(|s| StatusCode::from_u16(s).ok()) {
+            Some(status) if status.is_client_error() || status.is_server_error() => {
+                problem(status, "upstream_http", upstream_cause(e, status.as_u16()))
+            }
+            _ => problem(StatusCode::BAD_GATEWAY, "upstream_http", e.to_string()),
+        },
+        ErrorKind::Unsupported | ErrorKind::InvalidQuestion => unprocessable(&[Invalid {
+            loc: hints.loc(&e.to_string()),
+            msg: e.detail().to_string(),
+            kind: "value_error",
+        }]),
+        ErrorKind::StaticMiss | ErrorKind::TapeMiss => {
+            problem(StatusCode::NOT_FOUND, "not_recorded", e.to_string())
+        }
+        ErrorKind::Timeout => problem(
+            StatusCode::GATEWAY_TIMEOUT,
+            "upstream_timeout",
+            e.to_string(),
+        ),
+        ErrorKind::Transport => problem(
+            StatusCode::BAD_GATEWAY,
+            "upstream_unreachable",
+            e.to_string(),
+        ),
+        ErrorKind::Decode | ErrorKind::Incoherent | ErrorKind::ResponseTooLarge => {
+            problem(StatusCode::BAD_GATEWAY, "upstream_invalid", e.to_string())
+        }
+        ErrorKind::Cancelled => {
+            problem(StatusCode::SERVICE_UNAVAILABLE, "cancelled", e.to_string())
+        }
+        _ => problem(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+    };
+    if let Some(d) = e.retry_after() {
+        if let Ok(v) = HeaderValue::from_str(&retry_after_secs(d).to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    upstream_id(&mut resp, e.request_id());
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_unique_and_shaped() {
+        let ids = RequestIds::new();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..10_000 {
+            let id = ids.next();
+            assert_eq!(id.len(), 4 + 24, "{id}");
+            assert!(id.starts_with("req_"));
+            assert!(id[4..].chars().all(|c| c.is_ascii_hexdigit()));
+            assert!(seen.insert(id));
+        }
+    }
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(951_782_400), "2000-02-29");
+        assert_eq!(civil_date(1_789_430_400), "2026-09-15");
+    }
+
+    #[test]
+    fn keys_compare_whole() {
+        assert!(constant_time_eq(b"sk-123", b"sk-123"));
+        assert!(!constant_time_eq(b"sk-12", b"sk-123"));
+        assert!(!constant_time_eq(b"sk-1234", b"sk-123"));
+        assert!(!constant_time_eq(b"sk-124", b"sk-123"));
+        assert!(!constant_time_eq(b"", b"sk-123"));
+        let mut h = HeaderMap::new();
+        assert!(!authorised(b"k", &h));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer k"));
+        assert!(authorised(b"k", &h));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic k"));
+        assert!(!authorised(b"k", &h));
+    }
+
+    #[test]
+    fn retry_after_rounds_up() {
+        assert_eq!(retry_after_secs(Duration::from_millis(1500)), 2);
+        assert_eq!(retry_after_secs(Duration::from_secs(3)), 3);
+        assert_eq!(retry_after_secs(Duration::ZERO), 0);
     }
 }

@@ -166,3 +166,42 @@ fn with_a_key_set_it_goes_live_and_never_prints_the_key() {
     );
     assert!(!out.stdout.contains("sk-test") && !out.stderr.contains("sk-test"));
 }
+
+#[test]
+fn retries_zero_means_one_attempt() {
+    let dir = TempDir::new("eval-retries");
+    let upstream = crate::support::Upstream::start(|_| {
+        (
+            503,
+            vec![],
+            r#"{"detail":{"message":"down for a moment"}}"#.to_string(),
+        )
+    });
+    let questions = crate::support::spam_questions().to_string();
+    for (flag, attempts) in [("0", 1), ("-1", 1), ("1", 2)] {
+        let before = upstream.requests().len();
+        let out = crate::support::tn(
+            dir.path(),
+            &[
+                "eval",
+                "--style",
+                "systemone",
+                "--base-url",
+                &upstream.base_url,
+                "--retries",
+                flag,
+                "--questions",
+                &questions,
+                "--state",
+                "\"hi\"",
+            ],
+        );
+        assert_eq!(out.code, 3, "{out:?}");
+        assert!(out.stderr.contains("HTTP 503"), "{out:?}");
+        assert_eq!(
+            upstream.requests().len() - before,
+            attempts,
+            "--retries {flag}"
+        );
+    }
+}

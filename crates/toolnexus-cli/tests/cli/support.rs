@@ -140,9 +140,15 @@ pub struct Server {
 impl Server {
     /// Starts `toolnexus serve --addr 127.0.0.1:0 <args>` and reads the bound address.
     pub fn start(cwd: &Path, args: &[&str]) -> Server {
+        Server::start_with(cwd, args, &[])
+    }
+
+    /// [`Server::start`] with these environment variables set.
+    pub fn start_with(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut all = vec!["serve", "--addr", "127.0.0.1:0"];
         all.extend_from_slice(args);
         let mut cmd = toolnexus(cwd, &all);
+        cmd.envs(env.iter().copied());
         cmd.stdout(Stdio::piped()).stderr(Stdio::null());
         let mut child = Guard(cmd.spawn().expect("spawn toolnexus serve"));
         let stdout = child.0.stdout.take().unwrap();
@@ -181,28 +187,192 @@ impl Server {
 
 /// One HTTP/1.1 request over loopback; returns status and body.
 pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    let r = request(
+        addr,
+        method,
+        path,
+        &[("Content-Type", "application/json")],
+        body,
+    );
+    (r.status, r.body)
+}
+
+/// What [`request`] got back.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    /// Header lines, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    /// The first header of this (lower-case) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
+    }
+}
+
+/// One HTTP/1.1 request with these headers over loopback.
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    );
+    ));
     s.write_all(head.as_bytes()).unwrap();
     // A server may answer (413) before reading a large body; ignore a reset here.
     let _ = s.write_all(body);
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw).to_string();
-    let status = text
-        .split(' ')
-        .nth(1)
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .map(|(h, b)| (h.to_string(), b.to_string()))
+        .unwrap_or((text.clone(), String::new()));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// One request a [`Upstream`] received.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    /// Request line and headers, as sent.
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Captured {
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// What an [`Upstream`] answers: status, extra headers, JSON body.
+pub type Answer = (u16, Vec<(&'static str, String)>, String);
+
+/// A scripted System One backend on 127.0.0.1:0: one request per connection,
+/// every request captured. Stops when dropped.
+pub struct Upstream {
+    /// `http://127.0.0.1:PORT/v1`, the library's base URL for it.
+    pub base_url: String,
+    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Captured>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Upstream {
+    pub fn start(answer: impl Fn(&Captured) -> Answer + Send + Sync + 'static) -> Upstream {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen: Arc<Mutex<Vec<Captured>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let answer = Arc::new(answer);
+        let (seen2, stop2) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while !stop2.load(Ordering::Relaxed) && started.elapsed() < DEADLINE {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let (seen, answer) = (seen2.clone(), answer.clone());
+                std::thread::spawn(move || {
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 8192];
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i;
+                        }
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                    let len: usize = head
+                        .lines()
+                        .filter_map(|l| l.split_once(':'))
+                        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                        .and_then(|(_, v)| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    let mut body = buf[head_end + 4..].to_vec();
+                    while body.len() < len {
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => body.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let got = Captured { head, body };
+                    let (status, headers, text) = answer(&got);
+                    seen.lock().unwrap().push(got);
+                    let mut out = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                        text.len()
+                    );
+                    for (k, v) in headers {
+                        out.push_str(&format!("{k}: {v}\r\n"));
+                    }
+                    out.push_str("\r\n");
+                    out.push_str(&text);
+                    let _ = s.write_all(out.as_bytes());
+                });
+            }
+        });
+        Upstream {
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            seen,
+            stop,
+        }
+    }
+
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<Captured> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The single-question set the generated tapes use.
@@ -234,6 +404,7 @@ pub fn bulk_tape(path: &Path, n: usize, with_cost: bool) {
             state: json!({"n": i}),
             questions: qs.clone(),
             outcome: TapeOutcome::Decision(Decision::from_value(&d).unwrap()),
+            request_id: None,
         });
     }
     tape.save(path).unwrap();
