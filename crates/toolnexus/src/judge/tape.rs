@@ -113,6 +113,7 @@ impl TapeOutcome {
 ///     outcome: TapeOutcome::Decision(Decision::from_slice(
 ///         br#"{"model":"jev-1.13","answers":{"spam":{"type":"noul","noul":0.98}}}"#,
 ///     )?),
+///     request_id: None,
 /// });
 /// assert_eq!(tape.len(), 1);
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
@@ -298,6 +299,7 @@ impl Tape {
     ///     state: json!(1),
     ///     questions: questions(&[noul("q", "?")])?,
     ///     outcome: TapeOutcome::Failure { kind: ErrorKind::Timeout, message: "classifier: request timeout after 10000ms".into(), status: None },
+    ///     request_id: None,
     /// });
     /// assert_eq!(tape.entries()[0].call_name, "c");
     /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
@@ -325,6 +327,7 @@ impl Tape {
     ///     state: json!("s"),
     ///     questions: questions(&[noul("q", "?")])?,
     ///     outcome: TapeOutcome::Failure { kind: ErrorKind::Transport, message: "classifier: connection refused".into(), status: None },
+    ///     request_id: None,
     /// };
     /// tape.record(entry.clone());
     /// tape.record(TapeEntry { outcome: TapeOutcome::Decision(Decision::from_slice(br#"{"model":"m","answers":{}}"#)?), ..entry });
