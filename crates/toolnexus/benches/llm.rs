@@ -8,7 +8,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use toolnexus::classifier::{NoulCriteria, NoulQuestion, Questions, ScoreQuestion, choice_over};
-use toolnexus::client::{decode_reply, render_prompt};
+use toolnexus::classifier::{decode_reply, render_prompt};
 
 fn questions() -> Questions {
     Questions::from([

@@ -47,104 +47,57 @@ use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 mod asset;
 mod backend {
     pub(crate) mod custom;
+    pub(crate) mod llm;
     pub(crate) mod recorded;
     pub(crate) mod systemone;
 }
 mod canonical;
 mod content;
 mod decision;
-mod error;
 mod options;
 mod question;
-pub(crate) mod retry;
 mod wire;
+
+pub use crate::context::EvalContext;
+pub use crate::defaults::{
+    DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS,
+    DEFAULT_RETRY_BUDGET_MS, DEFAULT_TIMEOUT_MS,
+};
+pub(crate) use crate::error::msg;
+pub use crate::error::{ClassifierError, ErrorKind};
+pub use crate::json::parse_json_strict;
+pub use crate::retry::{
+    DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, MAX_RETRY_AFTER, OnErrorFn,
+};
+pub use crate::usage::ClassifierUsage;
+pub use backend::llm::{decode_reply, render_prompt};
 
 pub use asset::{Asset, Assets, ImageFormat};
 pub use canonical::{canonical_json, canonical_request, write_canonical};
 pub use content::{Content, IntoDescription};
 pub(crate) use decision::check_coherence;
 pub use decision::{
-    BoxAnswer, BoxCoordinates, ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer,
-    NEAR_UNIFORM_TOLERANCE, NoulAnswer, ScoreAnswer, near_uniform,
+    BoxAnswer, BoxCoordinates, ChoiceAnswer, Decision, DecisionAnswer, NEAR_UNIFORM_TOLERANCE,
+    NoulAnswer, ScoreAnswer, near_uniform,
 };
-pub(crate) use error::msg;
-pub use error::{ClassifierError, ErrorKind};
 pub use options::{
-    Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, DEFAULT_BATCH_CONCURRENCY,
-    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_BUDGET_MS,
-    DEFAULT_TIMEOUT_MS, EvaluateFn, MetricEvent, MetricFn, OnErrorFn, RecordedDecision,
+    Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,
+    MetricFn, RecordedDecision,
 };
 pub use question::{
     BoxQuestion, ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS,
     NoulCriteria, NoulQuestion, Question, Questions, ScoreQuestion, choice_over,
     degenerate_criteria, questions_from_wire, questions_wire, validate_questions,
 };
-pub use retry::{DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, MAX_RETRY_AFTER};
 pub(crate) use wire::{Decoded, decode_slice_for};
 
 use backend::recorded::ReplayBackend;
 use backend::systemone::HttpBackend;
-
-/// Per-call context: a cancellation token and a call name (used by metrics,
-/// tracing and tapes).
-///
-/// ```
-/// use toolnexus::classifier::EvalContext;
-///
-/// let ctx = EvalContext::default().with_call_name("triage");
-/// ctx.cancel.cancel(); // an evaluate using ctx now returns `classifier: context canceled`
-/// assert_eq!(ctx.call_name, "triage");
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct EvalContext {
-    /// Cancel to abandon the call promptly, also during a retry backoff.
-    pub cancel: CancellationToken,
-    /// A name for this call site.
-    pub call_name: String,
-}
-
-impl EvalContext {
-    /// A context with a fresh token and no name.
-    ///
-    /// ```
-    /// let ctx = toolnexus::classifier::EvalContext::new();
-    /// assert!(ctx.call_name.is_empty());
-    /// ```
-    pub fn new() -> EvalContext {
-        EvalContext::default()
-    }
-
-    /// Sets the call name.
-    ///
-    /// ```
-    /// let ctx = toolnexus::classifier::EvalContext::new().with_call_name("refund-check");
-    /// assert_eq!(ctx.call_name, "refund-check");
-    /// ```
-    pub fn with_call_name(mut self, name: impl Into<String>) -> EvalContext {
-        self.call_name = name.into();
-        self
-    }
-
-    /// Uses `cancel` as this context's token.
-    ///
-    /// ```
-    /// use tokio_util::sync::CancellationToken;
-    /// let parent = CancellationToken::new();
-    /// let ctx = toolnexus::classifier::EvalContext::new().with_cancel(parent.child_token());
-    /// parent.cancel();
-    /// assert!(ctx.cancel.is_cancelled());
-    /// ```
-    pub fn with_cancel(mut self, cancel: CancellationToken) -> EvalContext {
-        self.cancel = cancel;
-        self
-    }
-}
 
 /// One evaluation with everything the System One wire can carry beyond a
 /// state and questions: a model override, image assets, and extra top-level
@@ -676,7 +629,7 @@ impl Classifier {
             }
             Engine::Llm(c) => {
                 extras.refuse_beyond(style, &self.inner.model)?;
-                c.evaluate_questions(ctx, &state, questions).await
+                backend::llm::evaluate(c, ctx, &state, questions).await
             }
             Engine::Native(f) => {
                 let request = EvalRequest {
@@ -719,13 +672,7 @@ impl Classifier {
                 *key = self.scrub(key);
             }
             for key in &e.dropped[reported..] {
-                self.warning(
-                    &ctx,
-                    key,
-                    format!(
-                        "classifier: answer {key:?} answers no question that was asked; dropped"
-                    ),
-                );
+                self.warning(&ctx, key, msg::dropped_answer(key));
             }
             Ok(e)
         });
@@ -806,10 +753,7 @@ impl Classifier {
         questions: &Questions,
     ) -> Result<Vec<Decision>, ClassifierError> {
         if states.is_empty() {
-            return Err(ClassifierError::new(
-                ErrorKind::InvalidQuestion,
-                "classifier: evaluate_batch needs at least one state",
-            ));
+            return Err(msg::no_states());
         }
         validate_questions(questions)?;
         // A failure stops the states not yet finished; the caller's token still
@@ -847,14 +791,7 @@ impl Classifier {
                 .map(|mut w| w.insert(key.clone()))
                 .unwrap_or(false);
             if first {
-                self.warning(
-                    ctx,
-                    key,
-                    format!(
-                        "classifier: question {key:?}: degenerate choice criteria: {why}; \
-                         the model can only rank these options at chance"
-                    ),
-                );
+                self.warning(ctx, key, msg::degenerate(key, &why));
             }
         }
     }

@@ -17,8 +17,8 @@
 //! Handed to [`ClassifierOptions::client`](crate::classifier::ClassifierOptions)
 //! with [`ClassifierStyle::Llm`](crate::classifier::ClassifierStyle), a client
 //! emulates a System One model: the questions and the state become ONE prompt
-//! ([`render_prompt`]) and the reply's outermost JSON object is decoded strictly
-//! ([`decode_reply`]), never repaired. An emulated decision is never calibrated.
+//! ([`render_prompt`](crate::classifier::render_prompt)) and the reply's outermost JSON object is decoded strictly
+//! ([`decode_reply`](crate::classifier::decode_reply)), never repaired. An emulated decision is never calibrated.
 //!
 //! Opt-in log-probability mode ([`ClientOptions::logprobs`], OpenAI-compatible
 //! servers that return `logprobs`/`top_logprobs`: vLLM, llama.cpp, Ollama,
@@ -55,8 +55,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,30 +62,19 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use crate::classifier::{
-    ClassifierError, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS,
-    DEFAULT_TIMEOUT_MS, EvalContext, Evaluated, OnErrorFn, Questions, msg,
+pub use crate::context::BoxFuture;
+use crate::context::EvalContext;
+use crate::defaults::{
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_BUDGET_MS,
+    DEFAULT_TIMEOUT_MS,
 };
+use crate::error::{ClassifierError, Scope, msg};
 use crate::http::{Auth, Transport, TransportConfig};
+use crate::retry::OnErrorFn;
 
 mod chat;
-mod logprobs;
-mod prompt;
 
 pub use chat::{ChatMessage, ChatReply, Role, TokenLogprob};
-pub use prompt::{decode_reply, render_prompt};
-
-/// A pinned, boxed, `Send + 'static` future: what closures handed to this crate return.
-///
-/// ```
-/// use toolnexus::client::BoxFuture;
-///
-/// fn answer() -> BoxFuture<u32> {
-///     Box::pin(async { 42 })
-/// }
-/// # let _ = answer;
-/// ```
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// The `anthropic-version` header the Anthropic style sends.
 ///
@@ -155,7 +142,7 @@ impl Style {
     }
 
     /// The response field that says why generation stopped.
-    fn stop_field(self) -> &'static str {
+    pub(crate) fn stop_field(self) -> &'static str {
         match self {
             Style::OpenAi => "finish_reason",
             Style::Anthropic => "stop_reason",
@@ -341,10 +328,7 @@ impl fmt::Debug for Client {
 }
 
 fn client_config(text: impl fmt::Display) -> ClassifierError {
-    ClassifierError::new(
-        crate::classifier::ErrorKind::Config,
-        format!("client: {text}"),
-    )
+    msg::scoped_config(Scope::Client, text)
 }
 
 /// Builds a client, applying the defaults of [`ClientOptions`] and rejecting
@@ -408,7 +392,7 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
     };
     let nz = |v: u64, d: u64| if v == 0 { d } else { v };
     let transport = Transport::new(TransportConfig {
-        prefix: "client",
+        scope: Scope::Client,
         endpoint: format!("{base_url}{}{query}", options.style.path()),
         api_key_env: options.api_key_env.trim().to_string(),
         auth,
@@ -425,10 +409,7 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
             n => n as u32,
         },
         retry_base: Duration::from_millis(nz(options.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
-        retry_budget: Duration::from_millis(nz(
-            options.retry_budget_ms,
-            crate::classifier::DEFAULT_RETRY_BUDGET_MS,
-        )),
+        retry_budget: Duration::from_millis(nz(options.retry_budget_ms, DEFAULT_RETRY_BUDGET_MS)),
         extra_retryable: options.retryable_statuses.clone(),
         on_error: options.on_error.clone(),
         max_response_bytes: if options.max_response_bytes == 0 {
@@ -515,6 +496,16 @@ impl Client {
         self.inner.logprobs
     }
 
+    /// `text` without this client's secrets (see [`Transport::scrub`]).
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        self.inner.transport.scrub(text)
+    }
+
+    /// `top_logprobs` asked for in log-probability mode.
+    pub(crate) fn top_logprobs(&self) -> u32 {
+        self.inner.top_logprobs
+    }
+
     /// Makes ONE chat completion and returns the reply: its text, the model that
     /// answered (the client's model when the server names none), token usage (a
     /// `cost` only when the provider reports one, as OpenRouter's `usage.cost`),
@@ -598,14 +589,7 @@ impl Client {
             .await?;
         let reply = chat::parse_reply(i.style, &resp.body, &i.model).map_err(|text| {
             // The text may quote the body (a provider error), which may echo a secret.
-            ClassifierError::new(
-                crate::classifier::ErrorKind::Decode,
-                format!(
-                    "client: POST {}: {}",
-                    i.transport.shown(),
-                    i.transport.scrub(&text)
-                ),
-            )
+            msg::reply_decode(Scope::Client, i.transport.shown(), i.transport.scrub(&text))
         })?;
         tracing::debug!(
             target: "toolnexus::client",
@@ -618,54 +602,5 @@ impl Client {
             "client.chat ok"
         );
         Ok(reply)
-    }
-
-    /// The Llm style: one chat completion for all questions, or one constrained
-    /// request per question in log-probability mode.
-    pub(crate) async fn evaluate_questions(
-        &self,
-        ctx: &EvalContext,
-        state: &Value,
-        questions: &Questions,
-    ) -> Result<Evaluated, ClassifierError> {
-        prompt::unsupported_for_llm(questions)?;
-        if self.inner.logprobs {
-            return logprobs::evaluate(self, ctx, state, questions, self.inner.top_logprobs)
-                .await
-                .map(Evaluated::new);
-        }
-        let messages = render_prompt(state, questions);
-        let reply = self.chat(ctx, &messages).await?;
-        self.check_reply(&reply)?;
-        let mut out = prompt::decode_reply_for(&reply.text, &reply.model, Some(questions))?;
-        out.decision.usage = reply.usage;
-        Ok(Evaluated {
-            decision: out.decision,
-            request_id: None,
-            dropped: out.dropped,
-        })
-    }
-
-    /// `text` without this client's secrets (see [`Transport::scrub`]).
-    pub(crate) fn scrub(&self, text: &str) -> String {
-        self.inner.transport.scrub(text)
-    }
-
-    /// Turns a refusal or a reply cut at the token limit into an error.
-    pub(crate) fn check_reply(&self, reply: &ChatReply) -> Result<(), ClassifierError> {
-        if let Some(r) = &reply.refusal {
-            return Err(msg::decode(format!(
-                "llm: the model refused: {}",
-                prompt::cut(r, 200)
-            )));
-        }
-        if reply.is_truncated() {
-            return Err(msg::decode(format!(
-                "llm: reply was cut off at the token limit ({} {:?})",
-                self.inner.style.stop_field(),
-                reply.finish_reason.as_deref().unwrap_or_default()
-            )));
-        }
-        Ok(())
     }
 }

@@ -10,8 +10,8 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use crate::classifier::retry::{backoff, classify, retry_after_from};
-use crate::classifier::{ClassifierError, ErrorInfo, ErrorKind, ErrorTier, OnErrorFn};
+use crate::error::{ClassifierError, Scope, msg};
+use crate::retry::{ErrorInfo, ErrorTier, OnErrorFn, backoff, classify, retry_after_from};
 
 /// The most of an error body that is read to find the backend's cause.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -29,8 +29,8 @@ pub(crate) enum Auth {
 
 /// Everything the transport needs, resolved.
 pub(crate) struct TransportConfig {
-    /// Message prefix: `classifier` or `client`.
-    pub prefix: &'static str,
+    /// Whose messages: `classifier: …` or `client: …`.
+    pub scope: Scope,
     pub endpoint: String,
     pub api_key_env: String,
     pub auth: Auth,
@@ -78,23 +78,12 @@ pub(crate) struct Response {
 impl Transport {
     pub(crate) fn new(cfg: TransportConfig) -> Result<Transport, ClassifierError> {
         let shown = redact_url(&cfg.endpoint);
-        let url = reqwest::Url::parse(&cfg.endpoint).map_err(|e| {
-            ClassifierError::new(
-                ErrorKind::Config,
-                format!("{}: endpoint {shown:?} is not a valid URL: {e}", cfg.prefix),
-            )
-        })?;
+        let url = reqwest::Url::parse(&cfg.endpoint)
+            .map_err(|e| msg::bad_endpoint(cfg.scope, &shown, e))?;
         let mut header_names = Vec::with_capacity(cfg.headers.len());
         for (name, _) in &cfg.headers {
-            let n = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
-                ClassifierError::new(
-                    ErrorKind::Config,
-                    format!(
-                        "{}: header name {name:?} is not a valid HTTP header name",
-                        cfg.prefix
-                    ),
-                )
-            })?;
+            let n = HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|_| msg::bad_header_name(cfg.scope, name))?;
             header_names.push(n);
         }
         // Proxies only when asked for: the environment is never read here.
@@ -103,13 +92,7 @@ impl Transport {
             .no_proxy()
             .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| {
-                ClassifierError::new(
-                    ErrorKind::Config,
-                    format!("{}: cannot build the HTTP client", cfg.prefix),
-                )
-                .with_source(e)
-            })?;
+            .map_err(|e| msg::http_client(cfg.scope).with_source(e))?;
         Ok(Transport {
             client,
             url,
@@ -157,15 +140,9 @@ impl Transport {
                 None => return Err(self.cancelled()),
                 Some(Ok(Ok(resp))) => return Ok(resp),
                 Some(Ok(Err(e))) => e,
-                Some(Err(_elapsed)) => ClassifierError::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "{}: POST {}: request timeout after {}ms",
-                        self.cfg.prefix,
-                        self.shown,
-                        self.cfg.timeout.as_millis()
-                    ),
-                ),
+                Some(Err(_elapsed)) => {
+                    msg::timeout(self.cfg.scope, Some(&self.shown), self.cfg.timeout)
+                }
             };
             let retryable = classify(&err, &self.cfg.extra_retryable);
             let delay = backoff(self.cfg.retry_base, attempt, err.retry_after());
@@ -213,10 +190,7 @@ impl Transport {
     }
 
     fn cancelled(&self) -> ClassifierError {
-        ClassifierError::new(
-            ErrorKind::Cancelled,
-            format!("{}: context canceled", self.cfg.prefix),
-        )
+        msg::scoped_cancelled(self.cfg.scope)
     }
 
     async fn attempt(
@@ -245,7 +219,7 @@ impl Transport {
             let body = self
                 .read_capped(resp, self.cfg.max_response_bytes, secrets)
                 .await
-                .map_err(|e| e.with_request_id(request_id.clone()))?;
+                .map_err(|e| e.with_request_id_opt(request_id.clone()))?;
             return Ok(Response { body, request_id });
         }
         let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok());
@@ -275,15 +249,9 @@ impl Transport {
                 Err(_) => reason,
             }
         };
-        Err(ClassifierError::new(
-            ErrorKind::Http,
-            format!(
-                "{}: POST {}: HTTP {status}: {cause}",
-                self.cfg.prefix, self.shown
-            ),
-        )
-        .with_status(status, retry_after)
-        .with_request_id(request_id))
+        Err(msg::http(self.cfg.scope, Some(&self.shown), status, cause)
+            .with_status(status, retry_after)
+            .with_request_id_opt(request_id))
     }
 
     fn headers(&self, secrets: &Secrets, attempt: u32) -> Result<HeaderMap, ClassifierError> {
@@ -314,29 +282,14 @@ impl Transport {
                 Auth::Bearer => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
                 Auth::Header(n) => (HeaderName::from_static(n), key.clone()),
             };
-            let mut v = HeaderValue::from_str(&value).map_err(|_| {
-                ClassifierError::new(
-                    ErrorKind::Config,
-                    format!(
-                        "{}: the API key in ${} is not a valid header value",
-                        self.cfg.prefix, self.cfg.api_key_env
-                    ),
-                )
-            })?;
+            let mut v = HeaderValue::from_str(&value)
+                .map_err(|_| msg::bad_key_value(self.cfg.scope, &self.cfg.api_key_env))?;
             v.set_sensitive(true);
             h.insert(name, v);
         }
         for (name, value) in self.header_names.iter().zip(&secrets.header_values) {
-            let mut v = HeaderValue::from_str(value).map_err(|_| {
-                ClassifierError::new(
-                    ErrorKind::Config,
-                    format!(
-                        "{}: header {:?} does not expand to a valid header value",
-                        self.cfg.prefix,
-                        name.as_str()
-                    ),
-                )
-            })?;
+            let mut v = HeaderValue::from_str(value)
+                .map_err(|_| msg::bad_header_value(self.cfg.scope, name.as_str()))?;
             v.set_sensitive(true);
             h.insert(name.clone(), v);
         }
@@ -349,15 +302,7 @@ impl Transport {
         cap: usize,
         secrets: &Secrets,
     ) -> Result<Bytes, ClassifierError> {
-        let too_large = || {
-            ClassifierError::new(
-                ErrorKind::ResponseTooLarge,
-                format!(
-                    "{}: POST {}: response body exceeds {cap} bytes",
-                    self.cfg.prefix, self.shown
-                ),
-            )
-        };
+        let too_large = || msg::too_large(self.cfg.scope, Some(&self.shown), cap);
         if resp.content_length().is_some_and(|n| n > cap as u64) {
             return Err(too_large());
         }
@@ -410,11 +355,8 @@ impl Transport {
         } else {
             format!(": {}", secrets.scrub(&causes.join(": ")))
         };
-        ClassifierError::new(
-            ErrorKind::Transport,
-            format!("{}: POST {}: {what}{detail}", self.cfg.prefix, self.shown),
-        )
-        .with_source(e.without_url())
+        msg::transport(self.cfg.scope, &self.shown, format!("{what}{detail}"))
+            .with_source(e.without_url())
     }
 }
 

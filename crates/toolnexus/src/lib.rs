@@ -65,7 +65,17 @@
 #![cfg_attr(not(test), forbid(unsafe_code))]
 #![warn(missing_docs)]
 
-pub mod classifier;
-pub mod client;
+mod canonical;
+mod context;
+mod defaults;
+mod error;
+mod json;
+mod retry;
+mod usage;
+
 mod http;
+
+pub mod client;
+
+pub mod classifier;
 pub mod judge;

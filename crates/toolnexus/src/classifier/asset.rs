@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::error::{ClassifierError, msg};
+use crate::error::{ClassifierError, msg};
 
 /// Assets by placeholder name. Wherever the name appears in the state, the
 /// instructions or the criteria, a System One backend reads it as the image.

@@ -6,7 +6,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::canonical::canonical_json;
-use super::error::{ClassifierError, msg};
+use crate::error::{ClassifierError, msg};
 
 /// Question text: a string, or a JSON object or array the model reads as
 /// structured content.

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::error::{ClassifierError, msg};
 use super::question::{Question, Questions};
+use crate::error::{ClassifierError, msg};
+use crate::usage::ClassifierUsage;
 
 /// How far from 1/n every probability may be for a distribution to count as
 /// near-uniform (inclusive).
@@ -290,27 +291,6 @@ fn probs_value(p: &BTreeMap<String, f64>) -> Value {
             .map(|(k, v)| (k.clone(), Value::from(*v)))
             .collect(),
     )
-}
-
-/// Token usage and cost of one decision.
-///
-/// `cost: None` means the backend did not say. It is never printed or summed as zero.
-///
-/// ```
-/// use toolnexus::classifier::ClassifierUsage;
-///
-/// let u = ClassifierUsage { input_tokens: 210, output_tokens: 24, cost: None };
-/// let shown = u.cost.map_or("not reported".to_string(), |c| format!("${c}"));
-/// assert_eq!(shown, "not reported");
-/// ```
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ClassifierUsage {
-    /// Tokens read by the model.
-    pub input_tokens: i64,
-    /// Tokens written by the model.
-    pub output_tokens: i64,
-    /// What the call cost in US dollars, when the backend reported it.
-    pub cost: Option<f64>,
 }
 
 /// One typed answer per question key, plus who answered, usage, and whether the

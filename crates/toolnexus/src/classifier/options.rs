@@ -11,24 +11,12 @@ use serde_json::{Map, Value};
 
 use super::EvalContext;
 use super::decision::Decision;
-use super::error::{ClassifierError, msg};
 use super::question::Questions;
-use super::retry::{ErrorInfo, ErrorTier};
-use crate::client::{BoxFuture, Client};
-
-/// The default time one attempt may take.
-pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
-/// The default number of retries after the first attempt.
-pub const DEFAULT_RETRIES: u32 = 2;
-/// The default backoff base: retry `n` waits `base × 2^n`.
-pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
-/// The default total retry budget of one call: attempts and waits together.
-/// A retry whose wait would reach it is not made.
-pub const DEFAULT_RETRY_BUDGET_MS: u64 = 30_000;
-/// The default cap on a response body.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
-/// The default number of states `evaluate_batch` keeps in flight.
-pub const DEFAULT_BATCH_CONCURRENCY: usize = 16;
+use crate::client::Client;
+use crate::context::BoxFuture;
+use crate::defaults::*;
+use crate::error::{ClassifierError, msg};
+use crate::retry::OnErrorFn;
 
 /// How a classifier reaches a judgment.
 ///
@@ -165,9 +153,6 @@ impl FromStr for Backend {
 /// checked against the questions like any other.
 pub type EvaluateFn =
     Arc<dyn Fn(EvalContext, Value, Questions) -> BoxFuture<Result<Decision, String>> + Send + Sync>;
-
-/// Decides whether a failed attempt is retried (see [`ErrorTier`]).
-pub type OnErrorFn = Arc<dyn Fn(&ErrorInfo<'_>) -> ErrorTier + Send + Sync>;
 
 /// Rewrites the System One request body just before it is encoded (for example
 /// into Cloudflare's `{model, input: {…}}` envelope).

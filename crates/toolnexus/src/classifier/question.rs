@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::content::{Content, IntoDescription, json_kind};
-use super::error::{ClassifierError, msg};
+use crate::error::{ClassifierError, msg};
 
 /// The most options a choice question may offer.
 pub const MAX_CHOICE_OPTIONS: usize = 255;

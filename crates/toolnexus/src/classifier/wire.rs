@@ -10,16 +10,18 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::canonical::canonical_json;
 use super::decision::{
-    BoxAnswer, BoxCoordinates, ChoiceAnswer, ClassifierUsage, Decision, DecisionAnswer, NoulAnswer,
-    ScoreAnswer, near_uniform,
+    BoxAnswer, BoxCoordinates, ChoiceAnswer, Decision, DecisionAnswer, NoulAnswer, ScoreAnswer,
+    near_uniform,
 };
-use super::error::{ClassifierError, msg};
 use super::question::Questions;
+use crate::error::{ClassifierError, msg};
+use crate::json::{Keys, Skip, StrictValue, duplicate, duplicate_error, is_duplicate};
+use crate::usage::ClassifierUsage;
 
 /// A decoded decision, and the keys of answers dropped because nobody asked them.
 #[derive(Debug)]
@@ -48,8 +50,13 @@ pub(crate) fn decode_slice_for(
     asked: Option<&Questions>,
     not_json: impl FnOnce(&serde_json::Error) -> String,
 ) -> Result<Decoded, ClassifierError> {
-    let raw: RawDecision =
-        serde_json::from_slice(bytes).map_err(|e| msg::decode(not_json(&e)).with_source(e))?;
+    let raw: RawDecision = serde_json::from_slice(bytes).map_err(|e| {
+        if is_duplicate(&e) {
+            duplicate_error("response", e)
+        } else {
+            msg::decode(not_json(&e)).with_source(e)
+        }
+    })?;
     raw.finish(default_model, asked)
 }
 
@@ -122,12 +129,16 @@ fn str_field(s: Scalar) -> Field<String> {
 
 /// Skips whatever compound value a visitor was handed.
 fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    while seq.next_element::<Skip>()?.is_some() {}
     Ok(())
 }
 
 fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    let mut seen = Keys::default();
+    while let Some(k) = map.next_key::<String>()? {
+        seen.check(k)?;
+        map.next_value::<Skip>()?;
+    }
     Ok(())
 }
 
@@ -229,8 +240,33 @@ impl<'de> Deserialize<'de> for Scalar {
     }
 }
 
-/// A field name, matched without allocating.
-struct Key(KeyName);
+/// A field name, matched without allocating; an unknown name is kept so a
+/// repeat of it can be refused.
+struct Key(KeyName, Option<String>);
+
+/// The keys of one wire object seen so far: known names in a bit set, unknown
+/// ones by text.
+#[derive(Default)]
+struct Seen {
+    known: u32,
+    other: Option<Keys>,
+}
+
+impl Seen {
+    fn check<E: de::Error>(&mut self, key: Key) -> Result<KeyName, E> {
+        match key.1 {
+            Some(name) => self.other.get_or_insert_with(Keys::default).check(name)?,
+            None => {
+                let bit = 1u32 << (key.0 as u32);
+                if self.known & bit != 0 {
+                    return Err(duplicate(key.0.as_str()));
+                }
+                self.known |= bit;
+            }
+        }
+        Ok(key.0)
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum KeyName {
@@ -256,6 +292,33 @@ enum KeyName {
     Other,
 }
 
+impl KeyName {
+    fn as_str(self) -> &'static str {
+        match self {
+            KeyName::Model => "model",
+            KeyName::Calibrated => "calibrated",
+            KeyName::Answers => "answers",
+            KeyName::Usage => "usage",
+            KeyName::Type => "type",
+            KeyName::Noul => "noul",
+            KeyName::Choice => "choice",
+            KeyName::Probabilities => "probabilities",
+            KeyName::Confidence => "confidence",
+            KeyName::Score => "score",
+            KeyName::Legend => "legend",
+            KeyName::InputTokens => "input_tokens",
+            KeyName::OutputTokens => "output_tokens",
+            KeyName::Cost => "cost",
+            KeyName::Box => "box",
+            KeyName::Top => "top",
+            KeyName::Bottom => "bottom",
+            KeyName::Left => "left",
+            KeyName::Right => "right",
+            KeyName::Other => "",
+        }
+    }
+}
+
 struct KeyVisitor;
 
 impl Visitor<'_> for KeyVisitor {
@@ -265,7 +328,7 @@ impl Visitor<'_> for KeyVisitor {
         f.write_str("a field name")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(Key(match v {
+        let name = match v {
             "model" => KeyName::Model,
             "calibrated" => KeyName::Calibrated,
             "answers" => KeyName::Answers,
@@ -285,8 +348,9 @@ impl Visitor<'_> for KeyVisitor {
             "bottom" => KeyName::Bottom,
             "left" => KeyName::Left,
             "right" => KeyName::Right,
-            _ => KeyName::Other,
-        }))
+            _ => return Ok(Key(KeyName::Other, Some(v.to_owned()))),
+        };
+        Ok(Key(name, None))
     }
 }
 
@@ -316,7 +380,11 @@ fn entries<'de, A: MapAccess<'de>, T>(
         map: BTreeMap::new(),
         bad: None,
     };
+    let mut bad_ids = Vec::new();
     while let Some(id) = map.next_key::<String>()? {
+        if out.map.contains_key(&id) || bad_ids.contains(&id) {
+            return Err(duplicate(&id));
+        }
         let v: Scalar = map.next_value()?;
         match convert(v) {
             Some(x) => {
@@ -324,8 +392,9 @@ fn entries<'de, A: MapAccess<'de>, T>(
             }
             None => {
                 if out.bad.as_ref().is_none_or(|b| id < *b) {
-                    out.bad = Some(id);
+                    out.bad = Some(id.clone());
                 }
+                bad_ids.push(id);
             }
         }
     }
@@ -344,7 +413,7 @@ struct LegendText(Option<String>);
 
 impl<'de> Deserialize<'de> for LegendText {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<LegendText, D::Error> {
-        Ok(LegendText(match Value::deserialize(d)? {
+        Ok(LegendText(match StrictValue::deserialize(d)?.0 {
             Value::String(s) => Some(s),
             v @ (Value::Object(_) | Value::Array(_)) => Some(canonical_json(&v)),
             _ => None,
@@ -358,15 +427,20 @@ null => LegendField(Field::Null),
 other => LegendField(Field::Bad),
 map(map) => {
     let mut out = Entries { map: BTreeMap::new(), bad: None };
+    let mut bad_ids = Vec::new();
     while let Some(id) = map.next_key::<String>()? {
+        if out.map.contains_key(&id) || bad_ids.contains(&id) {
+            return Err(duplicate(&id));
+        }
         match map.next_value::<LegendText>()?.0 {
             Some(text) => {
                 out.map.insert(id, text);
             }
             None => {
                 if out.bad.as_ref().is_none_or(|b| id < *b) {
-                    out.bad = Some(id);
+                    out.bad = Some(id.clone());
                 }
+                bad_ids.push(id);
             }
         }
     }
@@ -388,14 +462,15 @@ null => BoxField(Field::Null),
 other => BoxField(Field::Bad),
 map(map) => {
     let mut b = RawBox::default();
-    while let Some(Key(k)) = map.next_key::<Key>()? {
-        match k {
+    let mut seen = Seen::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        match seen.check(key)? {
             KeyName::Top => b.top = num_field(map.next_value()?),
             KeyName::Bottom => b.bottom = num_field(map.next_value()?),
             KeyName::Left => b.left = num_field(map.next_value()?),
             KeyName::Right => b.right = num_field(map.next_value()?),
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skip>()?;
             }
         }
     }
@@ -421,8 +496,9 @@ null => AnswerField(Field::Null),
 other => AnswerField(Field::Bad),
 map(map) => {
     let mut a = RawAnswer::default();
-    while let Some(Key(k)) = map.next_key::<Key>()? {
-        match k {
+    let mut seen = Seen::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        match seen.check(key)? {
             KeyName::Type => a.ty = str_field(map.next_value()?),
             KeyName::Noul => a.noul = num_field(map.next_value()?),
             KeyName::Choice => a.choice = str_field(map.next_value()?),
@@ -432,7 +508,7 @@ map(map) => {
             KeyName::Legend => a.legend = map.next_value::<LegendField>()?.0,
             KeyName::Box => a.bbox = map.next_value::<BoxField>()?.0,
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skip>()?;
             }
         }
     }
@@ -446,6 +522,9 @@ other => AnswersField(Field::Bad),
 map(map) => {
     let mut out = BTreeMap::new();
     while let Some(key) = map.next_key::<String>()? {
+        if out.contains_key(&key) {
+            return Err(duplicate(&key));
+        }
         let a: AnswerField = map.next_value()?;
         out.insert(key, a.0);
     }
@@ -474,13 +553,14 @@ null => UsageField(Field::Null),
 other => UsageField(Field::Bad),
 map(map) => {
     let mut u = RawUsage::default();
-    while let Some(Key(k)) = map.next_key::<Key>()? {
-        match k {
+    let mut seen = Seen::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        match seen.check(key)? {
             KeyName::InputTokens => u.input_tokens = token_field(map.next_value()?),
             KeyName::OutputTokens => u.output_tokens = token_field(map.next_value()?),
             KeyName::Cost => u.cost = num_field(map.next_value()?),
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skip>()?;
             }
         }
     }
@@ -502,8 +582,9 @@ null => RawDecision::default(),
 other => RawDecision::default(),
 map(map) => {
     let mut d = RawDecision { is_object: true, ..RawDecision::default() };
-    while let Some(Key(k)) = map.next_key::<Key>()? {
-        match k {
+    let mut seen = Seen::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        match seen.check(key)? {
             KeyName::Model => d.model = str_field(map.next_value()?),
             KeyName::Calibrated => {
                 d.calibrated = match map.next_value::<Scalar>()? {
@@ -515,7 +596,7 @@ map(map) => {
             KeyName::Answers => d.answers = map.next_value::<AnswersField>()?.0,
             KeyName::Usage => d.usage = map.next_value::<UsageField>()?.0,
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skip>()?;
             }
         }
     }

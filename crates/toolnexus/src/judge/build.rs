@@ -3,9 +3,10 @@
 use serde_json::Value;
 
 use crate::classifier::{
-    ClassifierError, Content, ErrorKind, IntoDescription, NoulCriteria, NoulQuestion, Question,
-    Questions, ScoreQuestion, choice_over, validate_questions,
+    ClassifierError, Content, IntoDescription, NoulCriteria, NoulQuestion, Question, Questions,
+    ScoreQuestion, choice_over, validate_questions,
 };
+use crate::error::msg;
 
 /// A question under the key its answer will be read by. Made by [`noul`],
 /// [`noul_with`], [`choice`] and [`score`]; gathered by [`questions`].
@@ -158,10 +159,7 @@ pub fn questions(list: &[NamedQuestion]) -> Result<Questions, ClassifierError> {
     let mut out = Questions::new();
     for q in list {
         if out.insert(q.name.clone(), q.question.clone()).is_some() {
-            return Err(ClassifierError::new(
-                ErrorKind::InvalidQuestion,
-                format!("classifier: duplicate question name {:?}", q.name),
-            ));
+            return Err(msg::duplicate_question(&q.name));
         }
     }
     validate_questions(&out)?;
@@ -194,6 +192,7 @@ pub fn state(role: impl Into<String>, data: impl Into<Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classifier::ErrorKind;
     use serde_json::json;
 
     #[test]

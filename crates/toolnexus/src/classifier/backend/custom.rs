@@ -4,9 +4,9 @@ use serde_json::Value;
 
 use crate::classifier::EvalContext;
 use crate::classifier::decision::Decision;
-use crate::classifier::error::{ClassifierError, msg};
 use crate::classifier::options::EvaluateFn;
 use crate::classifier::question::Questions;
+use crate::error::{ClassifierError, msg};
 
 /// Runs an [`EvaluateFn`]; cancellation wins over a closure that is still running.
 pub(crate) async fn evaluate(

@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use crate::classifier::Evaluated;
 use crate::classifier::canonical::{canonical_request, write_canonical};
-use crate::classifier::error::{ClassifierError, msg};
 use crate::classifier::options::RecordedDecision;
 use crate::classifier::question::Questions;
 use crate::classifier::wire::decode_slice_for;
+use crate::error::{ClassifierError, msg};
 
 /// Recorded decisions keyed by canonical request and state.
 pub(crate) struct ReplayBackend {

@@ -5,11 +5,11 @@ use serde_json::{Map, Value};
 
 use crate::classifier::asset::assets_wire;
 use crate::classifier::canonical::{canonical_json, write_canonical, write_questions};
-use crate::classifier::error::ClassifierError;
 use crate::classifier::options::{BodyTransformFn, ClassifierOptions, Resolved};
 use crate::classifier::question::{Questions, questions_wire};
 use crate::classifier::wire::decode_slice_for;
 use crate::classifier::{EvalContext, Evaluated, Extras};
+use crate::error::{ClassifierError, Scope};
 use crate::http::{Auth, Transport, TransportConfig};
 
 /// A System One model behind HTTP.
@@ -23,7 +23,7 @@ pub(crate) struct HttpBackend {
 impl HttpBackend {
     pub(crate) fn new(o: &ClassifierOptions, r: &Resolved) -> Result<HttpBackend, ClassifierError> {
         let transport = Transport::new(TransportConfig {
-            prefix: "classifier",
+            scope: Scope::Classifier,
             endpoint: format!("{}/systemone", r.base_url),
             api_key_env: r.api_key_env.clone(),
             auth: Auth::Bearer,
@@ -113,7 +113,7 @@ impl HttpBackend {
                 self.transport.shown()
             )
         })
-        .map_err(|e| e.with_request_id(resp.request_id.clone()))?;
+        .map_err(|e| e.with_request_id_opt(resp.request_id.clone()))?;
         Ok(Evaluated {
             decision: decoded.decision,
             request_id: resp.request_id,

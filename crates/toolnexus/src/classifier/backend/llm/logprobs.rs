@@ -14,16 +14,20 @@
 
 use std::collections::BTreeMap;
 
-use futures::future::try_join_all;
+use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
-use super::chat::{ChatMessage, ChatReply, TokenLogprob};
 use super::prompt::{self, render_question};
-use super::{Client, RequestShape};
+use crate::canonical::write_canonical;
 use crate::classifier::{
-    ChoiceAnswer, ClassifierError, ClassifierUsage, Decision, DecisionAnswer, EvalContext,
-    NoulAnswer, Question, Questions, ScoreAnswer, msg, near_uniform, write_canonical,
+    ChoiceAnswer, Decision, DecisionAnswer, NoulAnswer, Question, Questions, ScoreAnswer,
+    near_uniform,
 };
+use crate::client::{ChatMessage, ChatReply, Client, RequestShape, TokenLogprob};
+use crate::context::EvalContext;
+use crate::defaults::DEFAULT_BATCH_CONCURRENCY;
+use crate::error::{ClassifierError, msg};
+use crate::usage::ClassifierUsage;
 
 /// The most options a choice may have in log-probability mode (one letter each).
 const MAX_LABELS: usize = 26;
@@ -211,14 +215,21 @@ pub(crate) async fn evaluate(
         max_tokens: Some(1),
         top_logprobs: Some(top_logprobs),
     };
-    let replies: Vec<(&String, &Question, Constrained, ChatReply)> =
-        try_join_all(asks.into_iter().map(|(key, q, c)| {
-            let shape = &shape;
-            async move {
-                let reply = client.chat_shaped(ctx, &c.messages, shape).await?;
-                Ok::<_, ClassifierError>((key, q, c, reply))
-            }
-        }))
+    // At most DEFAULT_BATCH_CONCURRENCY requests in flight, like a batch; the
+    // answers come back in question order.
+    // The futures are built first so the stream holds no closure over borrows
+    // (which would not be Send for every lifetime).
+    let shape = &shape;
+    let asked: Vec<_> = asks
+        .into_iter()
+        .map(|(key, q, c)| async move {
+            let reply = client.chat_shaped(ctx, &c.messages, shape).await?;
+            Ok::<_, ClassifierError>((key, q, c, reply))
+        })
+        .collect();
+    let replies: Vec<(&String, &Question, Constrained, ChatReply)> = stream::iter(asked)
+        .buffered(DEFAULT_BATCH_CONCURRENCY)
+        .try_collect()
         .await?;
     let mut answers = BTreeMap::new();
     let mut usage = ClassifierUsage::default();
@@ -227,23 +238,13 @@ pub(crate) async fn evaluate(
     let mut model = None;
     for (key, q, c, reply) in replies {
         if let Some(r) = &reply.refusal {
-            return Err(msg::decode(format!(
-                "llm: the model refused: {}",
-                super::prompt::cut(r, 200)
-            )));
+            return Err(msg::llm_refused(&prompt::cut(r, 200)));
         }
         if reply.logprobs.is_empty() {
-            return Err(msg::decode(format!(
-                "llm: logprobs: the reply for question {key:?} has no log-probabilities \
-                 (does the server support \"logprobs\"?)"
-            )));
+            return Err(msg::llm_no_logprobs(key));
         }
-        let p = label_distribution(&reply.logprobs, &c.labels, c.fold_case).ok_or_else(|| {
-            msg::decode(format!(
-                "llm: logprobs: the reply for question {key:?} gives no probability to any answer token ({})",
-                c.labels.join(", ")
-            ))
-        })?;
+        let p = label_distribution(&reply.logprobs, &c.labels, c.fold_case)
+            .ok_or_else(|| msg::llm_no_answer_token(key, &c.labels.join(", ")))?;
         answers.insert(key.clone(), answer_from(q, &p));
         usage.input_tokens += reply.usage.input_tokens;
         usage.output_tokens += reply.usage.output_tokens;

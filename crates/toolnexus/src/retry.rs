@@ -3,13 +3,18 @@
 
 use std::time::Duration;
 
-use super::error::ClassifierError;
+use std::sync::Arc;
+
+use crate::error::ClassifierError;
 
 /// HTTP statuses retried by default: 408, 429, 500, 502, 503, 504 and 529.
 pub const DEFAULT_RETRYABLE_STATUSES: [u16; 7] = [408, 429, 500, 502, 503, 504, 529];
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Decides whether a failed attempt is retried (see [`ErrorTier`]).
+pub type OnErrorFn = Arc<dyn Fn(&ErrorInfo<'_>) -> ErrorTier + Send + Sync>;
 
 pub(crate) fn is_default_retryable_status(status: u16) -> bool {
     DEFAULT_RETRYABLE_STATUSES.contains(&status)

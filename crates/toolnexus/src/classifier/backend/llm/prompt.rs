@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::chat::ChatMessage;
-use crate::classifier::{
-    ClassifierError, Decision, Decoded, Question, Questions, decode_slice_for, msg, write_canonical,
-};
+use crate::canonical::write_canonical;
+use crate::classifier::{Decision, Decoded, Question, Questions, decode_slice_for};
+use crate::client::ChatMessage;
+use crate::error::{ClassifierError, msg};
 
 /// The system message of every emulated evaluation.
 const SYSTEM: &str = "You emulate a System One classifier: you read a STATE and answer typed \
@@ -36,7 +36,8 @@ with one answer per question key, in the shape its type asks for:
 /// ```
 /// use serde_json::json;
 /// use toolnexus::classifier::{Questions, ScoreQuestion, choice_over};
-/// use toolnexus::client::{Role, render_prompt};
+/// use toolnexus::classifier::render_prompt;
+/// use toolnexus::client::Role;
 ///
 /// let qs = Questions::from([
 ///     ("desk".to_string(), choice_over("Which desk?", [("billing", "money moved")]).into()),
@@ -182,7 +183,7 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
 /// error of a System One response.
 ///
 /// ```
-/// use toolnexus::client::decode_reply;
+/// use toolnexus::classifier::decode_reply;
 ///
 /// let text = "Sure!\n```json\n{\"answers\":{\"spam\":{\"type\":\"noul\",\"noul\":0.9}}}\n```";
 /// let d = decode_reply(text, "gpt-4o-mini")?;
@@ -205,11 +206,8 @@ pub(crate) fn decode_reply_for(
     model: &str,
     asked: Option<&Questions>,
 ) -> Result<Decoded, ClassifierError> {
-    let object =
-        outermost_object(text).ok_or_else(|| msg::decode("llm: reply holds no JSON object"))?;
-    let mut out = decode_slice_for(object.as_bytes(), Some(model), asked, |e| {
-        format!("llm: reply's JSON object does not parse: {e}")
-    })?;
+    let object = outermost_object(text).ok_or_else(msg::llm_no_object)?;
+    let mut out = decode_slice_for(object.as_bytes(), Some(model), asked, msg::llm_bad_object)?;
     let d = &mut out.decision;
     d.model = model.to_string();
     d.calibrated = false;
