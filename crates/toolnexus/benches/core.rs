@@ -8,10 +8,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use toolnexus::classifier::*;
-
-#[path = "../tests/it/support.rs"]
-#[allow(dead_code)]
-mod support;
+use toolnexus::testing::{Reply, Server};
 
 const SEED_RESPONSE: &[u8] = br#"{"model":"typesafe/jev-1.13-20260917","calibrated":true,
         "answers":{"risk":{"type":"score","score":1.21,
@@ -155,10 +152,7 @@ fn systemone_loopback(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let server = rt.block_on(support::Server::start(vec![support::Reply::json(
-        200,
-        THREE_ANSWERS,
-    )]));
+    let server = rt.block_on(Server::start([Reply::json(200, THREE_ANSWERS)]));
     let qs = three_questions();
     let judge = create_classifier(ClassifierOptions {
         base_url: server.base_url(),

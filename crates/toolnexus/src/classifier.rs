@@ -52,8 +52,10 @@ use tracing::Instrument;
 mod asset;
 mod backend {
     pub(crate) mod custom;
+    #[cfg(feature = "http")]
     pub(crate) mod llm;
     pub(crate) mod recorded;
+    #[cfg(feature = "http")]
     pub(crate) mod systemone;
 }
 mod canonical;
@@ -63,6 +65,7 @@ mod options;
 mod question;
 mod wire;
 
+use crate::context::BoxFuture;
 pub use crate::context::EvalContext;
 pub use crate::defaults::{
     DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS,
@@ -72,9 +75,10 @@ pub(crate) use crate::error::msg;
 pub use crate::error::{ClassifierError, ErrorKind};
 pub use crate::json::parse_json_strict;
 pub use crate::retry::{
-    DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, MAX_RETRY_AFTER, OnErrorFn,
+    DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, Jitter, MAX_RETRY_AFTER, OnErrorFn,
 };
 pub use crate::usage::ClassifierUsage;
+#[cfg(feature = "http")]
 pub use backend::llm::{decode_reply, render_prompt};
 
 pub use asset::{Asset, Assets, ImageFormat};
@@ -94,9 +98,11 @@ pub use question::{
     NoulCriteria, NoulQuestion, Question, Questions, ScoreQuestion, choice_over,
     degenerate_criteria, questions_from_wire, questions_wire, validate_questions,
 };
+#[cfg(feature = "http")]
 pub(crate) use wire::{Decoded, decode_slice_for};
 
 use backend::recorded::ReplayBackend;
+#[cfg(feature = "http")]
 use backend::systemone::HttpBackend;
 
 /// One evaluation with everything the System One wire can carry beyond a
@@ -251,6 +257,147 @@ impl Evaluated {
     }
 }
 
+impl EvalRequest {
+    /// Refuses what an evaluator that honours only state and questions would
+    /// otherwise drop: an image asset, a model other than `own_model`, an extra
+    /// field; each a [`ErrorKind::Unsupported`] error naming it and `style`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{EvalRequest, Questions};
+    ///
+    /// let r = EvalRequest::new(json!(1), Questions::new()).with_model("jev-2");
+    /// assert_eq!(
+    ///     r.refuse_beyond("mine", "rules-v1").unwrap_err().to_string(),
+    ///     "classifier: style \"mine\" cannot use model \"jev-2\" (it answers with \"rules-v1\")"
+    /// );
+    /// assert!(EvalRequest::new(json!(1), Questions::new()).refuse_beyond("mine", "rules-v1").is_ok());
+    /// ```
+    pub fn refuse_beyond(&self, style: &str, own_model: &str) -> Result<(), ClassifierError> {
+        Extras {
+            model: self.model.as_deref(),
+            assets: &self.assets,
+            extra: &self.extra,
+        }
+        .refuse_beyond(style, own_model)
+    }
+}
+
+/// A typed evaluator: what the Custom style runs when given one
+/// ([`ClassifierOptions::evaluator`]), and what every [`Classifier`] is, so a
+/// classifier can wrap another (a cache, a fallback, a calibrator, a fake that
+/// times out or answers 429 in your own tests) with public items only.
+///
+/// Unlike the seed's [`EvaluateFn`], it takes the whole [`EvalRequest`] (model,
+/// assets and extra fields included: refuse what you cannot honour, e.g. with
+/// [`EvalRequest::refuse_beyond`]) and its errors are [`ClassifierError`]s
+/// passed on as they are. The classifier around it still checks every decision
+/// against the questions, applies cancellation, and reports metrics.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use serde_json::json;
+/// use toolnexus::classifier::*;
+/// use toolnexus::client::BoxFuture;
+///
+/// /// Counts the calls that reach the classifier it wraps.
+/// struct Counting { inner: Classifier, calls: AtomicUsize }
+///
+/// impl Evaluator for Counting {
+///     fn call(&self, ctx: EvalContext, request: EvalRequest) -> BoxFuture<Result<Decision, ClassifierError>> {
+///         self.calls.fetch_add(1, Ordering::Relaxed);
+///         self.inner.call(ctx, request)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), ClassifierError> {
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let recorded = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Static,
+///     decisions: vec![RecordedDecision {
+///         state: json!("hi"),
+///         questions: qs.clone(),
+///         response: br#"{"model":"jev-1.13","answers":{"spam":{"type":"noul","noul":0.02}}}"#.to_vec(),
+///     }],
+///     ..Default::default()
+/// })?;
+/// let counting = Arc::new(Counting { inner: recorded, calls: AtomicUsize::new(0) });
+/// let judge = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     evaluator: Some(counting.clone()),
+///     ..Default::default()
+/// })?;
+/// assert_eq!(judge.evaluate(json!("hi"), &qs).await?.noul("spam")?.noul, 0.02);
+/// assert_eq!(counting.calls.load(Ordering::Relaxed), 1);
+/// # Ok(())
+/// # }
+/// ```
+pub trait Evaluator: Send + Sync + 'static {
+    /// Evaluates one request.
+    fn call(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>>;
+
+    /// Evaluates one request, with the backend's request id and the keys of
+    /// answers dropped because nobody asked them. The default wraps
+    /// [`call`](Evaluator::call); a [`Classifier`] fills in both.
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        let fut = self.call(ctx, request);
+        Box::pin(async move { fut.await.map(Evaluated::new) })
+    }
+}
+
+/// A classifier is an evaluator: wrap it to add behaviour around it.
+impl Evaluator for Classifier {
+    fn call(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>> {
+        let me = self.clone();
+        Box::pin(async move { me.evaluate_request(ctx, request).await.map(|e| e.decision) })
+    }
+
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        let me = self.clone();
+        Box::pin(async move { me.evaluate_request(ctx, request).await })
+    }
+}
+
+/// The tape's closures as an [`Evaluator`].
+struct FnEvaluator(NativeFn);
+
+impl Evaluator for FnEvaluator {
+    fn call(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>> {
+        let fut = (self.0)(ctx, request);
+        Box::pin(async move { fut.await.map(|e| e.decision) })
+    }
+
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        (self.0)(ctx, request)
+    }
+}
+
 /// The parts of an [`EvalRequest`] beyond state and questions, borrowed.
 #[derive(Clone, Copy)]
 pub(crate) struct Extras<'a> {
@@ -299,19 +446,24 @@ impl Extras<'static> {
 // One engine lives per classifier, behind the `Arc`: variant size does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Engine {
+    #[cfg(feature = "http")]
     SystemOne(HttpBackend),
     Static(ReplayBackend),
     Custom(EvaluateFn),
+    #[cfg(feature = "http")]
     Llm(crate::client::Client),
     /// A crate-internal closure whose errors surface unchanged (the judge's tapes).
-    Native(NativeFn),
+    Evaluator(Arc<dyn Evaluator>),
 }
 
 /// Like [`EvaluateFn`], but it takes the whole request and its error is a
 /// [`ClassifierError`] passed on as is, so a tape can return `tape: …` misses
 /// and recorded failures with their kind, and record request ids.
 pub(crate) type NativeFn = Arc<
-    dyn Fn(EvalContext, EvalRequest) -> crate::client::BoxFuture<Result<Evaluated, ClassifierError>>
+    dyn Fn(
+            EvalContext,
+            EvalRequest,
+        ) -> crate::context::BoxFuture<Result<Evaluated, ClassifierError>>
         + Send
         + Sync,
 >;
@@ -322,7 +474,7 @@ pub(crate) fn native_classifier(style: ClassifierStyle, model: String, f: Native
         inner: Arc::new(Inner {
             style,
             model,
-            engine: Engine::Native(f),
+            engine: Engine::Evaluator(Arc::new(FnEvaluator(f))),
             on_metric: None,
             batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
             warned: Mutex::new(HashSet::new()),
@@ -361,6 +513,7 @@ impl std::fmt::Debug for Classifier {
         let mut d = f.debug_struct("Classifier");
         d.field("style", &self.inner.style)
             .field("model", &self.inner.model);
+        #[cfg(feature = "http")]
         if let Engine::SystemOne(b) = &self.inner.engine {
             d.field("endpoint", &b.endpoint());
         }
@@ -396,23 +549,36 @@ impl std::fmt::Debug for Classifier {
 pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, ClassifierError> {
     let r = options::resolve(&options)?;
     let engine = match options.style {
+        #[cfg(feature = "http")]
         ClassifierStyle::SystemOne => Engine::SystemOne(HttpBackend::new(&options, &r)?),
+        #[cfg(not(feature = "http"))]
+        ClassifierStyle::SystemOne | ClassifierStyle::Llm => {
+            return Err(msg::needs_http(options.style.as_str()));
+        }
         ClassifierStyle::Static => {
             if options.decisions.is_empty() {
-                return Err(msg::config("style \"static\" requires Decisions"));
+                return Err(msg::requires("static", "Decisions"));
             }
             Engine::Static(ReplayBackend::new(&r.model, &options.decisions)?)
         }
-        ClassifierStyle::Custom => match options.evaluate.clone() {
-            Some(f) => Engine::Custom(f),
-            None => return Err(msg::config("style \"custom\" requires Evaluate")),
+        ClassifierStyle::Custom => match (options.evaluator.clone(), options.evaluate.clone()) {
+            (Some(_), Some(_)) => {
+                return Err(msg::custom_both());
+            }
+            (Some(e), None) => Engine::Evaluator(e),
+            (None, Some(f)) => Engine::Custom(f),
+            (None, None) => {
+                return Err(msg::requires("custom", "Evaluate"));
+            }
         },
+        #[cfg(feature = "http")]
         ClassifierStyle::Llm => match options.client.clone() {
             Some(c) => Engine::Llm(c),
-            None => return Err(msg::config("style \"llm\" requires Client")),
+            None => return Err(msg::requires("llm", "Client")),
         },
     };
     let model = match &engine {
+        #[cfg(feature = "http")]
         Engine::Llm(c) if options.model.trim().is_empty() => c.model().to_string(),
         _ => r.model.clone(),
     };
@@ -608,6 +774,7 @@ impl Classifier {
     ) -> Result<Evaluated, ClassifierError> {
         let style = self.inner.style.as_str();
         match &self.inner.engine {
+            #[cfg(feature = "http")]
             Engine::SystemOne(b) => b.evaluate(ctx, &state, questions, extras).await,
             Engine::Static(b) => {
                 if ctx.cancel.is_cancelled() {
@@ -627,11 +794,12 @@ impl Classifier {
                     .await
                     .map(Evaluated::new)
             }
+            #[cfg(feature = "http")]
             Engine::Llm(c) => {
                 extras.refuse_beyond(style, &self.inner.model)?;
                 backend::llm::evaluate(c, ctx, &state, questions).await
             }
-            Engine::Native(f) => {
+            Engine::Evaluator(f) => {
                 let request = EvalRequest {
                     state,
                     questions: questions.clone(),
@@ -639,7 +807,7 @@ impl Classifier {
                     assets: extras.assets.clone(),
                     extra: extras.extra.clone(),
                 };
-                let fut = f(ctx.clone(), request);
+                let fut = f.call_full(ctx.clone(), request);
                 match ctx.cancel.run_until_cancelled(fut).await {
                     None => Err(msg::cancelled()),
                     Some(r) => r,
@@ -662,7 +830,7 @@ impl Classifier {
             // A wrapped classifier (a tape recorder) has already reported what it
             // dropped, scrubbed with the secrets only it knows.
             let reported = match self.inner.engine {
-                Engine::Native(_) => e.dropped.len(),
+                Engine::Evaluator(_) => e.dropped.len(),
                 _ => 0,
             };
             let more = check_coherence(&mut e.decision, questions)?;
@@ -687,7 +855,9 @@ impl Classifier {
     /// `text` without the secrets of this classifier's HTTP backend, if it has one.
     fn scrub(&self, text: &str) -> String {
         match &self.inner.engine {
+            #[cfg(feature = "http")]
             Engine::SystemOne(b) => b.scrub(text),
+            #[cfg(feature = "http")]
             Engine::Llm(c) => c.scrub(text),
             _ => text.to_string(),
         }

@@ -69,8 +69,9 @@ use crate::defaults::{
     DEFAULT_TIMEOUT_MS,
 };
 use crate::error::{ClassifierError, Scope, msg};
+pub use crate::http::HttpClient;
 use crate::http::{Auth, Transport, TransportConfig};
-use crate::retry::OnErrorFn;
+use crate::retry::{Jitter, OnErrorFn};
 
 mod chat;
 
@@ -230,6 +231,8 @@ pub struct ClientOptions {
     /// Total retry budget of one call in milliseconds, attempts and waits
     /// together: 0 means the default (30 000).
     pub retry_budget_ms: u64,
+    /// How backoff waits are spread (default full jitter; `Retry-After` stays exact).
+    pub retry_jitter: Jitter,
     /// HTTP statuses to retry on top of the default set (it only adds).
     pub retryable_statuses: Vec<u16>,
     /// Overrides the retry decision per failed attempt.
@@ -252,6 +255,9 @@ pub struct ClientOptions {
     /// Top-level body fields merged over the built request (a key here wins),
     /// e.g. `response_format` or a provider's routing options.
     pub request_params: Map<String, Value>,
+    /// The connection pool to send through; `None` shares the process-wide one
+    /// ([`HttpClient::shared`]).
+    pub http: Option<HttpClient>,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -266,6 +272,7 @@ impl fmt::Debug for ClientOptions {
             .field("retries", &self.retries)
             .field("retry_base_ms", &self.retry_base_ms)
             .field("retry_budget_ms", &self.retry_budget_ms)
+            .field("retry_jitter", &self.retry_jitter)
             .field("retryable_statuses", &self.retryable_statuses)
             .field("on_error", &self.on_error.is_some())
             .field("max_response_bytes", &self.max_response_bytes)
@@ -277,6 +284,7 @@ impl fmt::Debug for ClientOptions {
                 "request_params",
                 &self.request_params.keys().collect::<Vec<_>>(),
             )
+            .field("http", &self.http)
             .finish()
     }
 }
@@ -357,21 +365,13 @@ fn client_config(text: impl fmt::Display) -> ClassifierError {
 /// ```
 pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> {
     let model = options.model.trim().to_string();
-    // A query on the base URL (Azure's `?api-version=…`) stays after the path.
-    let raw = options.base_url.trim();
-    let (root, query) = raw.split_at(raw.find(['?', '#']).unwrap_or(raw.len()));
-    let base_url = root.trim_end_matches('/').to_string();
-    if base_url.is_empty() {
+    if options.base_url.trim().is_empty() {
         return Err(client_config(
             "base_url is required (e.g. \"https://api.openai.com/v1\")",
         ));
     }
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(client_config(format!(
-            "base_url {:?} is not an http(s) URL",
-            crate::http::redact_url(&base_url)
-        )));
-    }
+    let endpoint =
+        crate::http::endpoint_url(Scope::Client, &options.base_url, options.style.path())?;
     if model.is_empty() {
         return Err(client_config("model is required (the model id to ask for)"));
     }
@@ -393,7 +393,8 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
     let nz = |v: u64, d: u64| if v == 0 { d } else { v };
     let transport = Transport::new(TransportConfig {
         scope: Scope::Client,
-        endpoint: format!("{base_url}{}{query}", options.style.path()),
+        endpoint,
+        http: options.http.clone(),
         api_key_env: options.api_key_env.trim().to_string(),
         auth,
         headers: options
@@ -410,6 +411,7 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
         },
         retry_base: Duration::from_millis(nz(options.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
         retry_budget: Duration::from_millis(nz(options.retry_budget_ms, DEFAULT_RETRY_BUDGET_MS)),
+        jitter: options.retry_jitter,
         extra_retryable: options.retryable_statuses.clone(),
         on_error: options.on_error.clone(),
         max_response_bytes: if options.max_response_bytes == 0 {

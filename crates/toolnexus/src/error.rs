@@ -595,6 +595,15 @@ pub(crate) mod msg {
         ClassifierError::scoped(ErrorKind::Config, scope, text.to_string())
     }
 
+    /// A style's missing ingredient: `style "custom" requires Evaluate`.
+    pub(crate) fn requires(style: &str, field: &str) -> ClassifierError {
+        config(format!("style {style:?} requires {field}"))
+    }
+
+    pub(crate) fn custom_both() -> ClassifierError {
+        config("style \"custom\" takes Evaluate or Evaluator, not both")
+    }
+
     pub(crate) fn unknown_kind(name: &str) -> ClassifierError {
         let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
         config(format!(
@@ -759,7 +768,7 @@ pub(crate) mod msg {
     }
 
     pub(crate) fn bad_endpoint(scope: Scope, shown: &str, e: impl Display) -> ClassifierError {
-        scoped_config(scope, format!("endpoint {shown:?} is not a valid URL: {e}"))
+        scoped_config(scope, format!("base_url {shown:?} is not a valid URL: {e}"))
     }
 
     pub(crate) fn bad_header_name(scope: Scope, name: &str) -> ClassifierError {
@@ -781,6 +790,21 @@ pub(crate) mod msg {
             scope,
             format!("the API key in ${env} is not a valid header value"),
         )
+    }
+
+    #[cfg(not(feature = "http"))]
+    pub(crate) fn needs_http(style: &str) -> ClassifierError {
+        config(format!(
+            "style {style:?} needs the crate's \"http\" feature (built without it)"
+        ))
+    }
+
+    pub(crate) fn http_client_setting(text: impl Display) -> ClassifierError {
+        config(format!("http client: {text}"))
+    }
+
+    pub(crate) fn not_http(scope: Scope, shown: &str) -> ClassifierError {
+        scoped_config(scope, format!("base_url {shown:?} is not an http(s) URL"))
     }
 
     pub(crate) fn http_client(scope: Scope) -> ClassifierError {

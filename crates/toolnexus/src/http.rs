@@ -1,9 +1,16 @@
-//! The one HTTP transport of the crate: a JSON POST with per-attempt timeouts,
-//! classified retries with backoff and `Retry-After`, cancellation, a response
-//! size cap, `${ENV}` header expansion and secret scrubbing. The System One
-//! backend and the chat client both send through it; this is the only module
-//! that names `reqwest`.
+//! The one HTTP transport of the crate, and [`HttpClient`], the connection pool
+//! it sends through.
+//!
+//! Every System One classifier and every chat [`Client`](crate::client::Client)
+//! sends a JSON POST with per-attempt timeouts, classified retries with backoff
+//! and `Retry-After`, cancellation, a response size cap, `${ENV}` header
+//! expansion and secret scrubbing, through an [`HttpClient`]: the one you hand
+//! them, or one process-wide pool created on first use. This is the only module
+//! that names `reqwest`, and it exists only with the `http` feature (on by
+//! default).
 
+use std::fmt;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -11,7 +18,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ClassifierError, Scope, msg};
-use crate::retry::{ErrorInfo, ErrorTier, OnErrorFn, backoff, classify, retry_after_from};
+pub(crate) use crate::redact::redact_url;
+use crate::retry::{
+    ErrorInfo, ErrorTier, Jitter, JitterSource, OnErrorFn, backoff, classify, retry_after_from,
+};
 
 /// The most of an error body that is read to find the backend's cause.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -27,11 +37,235 @@ pub(crate) enum Auth {
     Header(&'static str),
 }
 
+/// A shareable HTTP connection pool: clone it into any number of classifiers
+/// and chat clients (`ClassifierOptions::http`, `ClientOptions::http`) and they
+/// reuse each other's connections. Cheap to clone; opaque.
+///
+/// Nothing reads the environment: no proxy is used unless one is named with
+/// [`HttpClientBuilder::proxy`], or [`HttpClientBuilder::proxy_from_env`] asks
+/// for `HTTP(S)_PROXY`/`NO_PROXY`. Left unset, classifiers and clients share one
+/// process-wide pool built with the defaults on first use.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolnexus::classifier::{ClassifierOptions, create_classifier};
+/// use toolnexus::http::HttpClient;
+///
+/// let pool = HttpClient::builder()
+///     .connect_timeout(Duration::from_secs(3))
+///     .pool_idle_timeout(Duration::from_secs(30))
+///     .build()?;
+/// let a = create_classifier(ClassifierOptions { http: Some(pool.clone()), ..Default::default() })?;
+/// let b = create_classifier(ClassifierOptions { http: Some(pool), model: "jev-1.13".into(), ..Default::default() })?;
+/// # let _ = (a, b);
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: reqwest::Client,
+    /// Shown by `Debug` instead of the proxy URL, which may hold credentials.
+    proxied: bool,
+}
+
+impl fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("proxied", &self.proxied)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClient {
+    /// A new pool with the defaults (no proxy, the platform's Mozilla roots
+    /// bundled by rustls, no connect timeout beyond the attempt's own).
+    ///
+    /// ```
+    /// let pool = toolnexus::http::HttpClient::new()?;
+    /// assert!(format!("{pool:?}").starts_with("HttpClient"));
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn new() -> Result<HttpClient, crate::error::ClassifierError> {
+        HttpClient::builder().build()
+    }
+
+    /// A builder for a pool with a proxy, extra roots or other timeouts.
+    ///
+    /// ```
+    /// let b = toolnexus::http::HttpClient::builder().pool_max_idle_per_host(4);
+    /// # let _ = b;
+    /// ```
+    pub fn builder() -> HttpClientBuilder {
+        HttpClientBuilder::default()
+    }
+
+    /// The process-wide pool every classifier and client without an
+    /// [`HttpClient`] of its own shares, created on first use.
+    ///
+    /// ```
+    /// let a = toolnexus::http::HttpClient::shared()?;
+    /// let b = toolnexus::http::HttpClient::shared()?;
+    /// # let _ = (a, b);
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn shared() -> Result<HttpClient, crate::error::ClassifierError> {
+        static SHARED: OnceLock<HttpClient> = OnceLock::new();
+        if let Some(c) = SHARED.get() {
+            return Ok(c.clone());
+        }
+        let built = HttpClient::new()?;
+        Ok(SHARED.get_or_init(|| built).clone())
+    }
+}
+
+/// Builds an [`HttpClient`]. Every setting is optional.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolnexus::http::HttpClient;
+///
+/// let pool = HttpClient::builder()
+///     .proxy("http://proxy.internal:3128")
+///     .connect_timeout(Duration::from_secs(2))
+///     .build()?;
+/// assert!(format!("{pool:?}").contains("proxied: true"));
+/// let e = HttpClient::builder().add_root_pem(b"not a certificate").build().unwrap_err();
+/// assert!(e.to_string().starts_with("classifier: http client: root certificate 1 is not PEM"), "{e}");
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct HttpClientBuilder {
+    proxy: Option<String>,
+    env_proxies: bool,
+    roots: Vec<Vec<u8>>,
+    connect_timeout: Option<Duration>,
+    pool_idle_timeout: Option<Duration>,
+    pool_max_idle_per_host: Option<usize>,
+}
+
+impl fmt::Debug for HttpClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClientBuilder")
+            .field("proxy", &self.proxy.as_deref().map(redact_url))
+            .field("env_proxies", &self.env_proxies)
+            .field("roots", &self.roots.len())
+            .field("connect_timeout", &self.connect_timeout)
+            .field("pool_idle_timeout", &self.pool_idle_timeout)
+            .field("pool_max_idle_per_host", &self.pool_max_idle_per_host)
+            .finish()
+    }
+}
+
+impl HttpClientBuilder {
+    /// Sends every request through this proxy (`http://`, `https://` or
+    /// `socks5://` if reqwest supports it in this build).
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+
+    /// Reads `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` from the environment
+    /// when the pool is built. Off unless asked for.
+    pub fn proxy_from_env(mut self) -> Self {
+        self.env_proxies = true;
+        self
+    }
+
+    /// Trusts one more root certificate (PEM), on top of the bundled roots.
+    pub fn add_root_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.roots.push(pem.into());
+        self
+    }
+
+    /// Bounds the TCP (and TLS) connect; the attempt's `timeout_ms` still
+    /// bounds the whole request.
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = Some(d);
+        self
+    }
+
+    /// How long an idle connection is kept for reuse.
+    pub fn pool_idle_timeout(mut self, d: Duration) -> Self {
+        self.pool_idle_timeout = Some(d);
+        self
+    }
+
+    /// The most idle connections kept per host.
+    pub fn pool_max_idle_per_host(mut self, n: usize) -> Self {
+        self.pool_max_idle_per_host = Some(n);
+        self
+    }
+
+    /// Builds the pool. A proxy that is not a URL or a root that is not PEM is
+    /// a `classifier: http client: …` configuration error.
+    pub fn build(self) -> Result<HttpClient, crate::error::ClassifierError> {
+        let mut b = reqwest::Client::builder()
+            .use_rustls_tls()
+            .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")));
+        if !self.env_proxies {
+            b = b.no_proxy();
+        }
+        let proxied = self.proxy.is_some() || self.env_proxies;
+        if let Some(p) = &self.proxy {
+            let proxy = reqwest::Proxy::all(p.as_str()).map_err(|e| {
+                msg::http_client_setting(format!(
+                    "proxy {:?} is not a valid URL: {e}",
+                    redact_url(p)
+                ))
+            })?;
+            b = b.proxy(proxy);
+        }
+        for (i, pem) in self.roots.iter().enumerate() {
+            let cert = reqwest::Certificate::from_pem(pem).map_err(|_| {
+                msg::http_client_setting(format!("root certificate {} is not PEM", i + 1))
+            })?;
+            b = b.add_root_certificate(cert);
+        }
+        if let Some(d) = self.connect_timeout {
+            b = b.connect_timeout(d);
+        }
+        if let Some(d) = self.pool_idle_timeout {
+            b = b.pool_idle_timeout(d);
+        }
+        if let Some(n) = self.pool_max_idle_per_host {
+            b = b.pool_max_idle_per_host(n);
+        }
+        let inner = b
+            .build()
+            .map_err(|e| msg::http_client(Scope::Classifier).with_source(e))?;
+        Ok(HttpClient { inner, proxied })
+    }
+}
+
+/// `base_url` + `/path`, parsed once: the query (Azure's `?api-version=…`)
+/// stays after the path, a trailing `/` is not doubled, and only `http(s)`
+/// is accepted. The one resolution System One and the chat client share.
+pub(crate) fn endpoint_url(
+    scope: Scope,
+    base_url: &str,
+    path: &str,
+) -> Result<reqwest::Url, ClassifierError> {
+    let raw = base_url.trim();
+    let shown = redact_url(raw);
+    let mut url = reqwest::Url::parse(raw).map_err(|e| msg::bad_endpoint(scope, &shown, e))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(msg::not_http(scope, &shown));
+    }
+    let joined = format!(
+        "{}/{}",
+        url.path().trim_end_matches('/'),
+        path.trim_start_matches('/')
+    );
+    url.set_path(&joined);
+    Ok(url)
+}
+
 /// Everything the transport needs, resolved.
 pub(crate) struct TransportConfig {
     /// Whose messages: `classifier: …` or `client: …`.
     pub scope: Scope,
-    pub endpoint: String,
+    pub endpoint: reqwest::Url,
+    /// The pool to send through; `None` is the process-wide one.
+    pub http: Option<HttpClient>,
     pub api_key_env: String,
     pub auth: Auth,
     /// User headers; values may hold `${ENV}` references expanded per call.
@@ -44,6 +278,7 @@ pub(crate) struct TransportConfig {
     /// The most a call may spend on attempts and waits before a retry is
     /// given up: a retry whose wait would reach it is not made.
     pub retry_budget: Duration,
+    pub jitter: Jitter,
     pub extra_retryable: Vec<u16>,
     pub on_error: Option<OnErrorFn>,
     pub max_response_bytes: usize,
@@ -56,6 +291,7 @@ pub(crate) struct Transport {
     shown: String,
     cfg: TransportConfig,
     header_names: Vec<HeaderName>,
+    jitter: JitterSource,
 }
 
 impl std::fmt::Debug for Transport {
@@ -77,28 +313,28 @@ pub(crate) struct Response {
 
 impl Transport {
     pub(crate) fn new(cfg: TransportConfig) -> Result<Transport, ClassifierError> {
-        let shown = redact_url(&cfg.endpoint);
-        let url = reqwest::Url::parse(&cfg.endpoint)
-            .map_err(|e| msg::bad_endpoint(cfg.scope, &shown, e))?;
+        let shown = redact_url(cfg.endpoint.as_str());
+        let cfg_jitter = cfg.jitter;
+        let url = cfg.endpoint.clone();
         let mut header_names = Vec::with_capacity(cfg.headers.len());
         for (name, _) in &cfg.headers {
             let n = HeaderName::from_bytes(name.trim().as_bytes())
                 .map_err(|_| msg::bad_header_name(cfg.scope, name))?;
             header_names.push(n);
         }
-        // Proxies only when asked for: the environment is never read here.
-        let client = reqwest::Client::builder()
-            .use_rustls_tls()
-            .no_proxy()
-            .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| msg::http_client(cfg.scope).with_source(e))?;
+        // Proxies only when the pool was built to use them: the environment is
+        // never read here.
+        let client = match &cfg.http {
+            Some(c) => c.inner.clone(),
+            None => HttpClient::shared()?.inner,
+        };
         Ok(Transport {
             client,
             url,
             shown,
             cfg,
             header_names,
+            jitter: JitterSource::new(cfg_jitter),
         })
     }
 
@@ -145,7 +381,12 @@ impl Transport {
                 }
             };
             let retryable = classify(&err, &self.cfg.extra_retryable);
-            let delay = backoff(self.cfg.retry_base, attempt, err.retry_after());
+            let delay = backoff(
+                self.cfg.retry_base,
+                attempt,
+                err.retry_after(),
+                &self.jitter,
+            );
             let tier = match &self.cfg.on_error {
                 Some(f) => f(&ErrorInfo {
                     attempt,
@@ -414,20 +655,6 @@ pub(crate) fn expand_env(template: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// A URL as it may appear in a message: no `user:pass@`, no query, no fragment.
-pub(crate) fn redact_url(url: &str) -> String {
-    let cut = url.find(['?', '#']).map_or(url, |i| &url[..i]);
-    match cut.find("://") {
-        Some(i) => {
-            let (scheme, rest) = cut.split_at(i + 3);
-            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-            let host = authority.rsplit('@').next().unwrap_or(authority);
-            format!("{scheme}{host}{path}")
-        }
-        None => cut.to_string(),
-    }
 }
 
 /// The backend's own words from an error body, read as the official clients

@@ -62,20 +62,30 @@
 //!
 //! Modules: [`classifier`] (the seam), [`client`] (the small chat client and
 //! [`BoxFuture`](client::BoxFuture)).
+//! With the `test-util` feature, `testing`: a loopback fake System One and chat
+//! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
 #![warn(missing_docs)]
+// Without the `http` feature the transport's helpers (retry waits, HTTP messages)
+// have no caller; they stay compiled so both builds share one source.
+#![cfg_attr(not(feature = "http"), allow(dead_code))]
 
 mod canonical;
 mod context;
 mod defaults;
 mod error;
 mod json;
+mod redact;
 mod retry;
 mod usage;
 
-mod http;
+#[cfg(feature = "http")]
+pub mod http;
 
+#[cfg(feature = "http")]
 pub mod client;
 
 pub mod classifier;
 pub mod judge;
+#[cfg(feature = "test-util")]
+pub mod testing;

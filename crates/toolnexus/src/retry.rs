@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::ClassifierError;
 
@@ -81,13 +82,94 @@ pub(crate) fn classify(error: &ClassifierError, extra: &[u16]) -> bool {
     error.is_retryable() || error.status().is_some_and(|s| extra.contains(&s))
 }
 
+/// How a computed backoff is spread, so that many clients failing together do
+/// not retry in lock-step. A wait the server asked for (`Retry-After`) is kept
+/// exact whatever this says.
+///
+/// ```
+/// use toolnexus::classifier::{ClassifierOptions, Jitter};
+///
+/// // Reproducible waits in a test: the same seed gives the same delays.
+/// let opts = ClassifierOptions { retry_jitter: Jitter::Seeded(7), ..Default::default() };
+/// assert_eq!(Jitter::default(), Jitter::Full);
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Jitter {
+    /// Full jitter: each wait is drawn uniformly from `0..=base × 2^attempt`.
+    #[default]
+    Full,
+    /// Full jitter from a fixed seed: the same sequence of waits every run.
+    Seeded(u64),
+    /// No jitter: exactly `base × 2^attempt`.
+    Off,
+}
+
+/// The random source of one transport's jitter (splitmix64: tiny, lock-free,
+/// good enough to spread retries; not for secrets).
+#[derive(Debug)]
+pub(crate) struct JitterSource {
+    jitter: Jitter,
+    state: AtomicU64,
+}
+
+impl JitterSource {
+    pub(crate) fn new(jitter: Jitter) -> JitterSource {
+        let seed = match jitter {
+            Jitter::Seeded(s) => s,
+            _ => {
+                static COUNTER: AtomicU64 = AtomicU64::new(0);
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64);
+                now ^ COUNTER.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+            }
+        };
+        JitterSource {
+            jitter,
+            state: AtomicU64::new(seed),
+        }
+    }
+
+    fn next(&self) -> u64 {
+        let mut z = self
+            .state
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// `cap` spread as configured.
+    pub(crate) fn spread(&self, cap: Duration) -> Duration {
+        match self.jitter {
+            Jitter::Off => cap,
+            Jitter::Full | Jitter::Seeded(_) => {
+                let nanos = cap.as_nanos().min(u64::MAX as u128) as u64;
+                if nanos == 0 {
+                    return cap;
+                }
+                Duration::from_nanos(self.next() % (nanos + 1))
+            }
+        }
+    }
+}
+
 /// The delay before retry number `attempt + 1`: `Retry-After` when the backend
-/// sent one (cut to [`MAX_RETRY_AFTER`]), else `base × 2^attempt`.
-pub(crate) fn backoff(base: Duration, attempt: u32, retry_after: Option<Duration>) -> Duration {
+/// sent one (cut to [`MAX_RETRY_AFTER`], exact), else `base × 2^attempt` spread
+/// by `jitter`.
+pub(crate) fn backoff(
+    base: Duration,
+    attempt: u32,
+    retry_after: Option<Duration>,
+    jitter: &JitterSource,
+) -> Duration {
     if let Some(ra) = retry_after {
         return ra.min(MAX_RETRY_AFTER);
     }
-    base.saturating_mul(2u32.saturating_pow(attempt.min(20)))
+    jitter.spread(base.saturating_mul(2u32.saturating_pow(attempt.min(20))))
 }
 
 /// Reads a `Retry-After` value in seconds (`"3"`, `"1.5"`); anything else
@@ -206,19 +288,39 @@ mod tests {
 
     #[test]
     fn backoff_doubles_from_the_base_and_retry_after_wins() {
+        let off = JitterSource::new(Jitter::Off);
         let base = Duration::from_millis(500);
-        assert_eq!(backoff(base, 0, None), Duration::from_millis(500));
-        assert_eq!(backoff(base, 1, None), Duration::from_millis(1000));
-        assert_eq!(backoff(base, 3, None), Duration::from_millis(4000));
+        assert_eq!(backoff(base, 0, None, &off), Duration::from_millis(500));
+        assert_eq!(backoff(base, 1, None, &off), Duration::from_millis(1000));
+        assert_eq!(backoff(base, 3, None, &off), Duration::from_millis(4000));
         assert_eq!(
-            backoff(base, 0, Some(Duration::from_secs(2))),
+            backoff(base, 0, Some(Duration::from_secs(2)), &off),
             Duration::from_secs(2)
         );
         assert_eq!(
-            backoff(base, 0, Some(Duration::from_secs(3600))),
+            backoff(base, 0, Some(Duration::from_secs(3600)), &off),
             MAX_RETRY_AFTER
         );
-        assert!(backoff(base, 200, None) > Duration::ZERO);
+        assert!(backoff(base, 200, None, &off) > Duration::ZERO);
+    }
+
+    #[test]
+    fn full_jitter_stays_under_the_cap_and_a_seed_repeats() {
+        let base = Duration::from_millis(100);
+        let a = JitterSource::new(Jitter::Seeded(42));
+        let b = JitterSource::new(Jitter::Seeded(42));
+        let waits: Vec<Duration> = (0..50).map(|n| backoff(base, n % 4, None, &a)).collect();
+        let again: Vec<Duration> = (0..50).map(|n| backoff(base, n % 4, None, &b)).collect();
+        assert_eq!(waits, again, "the same seed gives the same waits");
+        for (n, w) in waits.iter().enumerate() {
+            assert!(*w <= base * 2u32.pow(n as u32 % 4), "{n}: {w:?}");
+        }
+        assert!(waits.windows(2).any(|w| w[0] != w[1]), "spread, not fixed");
+        // A wait the server asked for is exact.
+        let ra = Some(Duration::from_millis(1234));
+        assert_eq!(backoff(base, 0, ra, &a), Duration::from_millis(1234));
+        let full = JitterSource::new(Jitter::Full);
+        assert!(backoff(base, 0, None, &full) <= base);
     }
 
     #[test]

@@ -12,11 +12,14 @@ use serde_json::{Map, Value};
 use super::EvalContext;
 use super::decision::Decision;
 use super::question::Questions;
+#[cfg(feature = "http")]
 use crate::client::Client;
 use crate::context::BoxFuture;
 use crate::defaults::*;
 use crate::error::{ClassifierError, msg};
-use crate::retry::OnErrorFn;
+#[cfg(feature = "http")]
+use crate::http::HttpClient;
+use crate::retry::{Jitter, OnErrorFn};
 
 /// How a classifier reaches a judgment.
 ///
@@ -286,6 +289,10 @@ pub struct ClassifierOptions {
     /// together: 0 means the default (30 000). A retry whose wait would reach
     /// it is not made; the last error is returned.
     pub retry_budget_ms: u64,
+    /// How backoff waits are spread: full jitter by default (each wait drawn
+    /// from `0..=retry_base_ms × 2^attempt`), [`Jitter::Seeded`] for
+    /// reproducible tests, [`Jitter::Off`] for none. `Retry-After` stays exact.
+    pub retry_jitter: Jitter,
     /// HTTP statuses to retry on top of the default set (it only adds).
     pub retryable_statuses: Vec<u16>,
     /// Overrides the retry decision per failed attempt.
@@ -297,9 +304,17 @@ pub struct ClassifierOptions {
     /// Receives metrics.
     pub on_metric: Option<MetricFn>,
     /// The chat client the Llm style talks through.
+    #[cfg(feature = "http")]
     pub client: Option<Client>,
+    /// The connection pool the System One style sends through; `None` shares
+    /// the process-wide one ([`HttpClient::shared`]).
+    #[cfg(feature = "http")]
+    pub http: Option<HttpClient>,
     /// The closure of the Custom style.
     pub evaluate: Option<EvaluateFn>,
+    /// The typed evaluator of the Custom style (instead of `evaluate`): takes
+    /// the whole request, and its errors pass through as they are.
+    pub evaluator: Option<Arc<dyn super::Evaluator>>,
     /// The recordings of the Static style.
     pub decisions: Vec<RecordedDecision>,
     /// Cap on a response body, in bytes.
@@ -310,10 +325,10 @@ pub struct ClassifierOptions {
 
 impl fmt::Debug for ClassifierOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClassifierOptions")
-            .field("style", &self.style)
+        let mut d = f.debug_struct("ClassifierOptions");
+        d.field("style", &self.style)
             .field("backend", &self.backend)
-            .field("base_url", &crate::http::redact_url(&self.base_url))
+            .field("base_url", &crate::redact::redact_url(&self.base_url))
             .field("model", &self.model)
             .field("api_key_env", &self.api_key_env)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
@@ -321,6 +336,7 @@ impl fmt::Debug for ClassifierOptions {
             .field("retries", &self.retries)
             .field("retry_base_ms", &self.retry_base_ms)
             .field("retry_budget_ms", &self.retry_budget_ms)
+            .field("retry_jitter", &self.retry_jitter)
             .field("retryable_statuses", &self.retryable_statuses)
             .field("on_error", &self.on_error.is_some())
             .field(
@@ -329,9 +345,11 @@ impl fmt::Debug for ClassifierOptions {
             )
             .field("body_transform", &self.body_transform.is_some())
             .field("on_metric", &self.on_metric.is_some())
-            .field("client", &self.client)
             .field("evaluate", &self.evaluate.is_some())
-            .field("decisions", &self.decisions.len())
+            .field("evaluator", &self.evaluator.is_some());
+        #[cfg(feature = "http")]
+        d.field("client", &self.client).field("http", &self.http);
+        d.field("decisions", &self.decisions.len())
             .field("max_response_bytes", &self.max_response_bytes)
             .field("batch_concurrency", &self.batch_concurrency)
             .finish()
@@ -366,12 +384,6 @@ pub(crate) fn resolve(o: &ClassifierOptions) -> Result<Resolved, ClassifierError
     let model = pick(&o.model, o.backend.default_model());
     let api_key_env = pick(&o.api_key_env, o.backend.default_api_key_env());
     if o.style == ClassifierStyle::SystemOne {
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(msg::config(format!(
-                "base_url {:?} is not an http(s) URL",
-                crate::http::redact_url(&base_url)
-            )));
-        }
         let host_is_openrouter = base_url
             .split("://")
             .nth(1)

@@ -9,19 +9,18 @@
 //! clock jump while a loopback answer is still in flight.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolnexus::classifier::{
-    ClassifierError, ClassifierOptions, Decision, ErrorKind, ErrorTier, EvalContext, MetricEvent,
-    NoulQuestion, Questions, create_classifier,
+    ClassifierError, ClassifierOptions, Decision, ErrorKind, ErrorTier, EvalContext, Jitter,
+    MetricEvent, NoulQuestion, Questions, create_classifier,
 };
 use toolnexus::client::{ChatMessage, ClientOptions, Style, create_client};
 
-use crate::support::{Reply, Server, set_env};
+use crate::support::{Reply, Server, suite_env};
 
 /// The key every fault case sends; no error text may ever hold it.
 const KEY: &str = "sk-FAULTS-4e1b7c90d2a35f68";
@@ -94,7 +93,7 @@ struct Knobs {
 
 /// Sends one request through `wire` and returns its outcome: `Ok(())` on success.
 async fn call(wire: Wire, server: &Server, knobs: &Knobs) -> Result<(), ClassifierError> {
-    set_env(KEY_ENV, KEY);
+    suite_env(KEY_ENV, KEY);
     let on_error = knobs.delays.clone().map(|sink| {
         let f: toolnexus::classifier::OnErrorFn = Arc::new(move |info| {
             sink.lock().unwrap().push(info.delay);
@@ -111,6 +110,7 @@ async fn call(wire: Wire, server: &Server, knobs: &Knobs) -> Result<(), Classifi
                 timeout_ms: TIMEOUT_MS,
                 retries: knobs.retries,
                 retry_base_ms: 1,
+                retry_jitter: Jitter::Off,
                 max_response_bytes: CAP,
                 on_error,
                 ..Default::default()
@@ -130,6 +130,7 @@ async fn call(wire: Wire, server: &Server, knobs: &Knobs) -> Result<(), Classifi
                 timeout_ms: TIMEOUT_MS,
                 retries: knobs.retries,
                 retry_base_ms: 1,
+                retry_jitter: Jitter::Off,
                 max_response_bytes: CAP,
                 on_error,
                 ..Default::default()
@@ -369,7 +370,7 @@ async fn run_table(wire: Wire) {
         let head = format!(
             "{}: POST http://{}{}: ",
             wire.prefix(),
-            server.addr,
+            server.addr(),
             wire.path()
         );
         let tail = e
@@ -546,9 +547,9 @@ async fn a_huge_streamed_body_is_refused_without_reading_it_all() {
         // Wait (bounded) for the server's writer to notice the client left.
         let observed = server.observed();
         let deadline = Instant::now() + NO_HANG;
-        while observed.chunked_hung_up.load(Ordering::SeqCst) == 0 {
+        while observed.chunked_hung_up() == 0 {
             assert!(
-                observed.chunked_completed.load(Ordering::SeqCst) == 0,
+                observed.chunked_completed() == 0,
                 "{wire:?}: the whole body was read"
             );
             assert!(
@@ -557,7 +558,7 @@ async fn a_huge_streamed_body_is_refused_without_reading_it_all() {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let sent = observed.chunked_bytes_sent.load(Ordering::SeqCst);
+        let sent = observed.chunked_bytes_sent();
         eprintln!("{wire:?}: server wrote {sent} of {TOTAL} bytes before the client hung up");
         // The client read at most the cap; the rest sat in socket buffers.
         assert!(sent < TOTAL / 4, "{wire:?}: {sent} bytes went out");
@@ -694,7 +695,7 @@ async fn ten_thousand_states_under_faults_lose_nothing() {
                     e.to_string(),
                     format!(
                         "classifier: POST http://{}/v1/systemone: HTTP {status}: {cause}",
-                        server.addr
+                        server.addr()
                     )
                 );
             }

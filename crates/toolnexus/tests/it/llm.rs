@@ -11,7 +11,7 @@ use toolnexus::classifier::{
 };
 use toolnexus::client::{ChatMessage, Client, ClientOptions, Style, create_client};
 
-use crate::support::{Reply, Request, Server, set_env};
+use crate::support::{Reply, Request, Server, suite_env};
 
 /// Every test here finishes in milliseconds; this only bounds a hang.
 const HANG_GUARD: Duration = Duration::from_secs(20);
@@ -122,7 +122,7 @@ fn user_content(r: &Request) -> String {
 
 #[tokio::test]
 async fn openai_request_carries_model_messages_and_bearer_key() {
-    set_env("TOOLNEXUS_IT_LLM_KEY_OPENAI", "sk-sentinel-openai-41d9");
+    suite_env("TOOLNEXUS_IT_LLM_KEY_OPENAI", "sk-sentinel-openai-41d9");
     let text = format!("Here is my judgment:\n```json\n{ANSWERS}\n```\nHope that helps {{:");
     let server = Server::start(vec![Reply::value(
         200,
@@ -195,7 +195,7 @@ async fn openai_request_carries_model_messages_and_bearer_key() {
 
 #[tokio::test]
 async fn anthropic_request_uses_x_api_key_and_version() {
-    set_env("TOOLNEXUS_IT_LLM_KEY_ANTHROPIC", "sk-ant-sentinel-77c1");
+    suite_env("TOOLNEXUS_IT_LLM_KEY_ANTHROPIC", "sk-ant-sentinel-77c1");
     let server = Server::start(vec![Reply::value(
         200,
         anthropic_reply(ANSWERS, "end_turn"),
@@ -429,7 +429,7 @@ async fn unusable_replies_are_clear_errors() {
 
 #[tokio::test]
 async fn provider_errors_keep_their_cause_and_auth_bodies_are_dropped() {
-    set_env("TOOLNEXUS_IT_LLM_KEY_PROVIDER", "sk-sentinel-provider-0b77");
+    suite_env("TOOLNEXUS_IT_LLM_KEY_PROVIDER", "sk-sentinel-provider-0b77");
     let server = Server::start(vec![Reply::value(
         400,
         json!({"error": {"message": "model \"test-model\" does not exist", "type": "invalid_request_error"}}),
@@ -582,8 +582,8 @@ async fn cancellation_and_timeouts_end_a_hung_call() {
 async fn secrets_never_show_in_errors_debug_or_metrics() {
     const KEY: &str = "sk-sentinel-secret-c0ffee51";
     const TEAM: &str = "team-token-sentinel-5eed";
-    set_env("TOOLNEXUS_IT_LLM_KEY_SECRET", KEY);
-    set_env("TOOLNEXUS_IT_LLM_TEAM_SECRET", TEAM);
+    suite_env("TOOLNEXUS_IT_LLM_KEY_SECRET", KEY);
+    suite_env("TOOLNEXUS_IT_LLM_TEAM_SECRET", TEAM);
     let server = Server::start(vec![
         Reply::value(
             500,

@@ -196,7 +196,7 @@ async fn every_error_body_the_api_sends_becomes_one_clear_cause() {
             e.to_string(),
             format!(
                 "classifier: POST http://{}/v1/systemone: HTTP {status}: {cause}",
-                server.addr
+                server.addr()
             )
         );
         assert_eq!(e.status(), Some(status));

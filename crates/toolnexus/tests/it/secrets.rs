@@ -21,7 +21,7 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
-use crate::support::{Reply, Server, set_env};
+use crate::support::{Reply, Server, suite_env};
 
 const KEY: &str = "sk-SWEEP-91c4e07b3a6d25f8";
 const HDR: &str = "hdr-SWEEP-5d0a8e3f71c2";
@@ -154,8 +154,8 @@ fn secret_headers() -> std::collections::BTreeMap<String, String> {
 }
 
 fn set_secrets() {
-    set_env(KEY_ENV, KEY);
-    set_env(HDR_ENV, HDR);
+    suite_env(KEY_ENV, KEY);
+    suite_env(HDR_ENV, HDR);
 }
 
 /// Decision bodies that smuggle the secrets into every backend-controlled string

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolnexus::classifier::*;
 
-use crate::support::{Reply, Server, closed_base_url, set_env};
+use crate::support::{Reply, Server, closed_base_url, suite_env};
 
 const OK_BODY: &str = r#"{"model":"typesafe/jev-1.13-20260917","calibrated":true,
   "answers":{"risk":{"type":"score","score":1.21,"legend":{"0":"harmless","1":"reversible","2":"destructive"},
@@ -75,17 +75,18 @@ async fn posts_the_exact_canonical_body_and_decodes_the_answer() {
 }
 
 #[tokio::test]
-async fn the_key_is_read_at_call_time_and_sent_as_bearer() {
+async fn an_empty_key_sends_no_header_and_a_key_is_sent_as_bearer() {
+    suite_env("TOOLNEXUS_IT_BEARER_EMPTY", "");
+    suite_env("TOOLNEXUS_IT_BEARER_KEY", "ts-key-123");
     let server = Server::start(vec![ok()]).await;
-    let judge = create_classifier(ClassifierOptions {
-        api_key_env: "TOOLNEXUS_IT_BEARER_KEY".into(),
-        ..options(&server)
-    })
-    .unwrap();
-    set_env("TOOLNEXUS_IT_BEARER_KEY", "");
-    judge.evaluate(json!(1), &questions()).await.unwrap();
-    set_env("TOOLNEXUS_IT_BEARER_KEY", "ts-key-123");
-    judge.evaluate(json!(1), &questions()).await.unwrap();
+    for var in ["TOOLNEXUS_IT_BEARER_EMPTY", "TOOLNEXUS_IT_BEARER_KEY"] {
+        let judge = create_classifier(ClassifierOptions {
+            api_key_env: var.into(),
+            ..options(&server)
+        })
+        .unwrap();
+        judge.evaluate(json!(1), &questions()).await.unwrap();
+    }
     let reqs = server.requests();
     assert!(
         !reqs[0].headers.contains_key("authorization"),
@@ -97,7 +98,7 @@ async fn the_key_is_read_at_call_time_and_sent_as_bearer() {
 #[tokio::test]
 async fn headers_expand_env_references_at_call_time() {
     let server = Server::start(vec![ok()]).await;
-    set_env("TOOLNEXUS_IT_HEADER_VALUE", "team-7");
+    suite_env("TOOLNEXUS_IT_HEADER_VALUE", "team-7");
     run(ClassifierOptions {
         headers: [(
             "X-Team".to_string(),
@@ -196,7 +197,7 @@ async fn retries_default_to_two_and_minus_one_means_none() {
         e.to_string(),
         format!(
             "classifier: POST http://{}/v1/systemone: HTTP 503: overloaded",
-            server.addr
+            server.addr()
         )
     );
     assert!(e.is_retryable() && e.is_http());
@@ -281,6 +282,7 @@ async fn backoff_doubles_and_retry_after_wins() {
     run(ClassifierOptions {
         retries: 3,
         retry_base_ms: 5,
+        retry_jitter: Jitter::Off,
         on_error: Some(Arc::new(move |info| {
             sink.lock().unwrap().push(info.delay);
             info.default_tier()
@@ -316,7 +318,7 @@ async fn one_attempt_is_bounded_by_the_timeout() {
         e.to_string(),
         format!(
             "classifier: POST http://{}/v1/systemone: request timeout after 10000ms",
-            server.addr
+            server.addr()
         )
     );
     assert!(e.is_timeout() && e.is_retryable());
@@ -428,7 +430,7 @@ async fn oversized_bodies_are_rejected() {
         e.to_string(),
         format!(
             "classifier: POST http://{}/v1/systemone: response body exceeds 1024 bytes",
-            server.addr
+            server.addr()
         )
     );
     assert_eq!(server.count(), 1, "a body over the cap is not retried");
@@ -466,7 +468,7 @@ async fn broken_answers_are_decode_errors() {
     assert!(
         e.to_string().starts_with(&format!(
             "classifier: POST http://{}/v1/systemone: response is not valid JSON",
-            server.addr
+            server.addr()
         )),
         "{e}"
     );
@@ -485,7 +487,7 @@ async fn broken_answers_are_decode_errors() {
 
 #[tokio::test]
 async fn transport_failures_are_named_and_retried() {
-    let base = closed_base_url().await;
+    let base = closed_base_url();
     let e = run(ClassifierOptions {
         base_url: base.clone(),
         retry_base_ms: 1,
@@ -524,7 +526,7 @@ async fn auth_failure_bodies_are_dropped_and_other_causes_kept() {
         e.to_string(),
         format!(
             "classifier: POST http://{}/v1/systemone: HTTP 401: unauthorized (response body not shown)",
-            server.addr
+            server.addr()
         )
     );
     let server = Server::start(vec![Reply::json(403, "forbidden for sk-live-abc")]).await;
@@ -588,7 +590,7 @@ async fn batch_against_the_server_keeps_order() {
         e.to_string(),
         format!(
             "state 2: classifier: POST http://{}/v1/systemone: HTTP 400: bad state",
-            server.addr
+            server.addr()
         )
     );
     assert_eq!(e.status(), Some(400));
@@ -600,8 +602,8 @@ async fn batch_against_the_server_keeps_order() {
 async fn the_sentinel_secret_never_appears() {
     const KEY: &str = "sk-SENTINEL-7f3a9c2e51d04b8e";
     const HDR: &str = "hdr-SENTINEL-0b6e2d9a4c";
-    set_env("TOOLNEXUS_IT_SENTINEL_KEY", KEY);
-    set_env("TOOLNEXUS_IT_SENTINEL_HDR", HDR);
+    suite_env("TOOLNEXUS_IT_SENTINEL_KEY", KEY);
+    suite_env("TOOLNEXUS_IT_SENTINEL_HDR", HDR);
     let echo = format!(r#"{{"detail":{{"message":"bad key {KEY} with {HDR}"}}}}"#);
     let server = Server::start(vec![
         Reply::json(401, echo.clone()),

@@ -24,7 +24,8 @@ impl HttpBackend {
     pub(crate) fn new(o: &ClassifierOptions, r: &Resolved) -> Result<HttpBackend, ClassifierError> {
         let transport = Transport::new(TransportConfig {
             scope: Scope::Classifier,
-            endpoint: format!("{}/systemone", r.base_url),
+            endpoint: crate::http::endpoint_url(Scope::Classifier, &r.base_url, "systemone")?,
+            http: o.http.clone(),
             api_key_env: r.api_key_env.clone(),
             auth: Auth::Bearer,
             headers: o
@@ -37,6 +38,7 @@ impl HttpBackend {
             retries: r.retries,
             retry_base: r.retry_base,
             retry_budget: r.retry_budget,
+            jitter: o.retry_jitter,
             extra_retryable: o.retryable_statuses.clone(),
             on_error: o.on_error.clone(),
             max_response_bytes: r.max_response_bytes,
