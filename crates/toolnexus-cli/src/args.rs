@@ -98,6 +98,11 @@ fn parse_backend(s: &str) -> Result<toolnexus::classifier::Backend, String> {
         })
 }
 
+fn parse_match(s: &str) -> Result<toolnexus::judge::TapeMatch, String> {
+    s.parse()
+        .map_err(|e: toolnexus::classifier::ClassifierError| e.detail().to_string())
+}
+
 fn parse_chat_style(s: &str) -> Result<toolnexus::client::Style, String> {
     s.parse()
         .map_err(|e: toolnexus::classifier::ClassifierError| {
@@ -152,6 +157,13 @@ pub struct StyleArgs {
     /// The call name to evaluate under (tape style: which recordings to replay).
     #[arg(long, value_name = "NAME")]
     pub call: Option<String>,
+    /// How --style tape picks the recording under the call name (implies
+    /// --style tape): exact = same questions and state (the default);
+    /// questions = same questions, the closest recorded state; sequence = VCR
+    /// style, the n-th call replays the n-th recording in recording order,
+    /// whatever its questions and state, and calls past the last one miss.
+    #[arg(long = "match", value_name = "MODE", value_parser = parse_match)]
+    pub tape_match: Option<toolnexus::judge::TapeMatch>,
 }
 
 /// `toolnexus eval`.
@@ -256,6 +268,13 @@ pub struct ReplayArgs {
     /// The state to replay; with --questions.
     #[arg(long, value_name = "FILE|JSON", requires = "questions")]
     pub state: Option<String>,
+    /// How the recording is picked under the call name: exact = same questions
+    /// and state (the default); questions = same questions, the closest
+    /// recorded state; sequence = VCR style, the n-th call replays the n-th
+    /// recording, whatever its questions and state. Without --questions and
+    /// --state, every recording is replayed in recording order.
+    #[arg(long = "match", value_name = "MODE", value_parser = parse_match)]
+    pub tape_match: Option<toolnexus::judge::TapeMatch>,
     /// Print wire JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -301,6 +320,27 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn match_modes_parse_and_a_bad_one_names_the_three() {
+        let Command::Eval(a) = Cli::try_parse_from(["toolnexus", "eval", "--match", "questions"])
+            .unwrap()
+            .command
+        else {
+            panic!("not eval");
+        };
+        assert_eq!(
+            a.style.tape_match,
+            Some(toolnexus::judge::TapeMatch::Questions)
+        );
+        let e = Cli::try_parse_from(["toolnexus", "tape", "replay", "--match", "vcr"]).unwrap_err();
+        let first = e.to_string();
+        let first = first.lines().next().unwrap();
+        assert!(
+            first.contains("unknown match mode \"vcr\" (want exact|questions|sequence)"),
+            "{first}"
+        );
     }
 
     #[test]

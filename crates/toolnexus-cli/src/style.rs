@@ -60,6 +60,7 @@ pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
     let (style, offline_reason) = match (live.style, &args.tape) {
         (Some(s), _) => (s, None),
         (None, Some(_)) => (StyleName::Tape, None),
+        (None, None) if args.tape_match.is_some() => (StyleName::Tape, None),
         (None, None) => {
             let var = key_env(live);
             match fallback {
@@ -69,6 +70,12 @@ pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             }
         }
     };
+    if let (Some(m), false) = (args.tape_match, style == StyleName::Tape) {
+        return Err(exit::usage(format!(
+            "--match {m}: only --style tape matches recordings that way (this is --style {})",
+            style.as_str()
+        )));
+    }
     match style {
         StyleName::SystemOne | StyleName::Llm => {
             if let Some(t) = &args.tape {
@@ -89,7 +96,7 @@ pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             let (tape, label) = load_tape(args.tape.as_deref())?;
             let call = pick_call(&tape, &label, args.call.as_deref(), style)?;
             let classifier = match style {
-                StyleName::Tape => tape.replayer(),
+                StyleName::Tape => tape.replayer_with(args.tape_match.unwrap_or_default()),
                 _ => static_classifier(&tape, &label, live)?,
             };
             Ok(Built {

@@ -961,7 +961,7 @@ impl Classifier {
                 .map(|mut w| w.insert(key.clone()))
                 .unwrap_or(false);
             if first {
-                self.warning(ctx, key, msg::degenerate(key, &why));
+                self.warning(ctx, key, msg::degenerate(key, why));
             }
         }
     }

@@ -61,7 +61,7 @@ impl ErrorKind {
     ///
     /// ```
     /// use toolnexus::classifier::ErrorKind;
-    /// assert!(ErrorKind::ALL.iter().all(|k| k.as_str().parse::<ErrorKind>() == Ok(*k)));
+    /// assert!(ErrorKind::ALL.iter().all(|k| k.as_str().parse::<ErrorKind>().ok() == Some(*k)));
     /// ```
     pub const ALL: [ErrorKind; 15] = [
         ErrorKind::Config,

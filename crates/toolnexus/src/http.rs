@@ -128,8 +128,8 @@ impl HttpClient {
 ///     .connect_timeout(Duration::from_secs(2))
 ///     .build()?;
 /// assert!(format!("{pool:?}").contains("proxied: true"));
-/// let e = HttpClient::builder().add_root_pem(b"not a certificate").build().unwrap_err();
-/// assert!(e.to_string().starts_with("classifier: http client: root certificate 1 is not PEM"), "{e}");
+/// let e = HttpClient::builder().proxy("not a url").build().unwrap_err();
+/// assert!(e.to_string().starts_with("classifier: http client: proxy \"not a url\""), "{e}");
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 #[derive(Clone, Default)]

@@ -37,7 +37,7 @@ pub(crate) fn duplicate_error(what: &str, e: serde_json::Error) -> ClassifierErr
 ///
 /// assert_eq!(parse_json_strict(br#"{"a":[1,{"b":2}]}"#)?["a"][1]["b"], 2);
 /// let e = parse_json_strict(br#"{"q":{"type":"noul","type":"score"}}"#).unwrap_err();
-/// assert_eq!(e.to_string(), "classifier: JSON has the key \"type\" twice at line 1 column 35");
+/// assert_eq!(e.to_string(), "classifier: JSON has the key \"type\" twice at line 1 column 26");
 /// assert!(parse_json_strict(b"{").unwrap_err().to_string().starts_with("classifier: JSON is not valid: "));
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```

@@ -123,4 +123,6 @@ mod tape;
 pub use bands::{Asked, Banded, Bands, DEFAULT_HIGH, DEFAULT_LOW, Verdict, ask};
 pub use build::{NamedQuestion, choice, noul, noul_with, questions, score, state};
 pub use gate::{Condition, Escalation, InputRequest, Policy, Rule, Ruling, gate};
-pub use tape::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeError, TapeErrorKind, TapeOutcome};
+pub use tape::{
+    TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeError, TapeErrorKind, TapeMatch, TapeOutcome,
+};

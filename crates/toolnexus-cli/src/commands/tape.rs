@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde_json::{Value, json};
 use toolnexus::classifier::{EvalContext, Questions};
-use toolnexus::judge::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeOutcome};
+use toolnexus::judge::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeMatch, TapeOutcome};
 
 use crate::args::{RecordArgs, ReplayArgs, ShowArgs, StyleArgs, StyleName};
 use crate::exit::{self, Exit};
@@ -69,11 +69,13 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     })
 }
 
-/// `tape replay`: one given state, or every recorded entry of the call.
+/// `tape replay`: one given state, or every recorded entry of the call (in
+/// recording order), matched as `--match` says.
 pub async fn replay(args: ReplayArgs) -> Result<Exit> {
     let style_args = StyleArgs {
         tape: args.tape.clone(),
         call: args.call.clone(),
+        tape_match: args.tape_match,
         ..Default::default()
     };
     let mut style_args = style_args;
@@ -89,10 +91,10 @@ pub async fn replay(args: ReplayArgs) -> Result<Exit> {
             input::read_questions(q)?,
             input::read_json_arg("--state", s)?,
         )],
+        // Recording order, so `--match sequence` replays each entry in its place.
         _ => tape
-            .entries()
+            .call_entries(&built.call)
             .into_iter()
-            .filter(|e| e.call_name == built.call)
             .map(|e| (e.questions, e.state))
             .collect(),
     };
@@ -127,8 +129,12 @@ pub async fn replay(args: ReplayArgs) -> Result<Exit> {
     if args.json {
         println!("{}", render::pretty(&Value::Array(decisions)));
     } else {
+        let mode = match args.tape_match {
+            Some(m) if m != TapeMatch::Exact => format!(" (--match {m})"),
+            _ => String::new(),
+        };
         println!(
-            "\nreplayed offline from {label}, call {:?}: {failed} failed",
+            "\nreplayed offline from {label}, call {:?}{mode}: {failed} failed",
             built.call
         );
     }

@@ -7,3 +7,4 @@ mod eval;
 mod serve;
 mod support;
 mod tape;
+mod tape_match;

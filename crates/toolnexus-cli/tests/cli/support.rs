@@ -1,5 +1,6 @@
 //! Running the built binary: bounded waits, children always killed, temp dirs
-//! always removed, a tiny HTTP/1.1 client for loopback requests.
+//! always removed, a tiny HTTP/1.1 client for loopback requests, and a scripted
+//! upstream built on the library's fake server (`toolnexus::testing`).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -266,112 +267,41 @@ pub fn request(
     }
 }
 
-/// One request a [`Upstream`] received.
-#[derive(Debug, Clone)]
-pub struct Captured {
-    /// Request line and headers, as sent.
-    pub head: String,
-    pub body: Vec<u8>,
-}
-
-impl Captured {
-    /// The body as JSON.
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
+/// One request an [`Upstream`] received: the library's captured request.
+pub use toolnexus::testing::Request as Captured;
 
 /// What an [`Upstream`] answers: status, extra headers, JSON body.
 pub type Answer = (u16, Vec<(&'static str, String)>, String);
 
-/// A scripted System One backend on 127.0.0.1:0: one request per connection,
-/// every request captured. Stops when dropped.
+/// A scripted System One backend on 127.0.0.1:0, every request captured: the
+/// library's fake server (`toolnexus::testing`) on a thread of its own, so
+/// plain `#[test]`s can use it. Stops when dropped.
 pub struct Upstream {
     /// `http://127.0.0.1:PORT/v1`, the library's base URL for it.
     pub base_url: String,
-    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Captured>>>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    server: toolnexus::testing::Server,
 }
 
 impl Upstream {
     pub fn start(answer: impl Fn(&Captured) -> Answer + Send + Sync + 'static) -> Upstream {
-        use std::sync::atomic::AtomicBool;
-        use std::sync::{Arc, Mutex};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen: Arc<Mutex<Vec<Captured>>> = Arc::default();
-        let stop = Arc::new(AtomicBool::new(false));
-        let answer = Arc::new(answer);
-        let (seen2, stop2) = (seen.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let started = Instant::now();
-            while !stop2.load(Ordering::Relaxed) && started.elapsed() < DEADLINE {
-                let Ok((mut s, _)) = listener.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                let (seen, answer) = (seen2.clone(), answer.clone());
-                std::thread::spawn(move || {
-                    let _ = s.set_nonblocking(false);
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 8192];
-                    let head_end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i;
-                        }
-                        match s.read(&mut chunk) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-                    let len: usize = head
-                        .lines()
-                        .filter_map(|l| l.split_once(':'))
-                        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
-                        .and_then(|(_, v)| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    let mut body = buf[head_end + 4..].to_vec();
-                    while body.len() < len {
-                        match s.read(&mut chunk) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => body.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let got = Captured { head, body };
-                    let (status, headers, text) = answer(&got);
-                    seen.lock().unwrap().push(got);
-                    let mut out = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-                        text.len()
-                    );
-                    for (k, v) in headers {
-                        out.push_str(&format!("{k}: {v}\r\n"));
-                    }
-                    out.push_str("\r\n");
-                    out.push_str(&text);
-                    let _ = s.write_all(out.as_bytes());
-                });
-            }
-        });
+        let server = toolnexus::testing::Server::builder()
+            .handler(move |_, got| {
+                let (status, headers, body) = answer(got);
+                headers.into_iter().fold(
+                    toolnexus::testing::Reply::json(status, body),
+                    |r, (k, v)| r.with_header(k, &v),
+                )
+            })
+            .start_on_thread();
         Upstream {
-            base_url: format!("http://127.0.0.1:{port}/v1"),
-            seen,
-            stop,
+            base_url: server.base_url(),
+            server,
         }
     }
 
     /// The requests received so far.
     pub fn requests(&self) -> Vec<Captured> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.server.requests()
     }
 }
 

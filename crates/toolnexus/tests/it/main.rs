@@ -7,6 +7,8 @@ mod llm;
 mod parity;
 mod parity_http;
 mod props;
+mod seams;
 mod secrets;
 mod support;
 mod systemone;
+mod tape_match;

@@ -374,8 +374,7 @@ async fn a_seeded_jitter_repeats_its_waits_and_stays_under_the_cap() {
             })
             .unwrap();
             judge.evaluate(json!("hi"), &spam()).await.unwrap_err();
-            let v = seen.lock().unwrap().clone();
-            v
+            seen.lock().unwrap().clone()
         }
     };
     let a = waits(7).await;
