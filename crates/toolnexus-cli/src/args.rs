@@ -90,12 +90,7 @@ fn parse_style(s: &str) -> Result<StyleName, String> {
 
 fn parse_backend(s: &str) -> Result<toolnexus::classifier::Backend, String> {
     s.parse()
-        .map_err(|e: toolnexus::classifier::ClassifierError| {
-            let text = e.to_string();
-            text.strip_prefix("classifier: ")
-                .unwrap_or(&text)
-                .to_string()
-        })
+        .map_err(|e: toolnexus::classifier::ClassifierError| e.detail().to_string())
 }
 
 fn parse_match(s: &str) -> Result<toolnexus::judge::TapeMatch, String> {
