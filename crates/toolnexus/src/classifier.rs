@@ -376,28 +376,6 @@ impl Evaluator for Classifier {
     }
 }
 
-/// The tape's closures as an [`Evaluator`].
-struct FnEvaluator(NativeFn);
-
-impl Evaluator for FnEvaluator {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Decision, ClassifierError>> {
-        let fut = (self.0)(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
-    fn call_full(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
-        (self.0)(ctx, request)
-    }
-}
-
 /// The parts of an [`EvalRequest`] beyond state and questions, borrowed.
 #[derive(Clone, Copy)]
 pub(crate) struct Extras<'a> {
@@ -454,32 +432,6 @@ enum Engine {
     Llm(crate::client::Client),
     /// A crate-internal closure whose errors surface unchanged (the judge's tapes).
     Evaluator(Arc<dyn Evaluator>),
-}
-
-/// Like [`EvaluateFn`], but it takes the whole request and its error is a
-/// [`ClassifierError`] passed on as is, so a tape can return `tape: …` misses
-/// and recorded failures with their kind, and record request ids.
-pub(crate) type NativeFn = Arc<
-    dyn Fn(
-            EvalContext,
-            EvalRequest,
-        ) -> crate::context::BoxFuture<Result<Evaluated, ClassifierError>>
-        + Send
-        + Sync,
->;
-
-/// Builds a classifier around a [`NativeFn`]; it reports `style` and `model`.
-pub(crate) fn native_classifier(style: ClassifierStyle, model: String, f: NativeFn) -> Classifier {
-    Classifier {
-        inner: Arc::new(Inner {
-            style,
-            model,
-            engine: Engine::Evaluator(Arc::new(FnEvaluator(f))),
-            on_metric: None,
-            batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
-            warned: Mutex::new(HashSet::new()),
-        }),
-    }
 }
 
 struct Inner {

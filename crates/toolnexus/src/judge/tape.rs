@@ -14,10 +14,105 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Map, Value};
 
 use crate::classifier::{
-    Classifier, ClassifierError, ClassifierStyle, Decision, ErrorKind, EvalRequest, Evaluated,
-    Extras, NativeFn, Questions, canonical_json, native_classifier, questions_from_wire,
-    questions_wire, write_canonical,
+    Classifier, ClassifierError, ClassifierOptions, ClassifierStyle, Decision, ErrorKind,
+    EvalContext, EvalRequest, Evaluated, Evaluator, Questions, canonical_json, create_classifier,
+    questions_from_wire, questions_wire, write_canonical,
 };
+use crate::context::BoxFuture;
+
+/// A classifier around `evaluator`, built with public items only: a tape needs
+/// no door into the crate that a user's own wrapper would not have.
+fn wrap(model: String, evaluator: impl Evaluator) -> Classifier {
+    create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model,
+        evaluator: Some(Arc::new(evaluator)),
+        ..Default::default()
+    })
+    // The Custom style with an evaluator and a model has nothing left to refuse.
+    .expect("a Custom classifier with an evaluator always builds")
+}
+
+/// What [`Tape::recorder`] runs: the live classifier, each outcome recorded.
+struct Recorder {
+    tape: Tape,
+    live: Classifier,
+}
+
+impl Evaluator for Recorder {
+    fn call(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>> {
+        let fut = self.call_full(ctx, request);
+        Box::pin(async move { fut.await.map(|e| e.decision) })
+    }
+
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        let tape = self.tape.clone();
+        let live = self.live.clone();
+        Box::pin(async move {
+            // A tape keys entries by state and questions only: what else a
+            // request carries could not be replayed, so it is not recorded.
+            let own = live.model().to_string();
+            request.refuse_beyond("tape", &own)?;
+            let call_name = ctx.call_name.clone();
+            let (state, questions) = (request.state.clone(), request.questions.clone());
+            let result = live.evaluate_request(ctx, request).await;
+            let (outcome, request_id) = match &result {
+                Ok(e) => (
+                    Some(TapeOutcome::Decision(e.decision.clone())),
+                    e.request_id.clone(),
+                ),
+                Err(e) if e.is_cancelled() => (None, None),
+                Err(e) => (
+                    Some(TapeOutcome::Failure {
+                        kind: e.kind(),
+                        message: e.to_string(),
+                        status: e.status(),
+                    }),
+                    e.request_id().map(str::to_string),
+                ),
+            };
+            if let Some(outcome) = outcome {
+                tape.record(TapeEntry {
+                    call_name,
+                    model: own,
+                    state,
+                    questions,
+                    outcome,
+                    request_id,
+                });
+            }
+            result
+        })
+    }
+}
+
+/// What a replayer runs: lookups in an index built once.
+struct Replayer {
+    index: Arc<ReplayIndex>,
+    own: String,
+}
+
+impl Evaluator for Replayer {
+    fn call(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>> {
+        let result = request.refuse_beyond("tape", &self.own).and_then(|()| {
+            self.index
+                .lookup(&ctx.call_name, &request.questions, &request.state)
+        });
+        Box::pin(async move { result })
+    }
+}
 
 /// The tape file version this library writes and reads.
 ///
@@ -813,51 +908,7 @@ impl Tape {
     pub fn recorder(&self, live: Classifier) -> Classifier {
         let tape = self.clone();
         let model = live.model().to_string();
-        let f: NativeFn = Arc::new(move |ctx, request: EvalRequest| {
-            let tape = tape.clone();
-            let live = live.clone();
-            Box::pin(async move {
-                // A tape keys entries by state and questions only: what else a
-                // request carries could not be replayed, so it is not recorded.
-                let own = live.model().to_string();
-                Extras {
-                    model: request.model.as_deref(),
-                    assets: &request.assets,
-                    extra: &request.extra,
-                }
-                .refuse_beyond("tape", &own)?;
-                let call_name = ctx.call_name.clone();
-                let (state, questions) = (request.state.clone(), request.questions.clone());
-                let result = live.evaluate_request(ctx, request).await;
-                let (outcome, request_id) = match &result {
-                    Ok(e) => (
-                        Some(TapeOutcome::Decision(e.decision.clone())),
-                        e.request_id.clone(),
-                    ),
-                    Err(e) if e.is_cancelled() => (None, None),
-                    Err(e) => (
-                        Some(TapeOutcome::Failure {
-                            kind: e.kind(),
-                            message: e.to_string(),
-                            status: e.status(),
-                        }),
-                        e.request_id().map(str::to_string),
-                    ),
-                };
-                if let Some(outcome) = outcome {
-                    tape.record(TapeEntry {
-                        call_name,
-                        model: own,
-                        state,
-                        questions,
-                        outcome,
-                        request_id,
-                    });
-                }
-                result
-            })
-        });
-        native_classifier(ClassifierStyle::Custom, model, f)
+        wrap(model, Recorder { tape, live })
     }
 
     /// A classifier that answers from this tape, offline, matching in
@@ -980,18 +1031,7 @@ impl Tape {
         };
         let index = Arc::new(ReplayIndex { mode, calls, names });
         let own = model.clone();
-        let f: NativeFn = Arc::new(move |ctx, request: EvalRequest| {
-            let result = Extras {
-                model: request.model.as_deref(),
-                assets: &request.assets,
-                extra: &request.extra,
-            }
-            .refuse_beyond("tape", &own)
-            .and_then(|()| index.lookup(&ctx.call_name, &request.questions, &request.state))
-            .map(Evaluated::new);
-            Box::pin(async move { result })
-        });
-        native_classifier(ClassifierStyle::Custom, model, f)
+        wrap(model, Replayer { index, own })
     }
 
     /// The file's text: pretty-printed JSON, keys sorted bytewise at every depth,
@@ -1106,47 +1146,11 @@ impl Tape {
 }
 
 fn error_kind_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Config => "config",
-        ErrorKind::InvalidQuestion => "invalid_question",
-        ErrorKind::Decode => "decode",
-        ErrorKind::Incoherent => "incoherent",
-        ErrorKind::MissingAnswer => "missing_answer",
-        ErrorKind::WrongType => "wrong_type",
-        ErrorKind::Http => "http",
-        ErrorKind::Transport => "transport",
-        ErrorKind::Timeout => "timeout",
-        ErrorKind::Cancelled => "cancelled",
-        ErrorKind::ResponseTooLarge => "response_too_large",
-        ErrorKind::StaticMiss => "static_miss",
-        ErrorKind::TapeMiss => "tape_miss",
-        ErrorKind::Custom => "custom",
-        ErrorKind::Unsupported => "unsupported",
-    }
+    kind.as_str()
 }
 
-const ERROR_KINDS: [ErrorKind; 15] = [
-    ErrorKind::Unsupported,
-    ErrorKind::Config,
-    ErrorKind::InvalidQuestion,
-    ErrorKind::Decode,
-    ErrorKind::Incoherent,
-    ErrorKind::MissingAnswer,
-    ErrorKind::WrongType,
-    ErrorKind::Http,
-    ErrorKind::Transport,
-    ErrorKind::Timeout,
-    ErrorKind::Cancelled,
-    ErrorKind::ResponseTooLarge,
-    ErrorKind::StaticMiss,
-    ErrorKind::TapeMiss,
-    ErrorKind::Custom,
-];
-
 fn error_kind_from_name(name: &str) -> Option<ErrorKind> {
-    ERROR_KINDS
-        .into_iter()
-        .find(|k| error_kind_name(*k) == name)
+    name.parse().ok()
 }
 
 fn entry_value(e: &TapeEntry) -> Value {
@@ -1954,7 +1958,7 @@ mod tests {
 
     #[test]
     fn every_error_kind_has_a_name_that_reads_back() {
-        for k in ERROR_KINDS {
+        for k in ErrorKind::ALL {
             assert_eq!(error_kind_from_name(error_kind_name(k)), Some(k));
         }
         assert_eq!(error_kind_from_name("nope"), None);
