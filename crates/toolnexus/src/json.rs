@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::error::{ClassifierError, msg};
@@ -161,18 +161,28 @@ impl<'de> Visitor<'de> for SkipVisitor {
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
         Ok(Skip)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Skip, A::Error> {
+        skip_seq(seq).map(|()| Skip)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        let mut seen = Keys::default();
-        while let Some(k) = map.next_key_seed(KeySeed)? {
-            seen.check(k)?;
-            map.next_value::<Skip>()?;
-        }
-        Ok(Skip)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Skip, A::Error> {
+        skip_map(map).map(|()| Skip)
     }
+}
+
+/// Skips every element of an array, refusing duplicate keys inside them.
+pub(crate) fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<Skip>()?.is_some() {}
+    Ok(())
+}
+
+/// Skips every entry of an object, refusing a key seen twice at any depth.
+pub(crate) fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    let mut seen = Keys::default();
+    while let Some(k) = map.next_key::<String>()? {
+        seen.check(k)?;
+        map.next_value::<Skip>()?;
+    }
+    Ok(())
 }
 
 /// The keys of one object seen so far.
@@ -187,15 +197,5 @@ impl Keys {
         }
         self.0.insert(key);
         Ok(())
-    }
-}
-
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = String;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
-        String::deserialize(d)
     }
 }

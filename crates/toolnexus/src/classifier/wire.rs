@@ -20,7 +20,9 @@ use super::decision::{
 };
 use super::question::Questions;
 use crate::error::{ClassifierError, msg};
-use crate::json::{Keys, Skip, StrictValue, duplicate, duplicate_error, is_duplicate};
+use crate::json::{
+    Keys, Skip, StrictValue, duplicate, duplicate_error, is_duplicate, skip_map, skip_seq,
+};
 use crate::usage::ClassifierUsage;
 
 /// A decoded decision, and the keys of answers dropped because nobody asked them.
@@ -127,21 +129,6 @@ fn str_field(s: Scalar) -> Field<String> {
     }
 }
 
-/// Skips whatever compound value a visitor was handed.
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<Skip>()?.is_some() {}
-    Ok(())
-}
-
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    let mut seen = Keys::default();
-    while let Some(k) = map.next_key::<String>()? {
-        seen.check(k)?;
-        map.next_value::<Skip>()?;
-    }
-    Ok(())
-}
-
 /// Implements `Deserialize` for a type through `deserialize_any` and a visitor
 /// whose every non-map method yields `$other` (after skipping the value) and
 /// whose null yields `$null`.
@@ -177,7 +164,7 @@ macro_rules! shape_visitor {
                 Ok($other)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$ty, A::Error> {
-                drain_seq(seq)?;
+                skip_seq(seq)?;
                 Ok($other)
             }
             #[allow(unused_mut)]
@@ -225,11 +212,11 @@ impl<'de> Visitor<'de> for ScalarVisitor {
         Ok(Scalar::Str(v))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
-        drain_seq(seq)?;
+        skip_seq(seq)?;
         Ok(Scalar::Compound)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar, A::Error> {
-        drain_map(map)?;
+        skip_map(map)?;
         Ok(Scalar::Compound)
     }
 }
