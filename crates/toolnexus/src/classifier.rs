@@ -71,6 +71,7 @@ pub use crate::defaults::{
     DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS,
     DEFAULT_RETRY_BUDGET_MS, DEFAULT_TIMEOUT_MS,
 };
+pub use crate::env::EnvSource;
 pub(crate) use crate::error::msg;
 pub use crate::error::{ClassifierError, ErrorKind};
 pub use crate::json::parse_json_strict;

@@ -68,6 +68,7 @@ use crate::defaults::{
     DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_BUDGET_MS,
     DEFAULT_TIMEOUT_MS,
 };
+pub use crate::env::EnvSource;
 use crate::error::{ClassifierError, Scope, msg};
 pub use crate::http::HttpClient;
 use crate::http::{Auth, Transport, TransportConfig};
@@ -113,6 +114,7 @@ pub const DEFAULT_TOP_LOGPROBS: u32 = 20;
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Style {
     /// OpenAI-compatible `POST {base_url}/chat/completions` with a Bearer key
     /// (OpenAI, OpenRouter, vLLM, llama.cpp, Ollama, LM Studio, …).
@@ -258,6 +260,9 @@ pub struct ClientOptions {
     /// The connection pool to send through; `None` shares the process-wide one
     /// ([`HttpClient::shared`]).
     pub http: Option<HttpClient>,
+    /// Where `api_key_env` and `${NAME}` header references are read, at each
+    /// call: the process environment by default.
+    pub env: EnvSource,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -273,6 +278,7 @@ impl fmt::Debug for ClientOptions {
             .field("retry_base_ms", &self.retry_base_ms)
             .field("retry_budget_ms", &self.retry_budget_ms)
             .field("retry_jitter", &self.retry_jitter)
+            .field("env", &self.env)
             .field("retryable_statuses", &self.retryable_statuses)
             .field("on_error", &self.on_error.is_some())
             .field("max_response_bytes", &self.max_response_bytes)
@@ -412,6 +418,7 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
         retry_base: Duration::from_millis(nz(options.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
         retry_budget: Duration::from_millis(nz(options.retry_budget_ms, DEFAULT_RETRY_BUDGET_MS)),
         jitter: options.retry_jitter,
+        env: options.env.clone(),
         extra_retryable: options.retryable_statuses.clone(),
         on_error: options.on_error.clone(),
         max_response_bytes: if options.max_response_bytes == 0 {

@@ -279,6 +279,8 @@ pub(crate) struct TransportConfig {
     /// given up: a retry whose wait would reach it is not made.
     pub retry_budget: Duration,
     pub jitter: Jitter,
+    /// Where the key and `${NAME}` references are read, per call.
+    pub env: crate::env::EnvSource,
     pub extra_retryable: Vec<u16>,
     pub on_error: Option<OnErrorFn>,
     pub max_response_bytes: usize,
@@ -610,11 +612,12 @@ struct Secrets {
 
 impl Secrets {
     fn collect(cfg: &TransportConfig) -> Secrets {
-        let api_key = std::env::var(&cfg.api_key_env)
-            .ok()
+        let api_key = cfg
+            .env
+            .get(&cfg.api_key_env)
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty());
-        let header_values = cfg.headers.iter().map(|(_, v)| expand_env(v)).collect();
+        let header_values = cfg.headers.iter().map(|(_, v)| cfg.env.expand(v)).collect();
         Secrets {
             api_key,
             header_values,
@@ -630,31 +633,6 @@ impl Secrets {
         }
         out
     }
-}
-
-/// Expands every `${NAME}` in `template` from the environment (unset ⇒ empty).
-pub(crate) fn expand_env(template: &str) -> String {
-    if !template.contains("${") {
-        return template.to_string();
-    }
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        match rest[start + 2..].find('}') {
-            Some(end) => {
-                let name = &rest[start + 2..start + 2 + end];
-                out.push_str(&std::env::var(name).unwrap_or_default());
-                rest = &rest[start + 2 + end + 1..];
-            }
-            None => {
-                out.push_str(&rest[start..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The backend's own words from an error body, read as the official clients
@@ -766,18 +744,5 @@ mod tests {
         let long = "é".repeat(500);
         let c = backend_cause(long.as_bytes());
         assert_eq!(c.chars().count(), MAX_CAUSE_CHARS + 1);
-    }
-
-    #[test]
-    fn env_references_expand() {
-        // SAFETY: this test owns this variable name; no other test reads it.
-        unsafe { std::env::set_var("TOOLNEXUS_HTTP_TEST_EXPAND", "v4lue") };
-        assert_eq!(
-            expand_env("Bearer ${TOOLNEXUS_HTTP_TEST_EXPAND}!"),
-            "Bearer v4lue!"
-        );
-        assert_eq!(expand_env("${TOOLNEXUS_HTTP_TEST_UNSET_XYZ}"), "");
-        assert_eq!(expand_env("plain"), "plain");
-        assert_eq!(expand_env("open ${never"), "open ${never");
     }
 }

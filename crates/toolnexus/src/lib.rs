@@ -73,6 +73,7 @@
 mod canonical;
 mod context;
 mod defaults;
+mod env;
 mod error;
 mod json;
 mod redact;

@@ -37,6 +37,7 @@ pub(crate) fn is_default_retryable_status(status: u16) -> bool {
 /// # let _ = opts;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorTier {
     /// Try again, if attempts remain.
     Retry,
@@ -55,6 +56,7 @@ pub enum ErrorTier {
 /// # let _ = policy;
 /// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ErrorInfo<'a> {
     /// The attempt that failed, from 0.
     pub attempt: u32,

@@ -16,6 +16,7 @@ use super::question::Questions;
 use crate::client::Client;
 use crate::context::BoxFuture;
 use crate::defaults::*;
+use crate::env::EnvSource;
 use crate::error::{ClassifierError, msg};
 #[cfg(feature = "http")]
 use crate::http::HttpClient;
@@ -35,6 +36,7 @@ use crate::retry::{Jitter, OnErrorFn};
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum ClassifierStyle {
     /// A System One model over HTTP (TypeSafe's Jev, OpenRouter, Cloudflare, Ollama, self-hosted).
     #[default]
@@ -102,6 +104,7 @@ impl FromStr for ClassifierStyle {
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Backend {
     /// TypeSafe's own API.
     #[default]
@@ -184,6 +187,7 @@ pub type MetricFn = Arc<dyn Fn(&MetricEvent) + Send + Sync>;
 /// # let _ = opts;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MetricEvent {
     /// `classifier.evaluate` or `classifier.warning`.
     pub name: &'static str,
@@ -310,6 +314,9 @@ pub struct ClassifierOptions {
     /// the process-wide one ([`HttpClient::shared`]).
     #[cfg(feature = "http")]
     pub http: Option<HttpClient>,
+    /// Where `api_key_env` and `${NAME}` header references are read, at each
+    /// call: the process environment by default.
+    pub env: EnvSource,
     /// The closure of the Custom style.
     pub evaluate: Option<EvaluateFn>,
     /// The typed evaluator of the Custom style (instead of `evaluate`): takes
@@ -337,6 +344,7 @@ impl fmt::Debug for ClassifierOptions {
             .field("retry_base_ms", &self.retry_base_ms)
             .field("retry_budget_ms", &self.retry_budget_ms)
             .field("retry_jitter", &self.retry_jitter)
+            .field("env", &self.env)
             .field("retryable_statuses", &self.retryable_statuses)
             .field("on_error", &self.on_error.is_some())
             .field(

@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::Style;
-use crate::classifier::{ClassifierUsage, canonical_json};
+use crate::canonical::canonical_json;
+use crate::usage::ClassifierUsage;
 
 /// Who says a [`ChatMessage`].
 ///
@@ -105,6 +106,7 @@ impl ChatMessage {
 /// assert!(t.logprob.exp() > 0.9);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TokenLogprob {
     /// The token generated.
     pub token: String,

@@ -74,6 +74,7 @@ impl Default for Bands {
 /// assert_eq!(v.to_string(), "yes");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Above `high`.
     Yes,
@@ -124,6 +125,7 @@ impl fmt::Display for Verdict {
 /// assert!(b.is_sure());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Banded {
     /// A noul: its probability and the verdict.
     Noul {
@@ -382,6 +384,7 @@ impl Bands {
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Asked {
     /// The decision as the classifier returned it.
     pub decision: Decision,

@@ -17,6 +17,7 @@ use crate::classifier::{Classifier, ClassifierError, Decision, EvalContext, Ques
 /// assert_eq!(r.condition, Condition::Below(0.3));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Condition {
     /// A noul's probability, or a score's expected level, is strictly below this.
     Below(f64),
@@ -175,6 +176,7 @@ impl fmt::Display for Escalation {
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct InputRequest {
     /// Why.
     pub reason: Escalation,

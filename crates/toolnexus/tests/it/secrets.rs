@@ -303,7 +303,7 @@ async fn the_chat_client_never_shows_a_secret() {
                 Style::OpenAi => format!(
                     r#"{{"model":"m","choices":[{{"message":{{"content":{text}}},"finish_reason":"stop"}}]}}"#
                 ),
-                Style::Anthropic => format!(
+                _ => format!(
                     r#"{{"model":"m","content":[{{"type":"text","text":{text}}}],"stop_reason":"end_turn"}}"#
                 ),
             }
@@ -321,7 +321,7 @@ async fn the_chat_client_never_shows_a_secret() {
                 Style::OpenAi => format!(
                     r#"{{"model":"m","choices":[{{"message":{{"content":null,"refusal":"I will not repeat {KEY}"}},"finish_reason":"stop"}}]}}"#
                 ),
-                Style::Anthropic => format!(
+                _ => format!(
                     r#"{{"model":"m","content":[{{"type":"text","text":"I will not repeat {HDR}"}}],"stop_reason":"refusal"}}"#
                 ),
             },
@@ -369,7 +369,7 @@ async fn the_chat_client_never_shows_a_secret() {
         }
         let key_header = match style {
             Style::OpenAi => ("authorization", format!("Bearer {KEY}")),
-            Style::Anthropic => ("x-api-key", KEY.to_string()),
+            _ => ("x-api-key", KEY.to_string()),
         };
         assert_eq!(server.requests()[0].headers[key_header.0], key_header.1);
 

@@ -113,6 +113,47 @@ async fn headers_expand_env_references_at_call_time() {
 }
 
 #[tokio::test]
+async fn the_key_and_header_references_are_read_again_at_every_call() {
+    let server = Server::start(vec![ok(), ok(), ok()]).await;
+    let vars = Arc::new(Mutex::new(vec![("MY_KEY", "ts-first"), ("MY_TEAM", "t-1")]));
+    let env = {
+        let vars = vars.clone();
+        EnvSource::from_fn(move |name| {
+            let vars = vars.lock().unwrap();
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    };
+    let judge = create_classifier(ClassifierOptions {
+        api_key_env: "MY_KEY".into(),
+        headers: [("X-Team".to_string(), "${MY_TEAM}".to_string())].into(),
+        env,
+        ..options(&server)
+    })
+    .unwrap();
+    judge.evaluate(json!(1), &questions()).await.unwrap();
+    *vars.lock().unwrap() = vec![("MY_KEY", "ts-rotated"), ("MY_TEAM", "t-2")];
+    judge.evaluate(json!(1), &questions()).await.unwrap();
+    vars.lock().unwrap().clear();
+    judge.evaluate(json!(1), &questions()).await.unwrap();
+    let reqs = server.requests();
+    assert_eq!(reqs[0].headers["authorization"], "Bearer ts-first");
+    assert_eq!(reqs[0].headers["x-team"], "t-1");
+    assert_eq!(
+        reqs[1].headers["authorization"], "Bearer ts-rotated",
+        "a rotated key is used by the next call"
+    );
+    assert_eq!(reqs[1].headers["x-team"], "t-2");
+    assert!(
+        !reqs[2].headers.contains_key("authorization"),
+        "an unset key sends no header"
+    );
+    assert_eq!(reqs[2].headers["x-team"], "");
+    assert!(!format!("{judge:?}").contains("ts-"), "no key in Debug");
+}
+
+#[tokio::test]
 async fn request_params_merge_over_the_body_and_body_transform_runs_last() {
     let server = Server::start(vec![ok()]).await;
     let mut params = serde_json::Map::new();

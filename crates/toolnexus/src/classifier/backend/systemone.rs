@@ -39,6 +39,7 @@ impl HttpBackend {
             retry_base: r.retry_base,
             retry_budget: r.retry_budget,
             jitter: o.retry_jitter,
+            env: o.env.clone(),
             extra_retryable: o.retryable_statuses.clone(),
             on_error: o.on_error.clone(),
             max_response_bytes: r.max_response_bytes,
