@@ -80,6 +80,7 @@ fn write_object(out: &mut String, m: &Map<String, Value>) {
     out.push('}');
 }
 
+#[inline]
 pub(crate) fn write_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();

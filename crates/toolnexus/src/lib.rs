@@ -86,6 +86,7 @@ pub mod http;
 #[cfg(feature = "http")]
 pub mod client;
 
+pub mod assess;
 pub mod classifier;
 pub mod judge;
 #[cfg(feature = "test-util")]

@@ -102,7 +102,7 @@ impl ChatMessage {
 /// ```
 /// use toolnexus::client::TokenLogprob;
 ///
-/// let t = TokenLogprob { token: "yes".into(), logprob: -0.1, top_logprobs: vec![("no".into(), -2.4)] };
+/// let t = TokenLogprob::new("yes", -0.1, vec![("no".into(), -2.4)]);
 /// assert!(t.logprob.exp() > 0.9);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -114,6 +114,27 @@ pub struct TokenLogprob {
     pub logprob: f64,
     /// The most likely tokens at this position with their log-probabilities, as sent.
     pub top_logprobs: Vec<(String, f64)>,
+}
+
+impl TokenLogprob {
+    /// A token with its log-probability and top alternatives (for fakes and tests).
+    ///
+    /// ```
+    /// use toolnexus::client::TokenLogprob;
+    /// let t = TokenLogprob::new("no", -0.7, vec![]);
+    /// assert_eq!(t.token, "no");
+    /// ```
+    pub fn new(
+        token: impl Into<String>,
+        logprob: f64,
+        top_logprobs: Vec<(String, f64)>,
+    ) -> TokenLogprob {
+        TokenLogprob {
+            token: token.into(),
+            logprob,
+            top_logprobs,
+        }
+    }
 }
 
 /// What one chat completion returned.

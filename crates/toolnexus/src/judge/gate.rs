@@ -190,6 +190,25 @@ pub struct InputRequest {
     pub detail: String,
 }
 
+impl InputRequest {
+    /// A request naming no rule and no key (for fakes and tests; the gate fills both).
+    ///
+    /// ```
+    /// use toolnexus::judge::{Escalation, InputRequest};
+    /// let q = InputRequest::new(Escalation::NoRuleFired, "");
+    /// assert_eq!(q.to_string(), "needs input: no rule fired");
+    /// ```
+    pub fn new(reason: Escalation, detail: impl Into<String>) -> InputRequest {
+        InputRequest {
+            reason,
+            rule: None,
+            rule_text: None,
+            key: None,
+            detail: detail.into(),
+        }
+    }
+}
+
 impl fmt::Display for InputRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("needs input: ")?;
@@ -257,9 +276,7 @@ impl<O> Ruling<O> {
     ///
     /// ```
     /// use toolnexus::judge::{Escalation, InputRequest, Ruling};
-    /// let r: Ruling<()> = Ruling::NeedsInput(InputRequest {
-    ///     reason: Escalation::NoRuleFired, rule: None, rule_text: None, key: None, detail: String::new(),
-    /// });
+    /// let r: Ruling<()> = Ruling::NeedsInput(InputRequest::new(Escalation::NoRuleFired, ""));
     /// assert_eq!(r.needs_input().map(|q| q.to_string()).as_deref(), Some("needs input: no rule fired"));
     /// ```
     pub fn needs_input(&self) -> Option<&InputRequest> {

@@ -440,7 +440,8 @@ fn no_module_reaches_up_a_layer() {
             "client" => 2,
             "classifier" => 3,
             "judge" => 4,
-            "testing" => 5,
+            "assess" => 5,
+            "testing" => 6,
             _ => return None,
         })
     }
