@@ -119,6 +119,7 @@ mod bands;
 mod build;
 mod gate;
 mod tape;
+mod thresholds;
 
 pub use bands::{Asked, Banded, Bands, DEFAULT_HIGH, DEFAULT_LOW, Verdict, ask};
 pub use build::{NamedQuestion, choice, noul, noul_with, questions, score, state};
@@ -126,3 +127,5 @@ pub use gate::{Condition, Escalation, InputRequest, Policy, Rule, Ruling, gate};
 pub use tape::{
     TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeError, TapeErrorKind, TapeMatch, TapeOutcome,
 };
+pub(crate) use tape::{commit, stage};
+pub use thresholds::{THRESHOLDS_FORMAT, THRESHOLDS_VERSION, Thresholds};

@@ -368,6 +368,19 @@ impl Bands {
     }
 }
 
+/// Bands every answer, each key through its own bands when `key_bands` has them.
+pub(crate) fn band_keyed(
+    bands: &Bands,
+    key_bands: &BTreeMap<String, Bands>,
+    decision: &Decision,
+) -> BTreeMap<String, Banded> {
+    decision
+        .answers
+        .iter()
+        .map(|(k, a)| (k.clone(), key_bands.get(k).unwrap_or(bands).band(a)))
+        .collect()
+}
+
 /// What [`ask`] returns: the raw decision, the bands used, and every answer banded.
 ///
 /// ```
@@ -392,6 +405,8 @@ pub struct Asked {
     pub bands: Bands,
     /// Every answer of the decision, banded, by key.
     pub answers: BTreeMap<String, Banded>,
+    /// Per-question bands that replace `bands` for their keys (from a thresholds file).
+    pub key_bands: BTreeMap<String, Bands>,
 }
 
 impl Asked {
@@ -405,12 +420,49 @@ impl Asked {
     /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
     /// ```
     pub fn new(decision: Decision, bands: Bands) -> Asked {
-        let answers = bands.band_all(&decision);
+        Asked::with_key_bands(decision, bands, BTreeMap::new())
+    }
+
+    /// Bands every answer of `decision`, each key through its own entry in
+    /// `key_bands` when it has one, else through `bands`.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use toolnexus::classifier::Decision;
+    /// use toolnexus::judge::{Asked, Bands, Verdict};
+    ///
+    /// let d = Decision::from_slice(br#"{"model":"m","answers":{"a":{"type":"noul","noul":0.8},"b":{"type":"noul","noul":0.8}}}"#)?;
+    /// let strict = BTreeMap::from([("b".to_string(), Bands { low: 0.1, high: 0.9 })]);
+    /// let asked = Asked::with_key_bands(d, Bands::default(), strict);
+    /// assert_eq!(asked.verdict("a")?, Verdict::Yes);
+    /// assert_eq!(asked.verdict("b")?, Verdict::Uncertain);
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn with_key_bands(
+        decision: Decision,
+        bands: Bands,
+        key_bands: BTreeMap<String, Bands>,
+    ) -> Asked {
+        let answers = band_keyed(&bands, &key_bands, &decision);
         Asked {
             decision,
             bands,
             answers,
+            key_bands,
         }
+    }
+
+    /// The bands `key` is read through.
+    ///
+    /// ```
+    /// use toolnexus::classifier::Decision;
+    /// use toolnexus::judge::{Asked, Bands};
+    /// let d = Decision::from_slice(br#"{"model":"m","answers":{}}"#)?;
+    /// assert_eq!(Asked::new(d, Bands::default()).bands_for("x"), Bands::default());
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn bands_for(&self, key: &str) -> Bands {
+        self.key_bands.get(key).copied().unwrap_or(self.bands)
     }
 
     /// The banded answer under `key`, or `classifier: no answer "<key>" in this decision`.

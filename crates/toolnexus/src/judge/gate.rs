@@ -6,7 +6,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::bands::{Asked, Banded, Bands, Verdict, ask};
+use super::bands::{Asked, Banded, Bands, Verdict, ask, band_keyed};
+use super::thresholds::Thresholds;
 use crate::classifier::{Classifier, ClassifierError, Decision, EvalContext, Questions};
 
 /// What a [`Rule`] tests about the answer under its key.
@@ -308,7 +309,14 @@ impl<O> Ruling<O> {
 /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
 /// ```
 pub fn gate<O: Clone>(asked: &Asked, rules: &[Rule<O>]) -> Ruling<O> {
-    run(&asked.answers, &asked.bands, rules, None, false)
+    run(
+        &asked.answers,
+        &asked.bands,
+        &asked.key_bands,
+        rules,
+        None,
+        false,
+    )
 }
 
 /// Rules with a declared fall-through: the bands to read answers with, a
@@ -343,6 +351,9 @@ pub struct Policy<O> {
     pub bands: Bands,
     /// An uncertain answer skips its rule instead of escalating.
     pub skip_uncertain: bool,
+    /// Per-question bands that replace `bands` for their keys
+    /// (see [`Policy::with_thresholds`]).
+    pub key_bands: BTreeMap<String, Bands>,
 }
 
 impl<O> Default for Policy<O> {
@@ -352,7 +363,30 @@ impl<O> Default for Policy<O> {
             default: None,
             bands: Bands::default(),
             skip_uncertain: false,
+            key_bands: BTreeMap::new(),
         }
+    }
+}
+
+impl<O> Policy<O> {
+    /// The same policy reading each question through the bands of a thresholds
+    /// file (keys the file does not name keep `bands`).
+    ///
+    /// ```
+    /// use toolnexus::classifier::Decision;
+    /// use toolnexus::judge::{Policy, Rule, Thresholds};
+    ///
+    /// let t = Thresholds::from_json(r#"{"format":"toolnexus.thresholds","version":1,
+    ///     "bands":{"spam":{"low":0.05,"high":0.95}}}"#)?;
+    /// let policy = Policy { rules: vec![Rule::is("spam", "yes", "drop")], default: Some("keep"), ..Default::default() }
+    ///     .with_thresholds(&t);
+    /// let d = Decision::from_slice(br#"{"model":"m","answers":{"spam":{"type":"noul","noul":0.9}}}"#)?;
+    /// assert!(policy.decide(&d).needs_input().is_some(), "0.9 is not above this question's 0.95");
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn with_thresholds(mut self, thresholds: &Thresholds) -> Policy<O> {
+        self.key_bands.extend(Bands::from_thresholds(thresholds));
+        self
     }
 }
 
@@ -369,10 +403,11 @@ impl<O: Clone> Policy<O> {
     /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
     /// ```
     pub fn decide(&self, decision: &Decision) -> Ruling<O> {
-        let answers = self.bands.band_all(decision);
+        let answers = band_keyed(&self.bands, &self.key_bands, decision);
         run(
             &answers,
             &self.bands,
+            &self.key_bands,
             &self.rules,
             self.default.as_ref(),
             self.skip_uncertain,
@@ -418,10 +453,15 @@ impl<O: Clone> Policy<O> {
         state: Value,
         questions: &Questions,
     ) -> Result<(Asked, Ruling<O>), ClassifierError> {
+        for b in self.key_bands.values() {
+            b.check()?;
+        }
         let asked = ask(classifier, ctx, state, questions, self.bands).await?;
+        let asked = Asked::with_key_bands(asked.decision, self.bands, self.key_bands.clone());
         let ruling = run(
             &asked.answers,
             &asked.bands,
+            &asked.key_bands,
             &self.rules,
             self.default.as_ref(),
             self.skip_uncertain,
@@ -475,6 +515,7 @@ fn misfit_detail(condition: &Condition, answer: &Banded) -> String {
 fn run<O: Clone>(
     answers: &BTreeMap<String, Banded>,
     bands: &Bands,
+    key_bands: &BTreeMap<String, Bands>,
     rules: &[Rule<O>],
     default: Option<&O>,
     skip_uncertain: bool,
@@ -502,7 +543,7 @@ fn run<O: Clone>(
             let detail = misfit_detail(&rule.condition, answer);
             return escalate(i, rule, Escalation::Misfit, detail);
         }
-        if let Some(doubt) = answer.doubt(bands) {
+        if let Some(doubt) = answer.doubt(key_bands.get(&rule.key).unwrap_or(bands)) {
             if skip_uncertain {
                 continue;
             }
@@ -850,7 +891,14 @@ mod tests {
             ),
         ];
         for (name, rules, ans, default, skip, want) in &table {
-            let got = run(ans, &Bands::default(), rules, default.as_ref(), *skip);
+            let got = run(
+                ans,
+                &Bands::default(),
+                &BTreeMap::new(),
+                rules,
+                default.as_ref(),
+                *skip,
+            );
             check(name, got, want);
         }
     }
@@ -880,7 +928,14 @@ mod tests {
             ),
         ];
         for (ans, want) in table {
-            let got = run(ans, &Bands::default(), &rules, None, false);
+            let got = run(
+                ans,
+                &Bands::default(),
+                &BTreeMap::new(),
+                &rules,
+                None,
+                false,
+            );
             assert_eq!(got.needs_input().unwrap().to_string(), *want);
         }
     }

@@ -1,0 +1,652 @@
+//! The run file: every labelled example asked once, each outcome one JSONL line.
+//!
+//! Line 1 is a header naming the questions; each further line is one row:
+//! `{"id", "labels", "meta"?, "state_len", "decision" | "error", "latency_ms"?}`.
+//! Rows are appended and flushed as they finish, so an interrupted run loses at
+//! most the rows in flight, and running again asks only the ids not yet in the
+//! file. A failed evaluation is a row with an `error`, never an abort. When an id
+//! appears twice, the later row wins (that is how `rerun_errors` replaces a
+//! failure). Everything after `run` is a pure function of this file.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt as _;
+use serde_json::{Map, Value};
+
+use super::error::{AssessError, AssessErrorKind};
+use super::examples::{Example, Gold, json_error_text, kind_of};
+use crate::canonical::canonical_json;
+use crate::classifier::{
+    Classifier, Decision, EvalContext, Questions, questions_from_wire, questions_wire,
+};
+
+/// The `format` of a run file's header.
+///
+/// ```
+/// assert_eq!(toolnexus::assess::RUN_FORMAT, "toolnexus.assess-run");
+/// ```
+pub const RUN_FORMAT: &str = "toolnexus.assess-run";
+/// The run file version this build reads and writes.
+///
+/// ```
+/// assert_eq!(toolnexus::assess::RUN_VERSION, 1);
+/// ```
+pub const RUN_VERSION: u64 = 1;
+
+/// How one example came out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The backend answered.
+    Decided(Decision),
+    /// The evaluation failed; the row stays in the data.
+    Failed {
+        /// The error kind's name (`ErrorKind::as_str`).
+        kind: String,
+        /// The error's detail.
+        message: String,
+    },
+}
+
+/// One row of a run.
+///
+/// ```
+/// use toolnexus::assess::{Outcome, Row};
+/// let r = Row::new("a", Default::default(), Outcome::Failed { kind: "timeout".into(), message: "slow".into() });
+/// assert!(r.decision().is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Row {
+    /// The example's id.
+    pub id: String,
+    /// Its gold answers.
+    pub labels: BTreeMap<String, Gold>,
+    /// Its meta fields.
+    pub meta: Map<String, Value>,
+    /// Characters in the state's canonical JSON.
+    pub state_len: usize,
+    /// What came back.
+    pub outcome: Outcome,
+    /// Wall time of the evaluation, when measured.
+    pub latency_ms: Option<f64>,
+}
+
+impl Row {
+    /// A row built in code.
+    ///
+    /// ```
+    /// use toolnexus::assess::{Outcome, Row};
+    /// let r = Row::new("a", Default::default(), Outcome::Failed { kind: "timeout".into(), message: "slow".into() });
+    /// assert_eq!(r.state_len, 0);
+    /// ```
+    pub fn new(id: impl Into<String>, labels: BTreeMap<String, Gold>, outcome: Outcome) -> Row {
+        Row {
+            id: id.into(),
+            labels,
+            meta: Map::new(),
+            state_len: 0,
+            outcome,
+            latency_ms: None,
+        }
+    }
+
+    /// The decision, when the row has one.
+    ///
+    /// ```
+    /// # use toolnexus::assess::{Outcome, Row};
+    /// let d = toolnexus::classifier::Decision::from_slice(br#"{"model":"m","answers":{}}"#)?;
+    /// assert_eq!(Row::new("a", Default::default(), Outcome::Decided(d)).decision().unwrap().model, "m");
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn decision(&self) -> Option<&Decision> {
+        match &self.outcome {
+            Outcome::Decided(d) => Some(d),
+            Outcome::Failed { .. } => None,
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("id".into(), Value::from(self.id.as_str()));
+        m.insert(
+            "labels".into(),
+            Value::Object(
+                self.labels
+                    .iter()
+                    .map(|(k, g)| (k.clone(), g.to_value()))
+                    .collect(),
+            ),
+        );
+        if !self.meta.is_empty() {
+            m.insert("meta".into(), Value::Object(self.meta.clone()));
+        }
+        m.insert("state_len".into(), Value::from(self.state_len));
+        match &self.outcome {
+            Outcome::Decided(d) => {
+                m.insert("decision".into(), d.to_value());
+            }
+            Outcome::Failed { kind, message } => {
+                let mut e = Map::new();
+                e.insert("kind".into(), Value::from(kind.as_str()));
+                e.insert("message".into(), Value::from(message.as_str()));
+                m.insert("error".into(), Value::Object(e));
+            }
+        }
+        if let Some(ms) = self.latency_ms {
+            m.insert("latency_ms".into(), Value::from(ms));
+        }
+        Value::Object(m)
+    }
+}
+
+/// A whole run: the questions and one row per example.
+///
+/// ```
+/// use toolnexus::assess::{Outcome, Row, Run};
+/// use toolnexus::judge::{noul, questions};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let run = Run::new(qs, vec![Row::new("a", Default::default(), Outcome::Failed { kind: "timeout".into(), message: "slow".into() })]);
+/// let text = run.to_jsonl();
+/// assert_eq!(Run::parse(&text, "run.jsonl")?, run);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Run {
+    /// The questions every row was asked.
+    pub questions: Questions,
+    /// The rows, in file order, one per id.
+    pub rows: Vec<Row>,
+}
+
+impl Run {
+    /// A run built in code.
+    ///
+    /// ```
+    /// let run = toolnexus::assess::Run::new(Default::default(), Vec::new());
+    /// assert!(run.rows.is_empty());
+    /// ```
+    pub fn new(questions: Questions, rows: Vec<Row>) -> Run {
+        Run { questions, rows }
+    }
+
+    /// Reads a run file.
+    ///
+    /// ```no_run
+    /// let run = toolnexus::assess::Run::load("run.jsonl")?;
+    /// println!("{} rows", run.rows.len());
+    /// # Ok::<(), toolnexus::assess::AssessError>(())
+    /// ```
+    pub fn load(path: impl AsRef<Path>) -> Result<Run, AssessError> {
+        let path = path.as_ref();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| AssessError::io(path, "cannot read", e))?;
+        Run::parse(&text, path)
+    }
+
+    /// Parses a run file's text; `source` names it in errors. A last line cut
+    /// short by a crash (no newline, not JSON) is ignored.
+    ///
+    /// ```
+    /// let e = toolnexus::assess::Run::parse("{\"format\": \"other\"}\n", "r.jsonl").unwrap_err();
+    /// assert_eq!(e.to_string(), "r.jsonl:1: not a run file: \"format\" is \"other\", not \"toolnexus.assess-run\"");
+    /// ```
+    pub fn parse(text: &str, source: impl AsRef<Path>) -> Result<Run, AssessError> {
+        let source = source.as_ref();
+        parse_run(text, source).map_err(|e| e.at_path(source))
+    }
+
+    /// The file form: a header line, then one line per row.
+    ///
+    /// ```
+    /// let run = toolnexus::assess::Run::new(Default::default(), Vec::new());
+    /// assert!(run.to_jsonl().starts_with("{\"format\":\"toolnexus.assess-run\""));
+    /// ```
+    pub fn to_jsonl(&self) -> String {
+        let mut out = header_line(&self.questions);
+        for r in &self.rows {
+            out.push_str(&canonical_json(&r.to_value()));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Writes the run file atomically (a temporary file renamed over `path`).
+    ///
+    /// ```no_run
+    /// # let run = toolnexus::assess::Run::new(Default::default(), Vec::new());
+    /// run.save("run.jsonl")?;
+    /// # Ok::<(), toolnexus::assess::AssessError>(())
+    /// ```
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), AssessError> {
+        let path = path.as_ref();
+        let tmp = crate::judge::stage(path, self.to_jsonl().as_bytes())
+            .map_err(|e| AssessError::new(AssessErrorKind::Io, e.to_string()))?;
+        crate::judge::commit(&tmp, path)
+            .map_err(|e| AssessError::new(AssessErrorKind::Io, e.to_string()))
+    }
+
+    /// The responding model ids, each once, in first-seen order.
+    ///
+    /// ```
+    /// let run = toolnexus::assess::Run::new(Default::default(), Vec::new());
+    /// assert!(run.models().is_empty());
+    /// ```
+    pub fn models(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in &self.rows {
+            if let Some(d) = r.decision() {
+                if !out.contains(&d.model) {
+                    out.push(d.model.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+fn header_line(questions: &Questions) -> String {
+    let mut h = Map::new();
+    h.insert("format".into(), Value::from(RUN_FORMAT));
+    h.insert("version".into(), Value::from(RUN_VERSION));
+    h.insert("questions".into(), questions_wire(questions));
+    let mut s = canonical_json(&Value::Object(h));
+    s.push('\n');
+    s
+}
+
+fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
+    let invalid =
+        |line: usize, msg: String| AssessError::new(AssessErrorKind::Invalid, msg).at(line, None);
+    let mut lines = text.split_inclusive('\n').enumerate();
+    let Some((_, first)) = lines.next() else {
+        return Err(AssessError::new(
+            AssessErrorKind::Mismatch,
+            "empty: a run file starts with its header line",
+        ));
+    };
+    let header: Value = serde_json::from_str(first.trim_end()).map_err(|e| {
+        AssessError::new(
+            AssessErrorKind::Syntax,
+            format!("header is not JSON: {}", json_error_text(&e)),
+        )
+        .at(1, Some(e.column()))
+    })?;
+    let questions = read_header(&header)
+        .map_err(|m| AssessError::new(AssessErrorKind::Mismatch, m).at(1, None))?;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (i, raw) in lines {
+        let line_no = i + 1;
+        let line = raw.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            // A torn final line: the crash this format is built to survive.
+            Err(_) if !raw.ends_with('\n') => break,
+            Err(e) => {
+                return Err(AssessError::new(
+                    AssessErrorKind::Syntax,
+                    format!("not JSON: {}", json_error_text(&e)),
+                )
+                .at(line_no, Some(e.column())));
+            }
+        };
+        let row = read_row(&v, &questions).map_err(|m| invalid(line_no, m))?;
+        match index.get(&row.id) {
+            Some(&at) => rows[at] = row,
+            None => {
+                index.insert(row.id.clone(), rows.len());
+                rows.push(row);
+            }
+        }
+    }
+    Ok(Run { questions, rows })
+}
+
+fn read_header(h: &Value) -> Result<Questions, String> {
+    let format = h.get("format").and_then(Value::as_str);
+    if format != Some(RUN_FORMAT) {
+        let got = h
+            .get("format")
+            .map_or("absent".to_string(), |v| v.to_string());
+        return Err(format!(
+            "not a run file: \"format\" is {got}, not {RUN_FORMAT:?}"
+        ));
+    }
+    match h.get("version").and_then(Value::as_u64) {
+        Some(RUN_VERSION) => {}
+        other => {
+            return Err(format!(
+                "run file version {} is not supported (this build reads version {RUN_VERSION})",
+                other.map_or("absent".to_string(), |v| v.to_string())
+            ));
+        }
+    }
+    let q = h.get("questions").ok_or("header has no \"questions\"")?;
+    questions_from_wire(q).map_err(|e| format!("header questions: {}", e.detail()))
+}
+
+fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| format!("a row is a JSON object, got {}", kind_of(v)))?;
+    let id = o
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or("row has no string \"id\"")?
+        .to_string();
+    let mut labels = BTreeMap::new();
+    if let Some(l) = o.get("labels") {
+        let l = l.as_object().ok_or("\"labels\" is not an object")?;
+        for (k, g) in l {
+            let q = questions
+                .get(k)
+                .ok_or_else(|| format!("label {k:?}: no such question in the header"))?;
+            labels.insert(
+                k.clone(),
+                Gold::parse(k, q, g).map_err(|m| format!("label {k:?}: {m}"))?,
+            );
+        }
+    }
+    let meta = match o.get("meta") {
+        None => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(other) => return Err(format!("\"meta\" is {}, not an object", kind_of(other))),
+    };
+    let state_len = o.get("state_len").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let outcome = match (o.get("decision"), o.get("error")) {
+        (Some(d), None) => Outcome::Decided(
+            Decision::from_value(d).map_err(|e| format!("row {id:?}: decision: {}", e.detail()))?,
+        ),
+        (None, Some(e)) => Outcome::Failed {
+            kind: e
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_string(),
+            message: e
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        },
+        _ => {
+            return Err(format!(
+                "row {id:?} needs exactly one of \"decision\" and \"error\""
+            ));
+        }
+    };
+    let latency_ms = o.get("latency_ms").and_then(Value::as_f64);
+    Ok(Row {
+        id,
+        labels,
+        meta,
+        state_len,
+        outcome,
+        latency_ms,
+    })
+}
+
+/// A progress callback: `(rows done, rows to do)` after each row.
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
+
+/// How [`run_examples`] runs.
+///
+/// ```
+/// let o = toolnexus::assess::RunOptions::default();
+/// assert_eq!(o.concurrency, 8);
+/// assert!(!o.rerun_errors);
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// Evaluations in flight at once (at least 1).
+    pub concurrency: usize,
+    /// Ask again the ids whose row in the file is an error.
+    pub rerun_errors: bool,
+    /// Called after each row is written.
+    pub progress: Option<Progress>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            concurrency: 8,
+            rerun_errors: false,
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("concurrency", &self.concurrency)
+            .field("rerun_errors", &self.rerun_errors)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Asks every example not yet in the run file at `path` and appends its row;
+/// returns the whole run. A file made for other questions is refused, naming it.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolnexus::assess::{run_examples, Example, Gold, RunOptions};
+/// use toolnexus::classifier::*;
+/// use toolnexus::judge::{noul, questions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let judge = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     evaluate: Some(Arc::new(|_ctx, _state, _qs| Box::pin(async {
+///         Decision::from_value(&json!({"model": "rule", "answers": {"spam": {"type": "noul", "noul": 0.9}}}))
+///             .map_err(|e| e.to_string())
+///     }))),
+///     ..Default::default()
+/// })?;
+/// let examples = vec![Example::new("a", json!("WIN"), BTreeMap::from([("spam".to_string(), Gold::Noul(true))]))];
+/// let dir = std::env::temp_dir().join(format!("tn-run-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("run.jsonl");
+/// # let _ = std::fs::remove_file(&path);
+/// let run = run_examples(&judge, &qs, &examples, &path, RunOptions::default()).await?;
+/// assert_eq!(run.rows.len(), 1);
+/// // Running again asks nothing: every id is in the file.
+/// let again = run_examples(&judge, &qs, &examples, &path, RunOptions::default()).await?;
+/// assert_eq!(again, run);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn run_examples(
+    classifier: &Classifier,
+    questions: &Questions,
+    examples: &[Example],
+    path: impl AsRef<Path>,
+    options: RunOptions,
+) -> Result<Run, AssessError> {
+    let path = path.as_ref();
+    let mut run = match std::fs::read_to_string(path) {
+        Ok(text) if !text.is_empty() => {
+            let run = Run::parse(&text, path)?;
+            if run.questions != *questions {
+                return Err(AssessError::new(
+                    AssessErrorKind::Mismatch,
+                    format!(
+                        "this run file was made for other questions ({}); use another file to run these",
+                        first_question_difference(&run.questions, questions)
+                    ),
+                )
+                .at_path(path));
+            }
+            // Cut a torn final line so appended rows start on a line of their own.
+            if !text.ends_with('\n') {
+                let keep = text.rfind('\n').map_or(0, |p| p + 1);
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| AssessError::io(path, "cannot open", e))?;
+                f.set_len(keep as u64)
+                    .map_err(|e| AssessError::io(path, "cannot trim a torn line", e))?;
+            }
+            run
+        }
+        Ok(_) => {
+            std::fs::write(path, header_line(questions))
+                .map_err(|e| AssessError::io(path, "cannot write", e))?;
+            Run::new(questions.clone(), Vec::new())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(path, header_line(questions))
+                .map_err(|e| AssessError::io(path, "cannot write", e))?;
+            Run::new(questions.clone(), Vec::new())
+        }
+        Err(e) => return Err(AssessError::io(path, "cannot read", e)),
+    };
+    let mut index: HashMap<String, usize> = run
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.clone(), i))
+        .collect();
+    let todo: Vec<&Example> = examples
+        .iter()
+        .filter(|e| match index.get(&e.id) {
+            None => true,
+            Some(&i) => options.rerun_errors && run.rows[i].decision().is_none(),
+        })
+        .collect();
+    let total = todo.len();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| AssessError::io(path, "cannot open for appending", e))?;
+    let mut stream = futures::stream::iter(todo)
+        .map(|ex| {
+            let classifier = classifier.clone();
+            async move {
+                let started = Instant::now();
+                let result = classifier
+                    .evaluate_ctx(EvalContext::new(), ex.state.clone(), questions)
+                    .await;
+                let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+                let outcome = match result {
+                    Ok(d) => Outcome::Decided(d),
+                    Err(e) => Outcome::Failed {
+                        kind: e.kind().as_str().to_string(),
+                        message: e.detail().to_string(),
+                    },
+                };
+                Row {
+                    id: ex.id.clone(),
+                    labels: ex.labels.clone(),
+                    meta: ex.meta.clone(),
+                    state_len: canonical_json(&ex.state).chars().count(),
+                    outcome,
+                    latency_ms: Some(latency_ms),
+                }
+            }
+        })
+        .buffer_unordered(options.concurrency.max(1));
+    let mut done = 0;
+    while let Some(row) = stream.next().await {
+        let mut line = canonical_json(&row.to_value());
+        line.push('\n');
+        file.write_all(line.as_bytes())
+            .map_err(|e| AssessError::io(path, "cannot append a row", e))?;
+        match index.get(&row.id) {
+            Some(&i) => run.rows[i] = row,
+            None => {
+                index.insert(row.id.clone(), run.rows.len());
+                run.rows.push(row);
+            }
+        }
+        done += 1;
+        if let Some(p) = &options.progress {
+            p(done, total);
+        }
+    }
+    file.sync_all()
+        .map_err(|e| AssessError::io(path, "cannot flush", e))?;
+    Ok(run)
+}
+
+fn first_question_difference(was: &Questions, now: &Questions) -> String {
+    for k in was.keys().chain(now.keys()) {
+        match (was.get(k), now.get(k)) {
+            (Some(_), None) => return format!("it has question {k:?}, which is not asked now"),
+            (None, Some(_)) => return format!("question {k:?} is not in it"),
+            (Some(a), Some(b)) if a != b => {
+                return format!("question {k:?} is worded differently");
+            }
+            _ => {}
+        }
+    }
+    "they differ".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::{noul, questions};
+
+    fn qs() -> Questions {
+        questions(&[noul("spam", "Is it spam?")]).unwrap()
+    }
+
+    fn decided(p: f64) -> Outcome {
+        Outcome::Decided(
+            Decision::from_value(&serde_json::json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": p}}}))
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_torn_last_line_is_ignored_and_later_rows_win() {
+        let labels = BTreeMap::from([("spam".to_string(), Gold::Noul(true))]);
+        let run = Run::new(
+            qs(),
+            vec![
+                Row::new(
+                    "a",
+                    labels.clone(),
+                    Outcome::Failed {
+                        kind: "timeout".into(),
+                        message: "slow".into(),
+                    },
+                ),
+                Row::new("a", labels.clone(), decided(0.8)),
+            ],
+        );
+        let mut text = run.to_jsonl();
+        text.push_str("{\"id\":\"b\",\"lab");
+        let back = Run::parse(&text, "r.jsonl").unwrap();
+        assert_eq!(back.rows.len(), 1);
+        assert_eq!(back.rows[0].outcome, decided(0.8));
+    }
+
+    #[test]
+    fn bad_rows_are_named_by_line() {
+        let mut text = Run::new(qs(), Vec::new()).to_jsonl();
+        text.push_str("{\"id\":\"a\",\"labels\":{\"spam\":true}}\n");
+        let e = Run::parse(&text, "r.jsonl").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "r.jsonl:2: row \"a\" needs exactly one of \"decision\" and \"error\""
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! A thresholds file: per-question [`Bands`] chosen from measured answers
+//! (`toolnexus assess thresholds` writes it; [`Bands::from_thresholds`] and
+//! [`Policy::with_thresholds`](super::Policy::with_thresholds) read it).
+//!
+//! ```json
+//! {"format": "toolnexus.thresholds", "version": 1,
+//!  "bands": {"spam": {"low": 0.12, "high": 0.88}},
+//!  "questions": {"spam": {"provisional": false, "...": "figures"}}}
+//! ```
+//!
+//! Only `format`, `version`, `bands` and each question's `provisional` flag are
+//! read here; the rest are the figures behind the choice, for people.
+//! Thresholds tuned on one model do not transfer to another.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::bands::Bands;
+use crate::classifier::{ClassifierError, msg};
+
+/// The `format` of a thresholds file.
+///
+/// ```
+/// assert_eq!(toolnexus::judge::THRESHOLDS_FORMAT, "toolnexus.thresholds");
+/// ```
+pub const THRESHOLDS_FORMAT: &str = "toolnexus.thresholds";
+/// The thresholds file version this build reads.
+///
+/// ```
+/// assert_eq!(toolnexus::judge::THRESHOLDS_VERSION, 1);
+/// ```
+pub const THRESHOLDS_VERSION: u64 = 1;
+
+/// Per-question bands read from a thresholds file.
+///
+/// ```
+/// use toolnexus::judge::{Bands, Thresholds};
+///
+/// let t = Thresholds::from_json(r#"{"format": "toolnexus.thresholds", "version": 1,
+///     "bands": {"spam": {"low": 0.1, "high": 0.9}}}"#)?;
+/// assert_eq!(Bands::from_thresholds(&t)["spam"], Bands { low: 0.1, high: 0.9 });
+/// assert!(!t.is_provisional("spam"));
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct Thresholds {
+    /// Bands by question key.
+    pub bands: BTreeMap<String, Bands>,
+    /// Keys whose cut was chosen on too few rows to trust yet.
+    pub provisional: Vec<String>,
+}
+
+impl Thresholds {
+    /// Parses a thresholds file's text. Every error starts `thresholds: ` and
+    /// names the key it is about.
+    ///
+    /// ```
+    /// use toolnexus::judge::Thresholds;
+    /// let e = Thresholds::from_json(r#"{"format": "toolnexus.thresholds", "version": 1,
+    ///     "bands": {"spam": {"low": 0.9, "high": 0.1}}}"#).unwrap_err();
+    /// assert_eq!(e.to_string(), "classifier: thresholds: bands \"spam\": bands need 0 <= low <= high <= 1, got low 0.9, high 0.1");
+    /// ```
+    pub fn from_json(text: &str) -> Result<Thresholds, ClassifierError> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| msg::config(format!("thresholds: not JSON: {e}")))?;
+        parse(&v).map_err(|m| msg::config(format!("thresholds: {m}")))
+    }
+
+    /// Reads a thresholds file; errors name the file.
+    ///
+    /// ```
+    /// let e = toolnexus::judge::Thresholds::load("/nonexistent/t.json").unwrap_err();
+    /// assert!(e.to_string().starts_with("classifier: thresholds /nonexistent/t.json: cannot read: "));
+    /// ```
+    pub fn load(path: impl AsRef<Path>) -> Result<Thresholds, ClassifierError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| msg::config(format!("thresholds {}: cannot read: {e}", path.display())))?;
+        Thresholds::from_json(&text).map_err(|e| {
+            let d = e.detail();
+            let d = d.strip_prefix("thresholds: ").unwrap_or(d);
+            msg::config(format!("thresholds {}: {d}", path.display()))
+        })
+    }
+
+    /// Whether `key`'s cut is marked provisional (chosen on fewer than 200 rows).
+    ///
+    /// ```
+    /// assert!(!toolnexus::judge::Thresholds::default().is_provisional("x"));
+    /// ```
+    pub fn is_provisional(&self, key: &str) -> bool {
+        self.provisional.iter().any(|k| k == key)
+    }
+}
+
+fn parse(v: &Value) -> Result<Thresholds, String> {
+    let o = v.as_object().ok_or("a thresholds file is a JSON object")?;
+    let format = o.get("format").and_then(Value::as_str);
+    if format != Some(THRESHOLDS_FORMAT) {
+        return Err(format!(
+            "\"format\" is {}, not {THRESHOLDS_FORMAT:?}",
+            o.get("format")
+                .map_or("absent".to_string(), |f| f.to_string())
+        ));
+    }
+    match o.get("version").and_then(Value::as_u64) {
+        Some(THRESHOLDS_VERSION) => {}
+        other => {
+            return Err(format!(
+                "version {} is not supported (this build reads version {THRESHOLDS_VERSION})",
+                other.map_or("absent".to_string(), |x| x.to_string())
+            ));
+        }
+    }
+    let bands_v = o
+        .get("bands")
+        .and_then(Value::as_object)
+        .ok_or("no \"bands\" object")?;
+    let mut bands = BTreeMap::new();
+    for (k, b) in bands_v {
+        let num = |f: &str| {
+            b.get(f)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| format!("bands {k:?}: no number {f:?}"))
+        };
+        let band = Bands {
+            low: num("low")?,
+            high: num("high")?,
+        };
+        band.check()
+            .map_err(|e| format!("bands {k:?}: {}", e.detail()))?;
+        bands.insert(k.clone(), band);
+    }
+    let provisional = o
+        .get("questions")
+        .and_then(Value::as_object)
+        .map(|qs| {
+            qs.iter()
+                .filter(|(_, q)| q.get("provisional").and_then(Value::as_bool) == Some(true))
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Thresholds { bands, provisional })
+}
+
+impl Bands {
+    /// The per-question bands of a thresholds file.
+    ///
+    /// ```
+    /// use toolnexus::judge::{Bands, Thresholds};
+    /// let t = Thresholds::from_json(r#"{"format":"toolnexus.thresholds","version":1,"bands":{}}"#)?;
+    /// assert!(Bands::from_thresholds(&t).is_empty());
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn from_thresholds(thresholds: &Thresholds) -> BTreeMap<String, Bands> {
+        thresholds.bands.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_what_is_wrong() {
+        let cases = [
+            ("[]", "thresholds: a thresholds file is a JSON object"),
+            (
+                r#"{"format":"x"}"#,
+                "thresholds: \"format\" is \"x\", not \"toolnexus.thresholds\"",
+            ),
+            (
+                r#"{"format":"toolnexus.thresholds","version":2}"#,
+                "thresholds: version 2 is not supported (this build reads version 1)",
+            ),
+            (
+                r#"{"format":"toolnexus.thresholds","version":1}"#,
+                "thresholds: no \"bands\" object",
+            ),
+            (
+                r#"{"format":"toolnexus.thresholds","version":1,"bands":{"q":{"low":0.1}}}"#,
+                "thresholds: bands \"q\": no number \"high\"",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                Thresholds::from_json(text).unwrap_err().detail(),
+                want,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn provisional_keys_are_read() {
+        let t = Thresholds::from_json(
+            r#"{"format":"toolnexus.thresholds","version":1,
+            "bands":{"a":{"low":0.2,"high":0.8}},"questions":{"a":{"provisional":true}}}"#,
+        )
+        .unwrap();
+        assert!(t.is_provisional("a"));
+    }
+}
