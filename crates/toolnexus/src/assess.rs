@@ -3,6 +3,25 @@
 //! only the CLI's `assess run` calls a backend.
 
 pub mod calibrate;
+mod error;
+mod examples;
+pub mod gates;
 pub mod metrics;
+pub mod report;
 pub(crate) mod rng;
+mod run;
+mod summary;
 pub(crate) mod svg;
+mod thresholds;
+
+pub use error::{AssessError, AssessErrorKind};
+pub use examples::{Example, Gold, parse_examples, read_examples};
+pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, run_examples};
+pub use summary::{
+    CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt, QuestionSummary, Slice,
+    SliceBy, Summary, SummaryOptions, summarize, table,
+};
+pub use thresholds::{
+    GatePick, Honest, MIN_ROWS, Measured, Method, PROVISIONAL_ROWS, Pick, Status, Target,
+    ThresholdOptions, ThresholdReport, choose_thresholds,
+};

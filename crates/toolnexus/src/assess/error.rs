@@ -39,7 +39,10 @@ pub enum AssessErrorKind {
 /// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct AssessError {
+pub struct AssessError(Box<Inner>);
+
+/// Boxed, so a `Result<_, AssessError>` stays one pointer wide.
+struct Inner {
     kind: AssessErrorKind,
     path: Option<PathBuf>,
     line: Option<usize>,
@@ -51,7 +54,7 @@ pub struct AssessError {
 
 impl AssessError {
     pub(crate) fn new(kind: AssessErrorKind, message: impl Into<String>) -> AssessError {
-        AssessError {
+        AssessError(Box::new(Inner {
             kind,
             path: None,
             line: None,
@@ -59,7 +62,7 @@ impl AssessError {
             key: None,
             message: message.into(),
             source: None,
-        }
+        }))
     }
 
     pub(crate) fn io(path: &Path, what: &str, e: std::io::Error) -> AssessError {
@@ -69,25 +72,25 @@ impl AssessError {
     }
 
     pub(crate) fn at_path(mut self, path: impl Into<PathBuf>) -> AssessError {
-        self.path = Some(path.into());
+        self.0.path = Some(path.into());
         self
     }
 
     pub(crate) fn at(mut self, line: usize, column: Option<usize>) -> AssessError {
-        self.line = Some(line);
-        self.column = column;
+        self.0.line = Some(line);
+        self.0.column = column;
         self
     }
 
     /// About one label of an example (`label "k": `).
     pub(crate) fn for_key(mut self, key: impl Into<String>) -> AssessError {
-        self.key = Some(("label", key.into()));
+        self.0.key = Some(("label", key.into()));
         self
     }
 
     /// About one question (`question "k": `).
     pub(crate) fn for_question(mut self, key: impl Into<String>) -> AssessError {
-        self.key = Some(("question", key.into()));
+        self.0.key = Some(("question", key.into()));
         self
     }
 
@@ -95,7 +98,7 @@ impl AssessError {
         mut self,
         e: impl std::error::Error + Send + Sync + 'static,
     ) -> AssessError {
-        self.source = Some(Box::new(e));
+        self.0.source = Some(Box::new(e));
         self
     }
 
@@ -109,7 +112,7 @@ impl AssessError {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn kind(&self) -> AssessErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The file the error is about, when there is one.
@@ -122,7 +125,7 @@ impl AssessError {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        self.0.path.as_deref()
     }
 
     /// The 1-based line, when the error is about one.
@@ -135,7 +138,7 @@ impl AssessError {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn line(&self) -> Option<usize> {
-        self.line
+        self.0.line
     }
 
     /// The 1-based column within the line, when known.
@@ -148,7 +151,7 @@ impl AssessError {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn column(&self) -> Option<usize> {
-        self.column
+        self.0.column
     }
 
     /// The question key the error is about, when it is about one.
@@ -161,7 +164,7 @@ impl AssessError {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn key(&self) -> Option<&str> {
-        self.key.as_ref().map(|(_, k)| k.as_str())
+        self.0.key.as_ref().map(|(_, k)| k.as_str())
     }
 
     /// The message without the location prefix.
@@ -174,33 +177,33 @@ impl AssessError {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
 impl fmt::Display for AssessError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(p) = &self.path {
+        if let Some(p) = &self.0.path {
             write!(f, "{}", p.display())?;
-            if let Some(l) = self.line {
+            if let Some(l) = self.0.line {
                 write!(f, ":{l}")?;
-                if let Some(c) = self.column {
+                if let Some(c) = self.0.column {
                     write!(f, ":{c}")?;
                 }
             }
             f.write_str(": ")?;
         }
-        if let Some((role, k)) = &self.key {
+        if let Some((role, k)) = &self.0.key {
             write!(f, "{role} {k:?}: ")?;
         }
-        f.write_str(&self.message)
+        f.write_str(&self.0.message)
     }
 }
 
 impl fmt::Debug for AssessError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AssessError")
-            .field("kind", &self.kind)
+            .field("kind", &self.0.kind)
             .field("message", &self.to_string())
             .finish()
     }
@@ -208,7 +211,8 @@ impl fmt::Debug for AssessError {
 
 impl std::error::Error for AssessError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
+        self.0
+            .source
             .as_deref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }

@@ -8,10 +8,6 @@
 //! printed with at most four decimals, so the output is a deterministic function
 //! of the input. All text is escaped with [`escape`].
 
-// The report builder that calls these lands separately; until then only the
-// tests use them.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::fmt::Write as _;
 
 use super::metrics::Bin;
@@ -839,6 +835,7 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// The next `<svg` start tag or `</svg>` end tag at or after `from`:
 /// `(offset, is_start)`.
+#[cfg(test)]
 fn next_svg_tag(html: &str, from: usize) -> Option<(usize, bool)> {
     let mut at = from;
     while let Some(rel) = html.get(at..)?.find('<') {
@@ -861,6 +858,7 @@ fn next_svg_tag(html: &str, from: usize) -> Option<(usize, bool)> {
 
 /// The outermost `<svg …>…</svg>` blocks of `html`, in order (nested `<svg>`
 /// elements stay inside their parent's block; an unclosed one is skipped).
+#[cfg(test)]
 pub(crate) fn extract_svgs(html: &str) -> Vec<&str> {
     let mut found = Vec::new();
     let (mut depth, mut start, mut pos) = (0usize, 0usize, 0usize);

@@ -1,5 +1,6 @@
 //! The one integration-test binary: loopback servers, fixtures and tapes.
 
+mod assess_report;
 mod decisions;
 mod faults;
 mod judge;

@@ -1,0 +1,694 @@
+//! `--min key.metric=value` / `--max ...` gates over a summary: a CI regression
+//! gate for prompts and models.
+//!
+//! A gate names a question key and one of its figures (the fields of
+//! [`QuestionSummary`]: see [`METRICS`]); the key `gate` names the row-level
+//! gate ([`GateSummary`], metrics `accuracy` and `n`). [`check_gates`] lists
+//! every gate that does not hold. A figure that is undefined for the run (an
+//! AUROC with one outcome only, a score metric on a choice question, a question
+//! with no answered row) or a question the summary does not have is a failure
+//! too, and says so: a gate never passes on a missing number.
+//!
+//! ```
+//! use toolnexus::assess::gates::{Gate, check_gates};
+//! # use std::collections::BTreeMap;
+//! # use serde_json::json;
+//! # use toolnexus::assess::*;
+//! # use toolnexus::classifier::Decision;
+//! # use toolnexus::judge::{noul, questions};
+//! # let qs = questions(&[noul("spam", "Is it spam?")])?;
+//! # let row = |id: &str, p: f64, y: bool| Row::new(id, BTreeMap::from([("spam".to_string(), Gold::Noul(y))]),
+//! #     Outcome::Decided(Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": p}}})).unwrap()));
+//! # let run = Run::new(qs, vec![row("a", 0.9, true), row("b", 0.2, false), row("c", 0.7, false)]);
+//! let summary = summarize(&run, &SummaryOptions::default());
+//! let gates = [Gate::parse_min("spam.accuracy=0.9")?, Gate::parse_max("spam.brier=0.5")?];
+//! let failures = check_gates(&summary, &gates);
+//! assert_eq!(failures.len(), 1);
+//! assert_eq!(failures[0].to_string(), "spam.accuracy = 0.667 is below the --min 0.9");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+
+use super::error::{AssessError, AssessErrorKind};
+use super::summary::{GateSummary, QuestionSummary, Summary};
+
+/// The metric names a gate can name on a question, in the order of
+/// [`QuestionSummary`]'s fields.
+///
+/// ```
+/// assert!(toolnexus::assess::gates::METRICS.contains(&"adaptive_ece"));
+/// ```
+pub const METRICS: [&str; 14] = [
+    "n",
+    "accuracy",
+    "log_loss",
+    "brier",
+    "ece",
+    "adaptive_ece",
+    "mce",
+    "auroc",
+    "macro_f1",
+    "within_one",
+    "mae",
+    "kappa",
+    "near_uniform_rate",
+    "abstention_rate",
+];
+
+/// The metric names a gate can name on the row gate (key [`GATE_KEY`]).
+///
+/// ```
+/// assert_eq!(toolnexus::assess::gates::GATE_METRICS, ["accuracy", "n"]);
+/// ```
+pub const GATE_METRICS: [&str; 2] = ["accuracy", "n"];
+
+/// The key that addresses the row-level gate instead of a question.
+///
+/// ```
+/// assert_eq!(toolnexus::assess::gates::GATE_KEY, "gate");
+/// ```
+pub const GATE_KEY: &str = "gate";
+
+/// Which side of the value a figure must stay on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The figure must be at least the value (`--min`).
+    Min,
+    /// The figure must be at most the value (`--max`).
+    Max,
+}
+
+impl Bound {
+    /// The flag that sets it: `--min` or `--max`.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::assess::gates::Bound::Max.flag(), "--max");
+    /// ```
+    pub fn flag(self) -> &'static str {
+        match self {
+            Bound::Min => "--min",
+            Bound::Max => "--max",
+        }
+    }
+}
+
+/// One gate: `key.metric` must stay at or above (`Min`) or at or below (`Max`) `value`.
+///
+/// ```
+/// use toolnexus::assess::gates::{Bound, Gate};
+/// let g = Gate::parse_max("desk.ece=0.05")?;
+/// assert_eq!((g.key.as_str(), g.metric.as_str(), g.bound, g.value), ("desk", "ece", Bound::Max, 0.05));
+/// assert_eq!(g.to_string(), "--max desk.ece=0.05");
+/// # Ok::<(), toolnexus::assess::AssessError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// The question key, or [`GATE_KEY`] for the row gate.
+    pub key: String,
+    /// The metric: one of [`METRICS`] (or [`GATE_METRICS`] for the row gate).
+    pub metric: String,
+    /// Whether the figure must stay above or below `value`.
+    pub bound: Bound,
+    /// The bound.
+    pub value: f64,
+}
+
+impl Gate {
+    /// Parses `key.metric=value` as a `--min` gate. Errors name the text and,
+    /// for an unknown metric, list the metric names.
+    ///
+    /// ```
+    /// use toolnexus::assess::gates::Gate;
+    /// assert_eq!(Gate::parse_min("spam.accuracy=0.9")?.value, 0.9);
+    /// let e = Gate::parse_min("spam.acc=0.9").unwrap_err();
+    /// assert!(e.to_string().starts_with("--min spam.acc=0.9: unknown metric \"acc\" (metrics: n, accuracy, log_loss,"), "{e}");
+    /// # Ok::<(), toolnexus::assess::AssessError>(())
+    /// ```
+    pub fn parse_min(text: &str) -> Result<Gate, AssessError> {
+        Gate::parse(text, Bound::Min)
+    }
+
+    /// Parses `key.metric=value` as a `--max` gate.
+    ///
+    /// ```
+    /// use toolnexus::assess::gates::Gate;
+    /// let e = Gate::parse_max("spam.ece").unwrap_err();
+    /// assert_eq!(e.to_string(), "--max spam.ece: want key.metric=value, e.g. spam.ece=0.05");
+    /// # Ok::<(), toolnexus::assess::AssessError>(())
+    /// ```
+    pub fn parse_max(text: &str) -> Result<Gate, AssessError> {
+        Gate::parse(text, Bound::Max)
+    }
+
+    /// Parses `key.metric=value` with the given bound. The key is everything
+    /// before the last `.` of the left-hand side, so keys may hold dots.
+    ///
+    /// ```
+    /// use toolnexus::assess::gates::{Bound, Gate};
+    /// let g = Gate::parse("v2.spam.n=100", Bound::Min)?;
+    /// assert_eq!((g.key.as_str(), g.metric.as_str()), ("v2.spam", "n"));
+    /// let e = Gate::parse("gate.ece=0.1", Bound::Max).unwrap_err();
+    /// assert_eq!(e.to_string(), "--max gate.ece=0.1: unknown metric \"ece\" for the row gate (metrics: accuracy, n)");
+    /// # Ok::<(), toolnexus::assess::AssessError>(())
+    /// ```
+    pub fn parse(text: &str, bound: Bound) -> Result<Gate, AssessError> {
+        let flag = bound.flag();
+        let bad = |why: String| {
+            AssessError::new(AssessErrorKind::Invalid, format!("{flag} {text}: {why}"))
+        };
+        let example = match bound {
+            Bound::Min => "spam.accuracy=0.9",
+            Bound::Max => "spam.ece=0.05",
+        };
+        let shape = || bad(format!("want key.metric=value, e.g. {example}"));
+        let (lhs, value) = text.split_once('=').ok_or_else(shape)?;
+        let (key, metric) = lhs.trim().rsplit_once('.').ok_or_else(shape)?;
+        let (key, metric, value) = (key.trim(), metric.trim(), value.trim());
+        if key.is_empty() {
+            return Err(bad("no question key before the metric".to_string()));
+        }
+        if metric.is_empty() {
+            return Err(shape());
+        }
+        if key == GATE_KEY {
+            if !GATE_METRICS.contains(&metric) {
+                return Err(bad(format!(
+                    "unknown metric {metric:?} for the row gate (metrics: {})",
+                    GATE_METRICS.join(", ")
+                )));
+            }
+        } else if !METRICS.contains(&metric) {
+            return Err(bad(format!(
+                "unknown metric {metric:?} (metrics: {})",
+                METRICS.join(", ")
+            )));
+        }
+        let value: f64 = value
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| bad(format!("{value:?} is not a number")))?;
+        Ok(Gate {
+            key: key.to_string(),
+            metric: metric.to_string(),
+            bound,
+            value,
+        })
+    }
+
+    /// Whether a defined figure satisfies the gate (bounds are inclusive).
+    ///
+    /// ```
+    /// use toolnexus::assess::gates::Gate;
+    /// let g = Gate::parse_min("spam.accuracy=0.9")?;
+    /// assert!(g.holds(0.9) && !g.holds(0.89));
+    /// # Ok::<(), toolnexus::assess::AssessError>(())
+    /// ```
+    pub fn holds(&self, figure: f64) -> bool {
+        match self.bound {
+            Bound::Min => figure >= self.value,
+            Bound::Max => figure <= self.value,
+        }
+    }
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}.{}={}",
+            self.bound.flag(),
+            self.key,
+            self.metric,
+            self.value
+        )
+    }
+}
+
+/// A gate that does not hold, with the figure it saw. Its `Display` is one
+/// line naming the gate and the figures.
+///
+/// ```
+/// # use toolnexus::assess::gates::{Gate, check_gates};
+/// # use toolnexus::assess::*;
+/// # let summary = summarize(&Run::new(Default::default(), Vec::new()), &SummaryOptions::default());
+/// let f = &check_gates(&summary, &[Gate::parse_min("spam.accuracy=0.9")?])[0];
+/// assert_eq!(f.figure, None);
+/// assert_eq!(f.to_string(), "spam.accuracy: no question \"spam\" in this run (it has none), so the --min 0.9 cannot hold");
+/// # Ok::<(), toolnexus::assess::AssessError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct GateFailure {
+    /// The gate.
+    pub gate: Gate,
+    /// The figure measured, when it is defined.
+    pub figure: Option<f64>,
+    /// Why there is no figure, when there is none.
+    pub undefined: Option<String>,
+}
+
+impl fmt::Display for GateFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let g = &self.gate;
+        let name = format!("{}.{}", g.key, g.metric);
+        let bound = number(g.value);
+        match (self.figure, &self.undefined) {
+            (Some(x), _) => {
+                let side = match g.bound {
+                    Bound::Min => "below",
+                    Bound::Max => "above",
+                };
+                write!(
+                    f,
+                    "{name} = {} is {side} the {} {bound}",
+                    figure_text(&g.metric, x, g.value),
+                    g.bound.flag()
+                )
+            }
+            (None, Some(why)) => write!(
+                f,
+                "{name}: {why}, so the {} {bound} cannot hold",
+                g.bound.flag()
+            ),
+            (None, None) => write!(
+                f,
+                "{name} is undefined, so the {} {bound} cannot hold",
+                g.bound.flag()
+            ),
+        }
+    }
+}
+
+/// `x` with three decimals (an integer for `n`), with more digits when three
+/// would print the bound itself.
+fn figure_text(metric: &str, x: f64, bound: f64) -> String {
+    if metric == "n" {
+        return format!("{}", x as u64);
+    }
+    let short = trim(format!("{x:.3}"));
+    if short == trim(format!("{bound:.3}")) || short.parse::<f64>() == Ok(bound) {
+        number(x)
+    } else {
+        short
+    }
+}
+
+fn trim(mut s: String) -> String {
+    if s.contains('.') {
+        while s.ends_with('0') {
+            s.pop();
+        }
+        if s.ends_with('.') {
+            s.pop();
+        }
+    }
+    if s == "-0" { "0".to_string() } else { s }
+}
+
+/// The shortest text that reads back as `x`.
+fn number(x: f64) -> String {
+    format!("{x}")
+}
+
+/// The question kinds a metric is defined for, when it is not every kind.
+fn applies_to(metric: &str) -> Option<&'static str> {
+    match metric {
+        "auroc" => Some("noul"),
+        "macro_f1" => Some("choice"),
+        "within_one" | "mae" | "kappa" => Some("score"),
+        "near_uniform_rate" => Some("choice and score"),
+        _ => None,
+    }
+}
+
+/// The figure `metric` names on a question summary: `None` when the name is not
+/// a metric, `Some(None)` when the figure is undefined for this question.
+///
+/// ```
+/// use toolnexus::assess::gates::question_metric;
+/// # use toolnexus::assess::*;
+/// # use std::collections::BTreeMap;
+/// # use serde_json::json;
+/// # use toolnexus::classifier::Decision;
+/// # use toolnexus::judge::{noul, questions};
+/// # let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// # let row = |id: &str, p: f64, y: bool| Row::new(id, BTreeMap::from([("spam".to_string(), Gold::Noul(y))]),
+/// #     Outcome::Decided(Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": p}}})).unwrap()));
+/// # let run = Run::new(qs, vec![row("a", 0.9, true), row("b", 0.2, false)]);
+/// let s = summarize(&run, &SummaryOptions::default());
+/// let spam = s.question("spam").unwrap();
+/// assert_eq!(question_metric(spam, "n"), Some(Some(2.0)));
+/// assert_eq!(question_metric(spam, "mae"), Some(None), "a score metric on a noul question");
+/// assert_eq!(question_metric(spam, "nope"), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn question_metric(q: &QuestionSummary, metric: &str) -> Option<Option<f64>> {
+    let answered = q.n > 0;
+    let always = |x: f64| Some(answered.then_some(x));
+    match metric {
+        "n" => Some(Some(q.n as f64)),
+        "accuracy" => always(q.accuracy),
+        "log_loss" => always(q.log_loss),
+        "brier" => always(q.brier),
+        "ece" => always(q.ece),
+        "adaptive_ece" => always(q.adaptive_ece),
+        "mce" => always(q.mce),
+        "auroc" => Some(q.auroc),
+        "macro_f1" => Some(q.macro_f1),
+        "within_one" => Some(q.within_one),
+        "mae" => Some(q.mae),
+        "kappa" => Some(q.kappa),
+        "near_uniform_rate" => Some(q.near_uniform_rate),
+        "abstention_rate" => Some(q.abstention_rate),
+        _ => None,
+    }
+    .map(|x| x.filter(|v| v.is_finite()))
+}
+
+/// The figure `metric` names on the row gate (`accuracy` or `n`).
+///
+/// ```
+/// use toolnexus::assess::gates::gate_metric;
+/// # use toolnexus::assess::*;
+/// # let s = summarize(&Run::new(Default::default(), Vec::new()), &SummaryOptions::default());
+/// assert!(s.gate.is_none());
+/// # let _ = gate_metric;
+/// ```
+pub fn gate_metric(g: &GateSummary, metric: &str) -> Option<Option<f64>> {
+    match metric {
+        "n" => Some(Some(g.n as f64)),
+        "accuracy" => Some((g.n > 0 && g.accuracy.is_finite()).then_some(g.accuracy)),
+        _ => None,
+    }
+}
+
+/// Why a question's figure is undefined, in words.
+fn why_undefined(q: &QuestionSummary, metric: &str) -> String {
+    if q.n == 0 {
+        return format!(
+            "undefined: no labelled row of {:?} was answered ({} failed)",
+            q.key, q.failed
+        );
+    }
+    if let Some(kinds) = applies_to(metric) {
+        if !kinds.contains(q.kind.as_str()) {
+            return format!(
+                "undefined: {:?} is a {} question and {metric} applies to {kinds}",
+                q.key, q.kind
+            );
+        }
+    }
+    match metric {
+        "auroc" => "undefined: AUROC needs both outcomes among the gold labels".to_string(),
+        "kappa" => {
+            "undefined: kappa needs more than one level among gold and predicted".to_string()
+        }
+        "abstention_rate" => {
+            "undefined: abstentions are counted only with bands (a thresholds file)".to_string()
+        }
+        _ => "undefined for this run".to_string(),
+    }
+}
+
+/// Every gate that does not hold on `summary`, in the order given. An empty
+/// list means every gate holds.
+///
+/// ```
+/// use toolnexus::assess::gates::{Gate, check_gates};
+/// # use toolnexus::assess::*;
+/// # let summary = summarize(&Run::new(Default::default(), Vec::new()), &SummaryOptions::default());
+/// let f = check_gates(&summary, &[Gate::parse_min("gate.accuracy=0.8")?]);
+/// assert_eq!(f[0].to_string(), "gate.accuracy: this run has no row gate (no row is labelled and answered on every gated question), so the --min 0.8 cannot hold");
+/// # Ok::<(), toolnexus::assess::AssessError>(())
+/// ```
+pub fn check_gates(summary: &Summary, gates: &[Gate]) -> Vec<GateFailure> {
+    let mut out = Vec::new();
+    for gate in gates {
+        let fail = |figure: Option<f64>, undefined: Option<String>| GateFailure {
+            gate: gate.clone(),
+            figure,
+            undefined,
+        };
+        let measured = if gate.key == GATE_KEY {
+            match &summary.gate {
+                None => Err(
+                    "this run has no row gate (no row is labelled and answered on every gated question)"
+                        .to_string(),
+                ),
+                Some(g) => match gate_metric(g, &gate.metric) {
+                    None => Err(format!("the row gate has no metric {:?}", gate.metric)),
+                    Some(None) => Err("undefined: the row gate has no rows".to_string()),
+                    Some(Some(x)) => Ok(x),
+                },
+            }
+        } else {
+            match summary.question(&gate.key) {
+                None => {
+                    let keys: Vec<&str> =
+                        summary.questions.iter().map(|q| q.key.as_str()).collect();
+                    let has = if keys.is_empty() {
+                        "none".to_string()
+                    } else {
+                        keys.join(", ")
+                    };
+                    Err(format!(
+                        "no question {:?} in this run (it has {has})",
+                        gate.key
+                    ))
+                }
+                Some(q) => match question_metric(q, &gate.metric) {
+                    None => Err(format!("no metric {:?}", gate.metric)),
+                    Some(None) => Err(why_undefined(q, &gate.metric)),
+                    Some(Some(x)) => Ok(x),
+                },
+            }
+        };
+        match measured {
+            Ok(x) if gate.holds(x) => {}
+            Ok(x) => out.push(fail(Some(x), None)),
+            Err(why) => out.push(fail(None, Some(why))),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::assess::{Gold, Outcome, Row, Run, SummaryOptions, summarize};
+    use crate::classifier::Decision;
+    use crate::judge::{choice, noul, questions, score};
+
+    #[test]
+    fn parsing_names_the_text_and_the_metrics() {
+        let g = Gate::parse_min(" spam.accuracy = 0.9 ").unwrap();
+        assert_eq!(
+            g,
+            Gate {
+                key: "spam".into(),
+                metric: "accuracy".into(),
+                bound: Bound::Min,
+                value: 0.9
+            }
+        );
+        assert_eq!(Gate::parse_max("gate.n=10").unwrap().key, "gate");
+        let cases = [
+            (
+                "spam",
+                "--min spam: want key.metric=value, e.g. spam.accuracy=0.9",
+            ),
+            (
+                "spam=0.9",
+                "--min spam=0.9: want key.metric=value, e.g. spam.accuracy=0.9",
+            ),
+            (
+                ".accuracy=0.9",
+                "--min .accuracy=0.9: no question key before the metric",
+            ),
+            (
+                "spam.=0.9",
+                "--min spam.=0.9: want key.metric=value, e.g. spam.accuracy=0.9",
+            ),
+            (
+                "spam.accuracy=high",
+                "--min spam.accuracy=high: \"high\" is not a number",
+            ),
+            (
+                "spam.accuracy=NaN",
+                "--min spam.accuracy=NaN: \"NaN\" is not a number",
+            ),
+            (
+                "spam.accuracy=",
+                "--min spam.accuracy=: \"\" is not a number",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Gate::parse_min(text).unwrap_err();
+            assert_eq!(e.to_string(), want, "{text}");
+            assert_eq!(e.kind(), AssessErrorKind::Invalid);
+        }
+        let e = Gate::parse_min("spam.f1=0.9").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--min spam.f1=0.9: unknown metric \"f1\" (metrics: {})",
+                METRICS.join(", ")
+            )
+        );
+        for m in METRICS {
+            assert!(Gate::parse_max(&format!("k.{m}=1")).is_ok(), "{m}");
+        }
+    }
+
+    #[test]
+    fn bounds_are_inclusive_and_failures_print_figures() {
+        let min = Gate::parse_min("spam.accuracy=0.9").unwrap();
+        let max = Gate::parse_max("spam.ece=0.05").unwrap();
+        assert!(min.holds(0.9) && min.holds(1.0) && !min.holds(0.8999));
+        assert!(max.holds(0.05) && !max.holds(0.0501));
+        let f = GateFailure {
+            gate: min.clone(),
+            figure: Some(0.8126),
+            undefined: None,
+        };
+        assert_eq!(
+            f.to_string(),
+            "spam.accuracy = 0.813 is below the --min 0.9"
+        );
+        let f = GateFailure {
+            gate: min,
+            figure: Some(0.8999),
+            undefined: None,
+        };
+        assert_eq!(
+            f.to_string(),
+            "spam.accuracy = 0.8999 is below the --min 0.9",
+            "never prints the bound itself as the figure"
+        );
+        let f = GateFailure {
+            gate: max,
+            figure: Some(0.081),
+            undefined: None,
+        };
+        assert_eq!(f.to_string(), "spam.ece = 0.081 is above the --max 0.05");
+        let f = GateFailure {
+            gate: Gate::parse_min("spam.n=100").unwrap(),
+            figure: Some(40.0),
+            undefined: None,
+        };
+        assert_eq!(f.to_string(), "spam.n = 40 is below the --min 100");
+    }
+
+    fn decided(answers: serde_json::Value) -> Outcome {
+        Outcome::Decided(Decision::from_value(&json!({"model": "m", "answers": answers})).unwrap())
+    }
+
+    fn run() -> Run {
+        let qs = questions(&[
+            noul("spam", "Is it spam?"),
+            choice(
+                "desk",
+                "Which desk?",
+                [("billing", "money"), ("tech", "bugs")],
+            ),
+            score("risk", "How risky?", ["low", "mid", "high"]),
+            noul("never", "Never answered?"),
+        ])
+        .unwrap();
+        let mut rows = Vec::new();
+        for i in 0..8 {
+            let labels = BTreeMap::from([
+                ("spam".to_string(), Gold::Noul(i % 2 == 0)),
+                (
+                    "desk".to_string(),
+                    Gold::Choice(if i % 4 == 0 { "tech" } else { "billing" }.into()),
+                ),
+                ("risk".to_string(), Gold::Score(i % 3)),
+                ("never".to_string(), Gold::Noul(true)),
+            ]);
+            let p = if i % 2 == 0 { 0.8 } else { 0.3 };
+            rows.push(Row::new(
+                i.to_string(),
+                labels,
+                decided(json!({
+                    "spam": {"type": "noul", "noul": p},
+                    "desk": {"type": "choice", "choice": "billing", "confidence": 0.7,
+                             "probabilities": {"billing": 0.7, "tech": 0.3}},
+                    "risk": {"type": "score", "score": 1.0, "confidence": 0.6,
+                             "probabilities": {"0": 0.2, "1": 0.6, "2": 0.2}}
+                })),
+            ));
+        }
+        Run::new(qs, rows)
+    }
+
+    #[test]
+    fn checks_figures_and_says_what_is_undefined() {
+        let s = summarize(&run(), &SummaryOptions::default());
+        let gates: Vec<Gate> = [
+            ("spam.accuracy=1", Bound::Min),
+            ("spam.accuracy=0.5", Bound::Min),
+            ("desk.accuracy=0.9", Bound::Min),
+            ("desk.mae=1", Bound::Max),
+            ("spam.abstention_rate=0.2", Bound::Max),
+            ("never.accuracy=0.5", Bound::Min),
+            ("nope.accuracy=0.5", Bound::Min),
+            ("risk.n=8", Bound::Min),
+            ("gate.n=100", Bound::Min),
+        ]
+        .iter()
+        .map(|(t, b)| Gate::parse(t, *b).unwrap())
+        .collect();
+        let failures = check_gates(&s, &gates);
+        let text: Vec<String> = failures.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "desk.accuracy = 0.75 is below the --min 0.9",
+                "desk.mae: undefined: \"desk\" is a choice question and mae applies to score, so the --max 1 cannot hold",
+                "spam.abstention_rate: undefined: abstentions are counted only with bands (a thresholds file), so the --max 0.2 cannot hold",
+                "never.accuracy: undefined: no labelled row of \"never\" was answered (8 failed), so the --min 0.5 cannot hold",
+                "nope.accuracy: no question \"nope\" in this run (it has desk, never, risk, spam), so the --min 0.5 cannot hold",
+                "gate.n: this run has no row gate (no row is labelled and answered on every gated question), so the --min 100 cannot hold",
+            ]
+        );
+        assert_eq!(failures[0].figure, Some(0.75));
+        assert!(failures[1].figure.is_none());
+    }
+
+    #[test]
+    fn the_row_gate_is_addressed_by_its_key() {
+        let s = summarize(
+            &run(),
+            &SummaryOptions {
+                gate_keys: Some(vec!["spam".into(), "desk".into()]),
+                ..Default::default()
+            },
+        );
+        let g = s.gate.as_ref().expect("a row gate");
+        assert_eq!(g.n, 8);
+        let failures = check_gates(
+            &s,
+            &[
+                Gate::parse_min("gate.n=8").unwrap(),
+                Gate::parse_min("gate.accuracy=0.9").unwrap(),
+            ],
+        );
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].gate.metric, "accuracy");
+        assert_eq!(failures[0].figure, Some(g.accuracy));
+        assert!(
+            failures[0]
+                .to_string()
+                .starts_with("gate.accuracy = 0.75 is below the --min 0.9"),
+            "{}",
+            failures[0]
+        );
+    }
+}
