@@ -3,17 +3,24 @@
 //! only the CLI's `assess run` calls a backend.
 
 pub mod calibrate;
+mod calibration;
 mod error;
 mod examples;
+mod file;
 pub mod gates;
 pub mod metrics;
 pub mod report;
 pub(crate) mod rng;
 mod run;
 mod summary;
+mod text;
 pub(crate) mod svg;
 mod thresholds;
 
+pub use calibration::{
+    CALIBRATION_FORMAT, CALIBRATION_VERSION, CalibrateOptions, CalibratedQuestion, Calibration,
+    CalibrationReport, QuestionCalibration, QuestionMap, calibrate_run, calibrating,
+};
 pub use error::{AssessError, AssessErrorKind};
 pub use examples::{Example, Gold, parse_examples, read_examples};
 pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, run_examples};

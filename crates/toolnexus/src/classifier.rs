@@ -83,7 +83,7 @@ pub use crate::usage::ClassifierUsage;
 pub use backend::llm::{decode_reply, render_prompt};
 
 pub use asset::{Asset, Assets, ImageFormat};
-pub use canonical::{canonical_json, canonical_request, write_canonical};
+pub use canonical::{canonical_json, canonical_request, question_hash, write_canonical};
 pub use content::{Content, IntoDescription};
 pub(crate) use decision::check_coherence;
 pub use decision::{

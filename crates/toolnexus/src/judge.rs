@@ -127,5 +127,5 @@ pub use gate::{Condition, Escalation, InputRequest, Policy, Rule, Ruling, gate};
 pub use tape::{
     TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeError, TapeErrorKind, TapeMatch, TapeOutcome,
 };
-pub(crate) use tape::{commit, stage};
+pub(crate) use tape::{commit, stage, wrap};
 pub use thresholds::{THRESHOLDS_FORMAT, THRESHOLDS_VERSION, Thresholds};

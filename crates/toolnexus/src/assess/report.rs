@@ -15,24 +15,13 @@ use std::fmt::Write as _;
 
 use super::summary::{QuestionSummary, Summary};
 use super::svg::{self, Section, escape};
+use super::text::{f3, opt, pct};
 
 /// `write!` into a `String`, which cannot fail.
 macro_rules! w {
     ($out:expr, $($arg:tt)*) => {{
         let _ = write!($out, $($arg)*);
     }};
-}
-
-fn f3(x: f64) -> String {
-    format!("{x:.3}")
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    x.map_or_else(|| "—".to_string(), f)
 }
 
 /// A figure that means nothing over zero rows prints as a dash.

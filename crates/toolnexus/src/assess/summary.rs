@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::examples::Gold;
 use super::metrics::{self, Bin, Confusion, CoveragePoint};
 use super::run::Run;
+use super::text::{columns, opt, pct};
 use crate::classifier::{DecisionAnswer, Question, near_uniform};
 use crate::judge::{Bands, Verdict};
 
@@ -642,14 +643,6 @@ fn slice_rows(run: &Run, by: &SliceBy) -> Vec<(String, String, Vec<usize>)> {
     }
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    x.map_or_else(|| "—".to_string(), f)
-}
-
 /// The summary as a terminal table, one line per question, then the gate,
 /// cost and latency.
 ///
@@ -676,39 +669,7 @@ pub fn table(s: &Summary) -> String {
             ));
         }
     }
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let line = |out: &mut String, cells: &[String]| {
-        let mut l = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i > 0 {
-                l.push_str("  ");
-            }
-            if i == cells.len() - 1 {
-                l.push_str(c);
-            } else {
-                let pad = widths[i] - c.chars().count();
-                if (2..10).contains(&i) {
-                    l.push_str(&" ".repeat(pad));
-                    l.push_str(c);
-                } else {
-                    l.push_str(c);
-                    l.push_str(&" ".repeat(pad));
-                }
-            }
-        }
-        out.push_str(l.trim_end());
-        out.push('\n');
-    };
-    line(&mut out, &header.map(String::from));
-    for r in &rows {
-        line(&mut out, r);
-    }
+    let mut out = columns(&header, &rows, |i| (2..10).contains(&i));
     if let Some(g) = &s.gate {
         let _ = writeln!(
             out,

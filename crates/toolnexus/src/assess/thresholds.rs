@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::{AssessError, AssessErrorKind};
-use super::examples::json_error_text;
+use super::file::{load_versioned, parse_versioned, save_atomic, to_versioned_json};
 use super::metrics::quantile;
 use super::rng::Rng;
 use super::run::Run;
@@ -576,18 +576,15 @@ impl ThresholdReport {
     /// ```
     pub fn to_json(&self) -> String {
         let mut v = serde_json::to_value(self).expect("a report serialises");
-        let o = v.as_object_mut().expect("an object");
-        o.insert("format".into(), Value::from(THRESHOLDS_FORMAT));
-        o.insert("version".into(), Value::from(THRESHOLDS_VERSION));
         let bands: serde_json::Map<String, Value> = self
             .bands()
             .into_iter()
             .map(|(k, b)| (k, serde_json::json!({"low": b.low, "high": b.high})))
             .collect();
-        o.insert("bands".into(), Value::Object(bands));
-        let mut s = serde_json::to_string_pretty(&v).expect("a value serialises");
-        s.push('\n');
-        s
+        if let Some(o) = v.as_object_mut() {
+            o.insert("bands".into(), Value::Object(bands));
+        }
+        to_versioned_json(v, THRESHOLDS_FORMAT, THRESHOLDS_VERSION)
     }
 
     /// Parses a thresholds file written by [`to_json`](Self::to_json).
@@ -597,31 +594,13 @@ impl ThresholdReport {
     /// assert!(e.to_string().starts_with("t.json: not a thresholds file"));
     /// ```
     pub fn from_json(text: &str, source: impl AsRef<Path>) -> Result<ThresholdReport, AssessError> {
-        let source = source.as_ref();
-        let mismatch = |m: String| AssessError::new(AssessErrorKind::Mismatch, m).at_path(source);
-        let v: Value = serde_json::from_str(text).map_err(|e| {
-            AssessError::new(
-                AssessErrorKind::Syntax,
-                format!("not JSON: {}", json_error_text(&e)),
-            )
-            .at_path(source)
-            .at(e.line(), Some(e.column()))
-        })?;
-        if v.get("format").and_then(Value::as_str) != Some(THRESHOLDS_FORMAT) {
-            return Err(mismatch(format!(
-                "not a thresholds file (\"format\" is not {THRESHOLDS_FORMAT:?})"
-            )));
-        }
-        if v.get("version").and_then(Value::as_u64) != Some(THRESHOLDS_VERSION) {
-            return Err(mismatch(format!(
-                "thresholds file version {} is not supported (this build reads {THRESHOLDS_VERSION})",
-                v.get("version").map_or("absent".into(), |x| x.to_string())
-            )));
-        }
-        serde_json::from_value(v).map_err(|e| {
-            AssessError::new(AssessErrorKind::Invalid, format!("thresholds file: {e}"))
-                .at_path(source)
-        })
+        parse_versioned(
+            text,
+            source.as_ref(),
+            "thresholds",
+            THRESHOLDS_FORMAT,
+            THRESHOLDS_VERSION,
+        )
     }
 
     /// Reads a thresholds file.
@@ -631,10 +610,12 @@ impl ThresholdReport {
     /// assert!(e.to_string().starts_with("/nonexistent/t.json: cannot read"));
     /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<ThresholdReport, AssessError> {
-        let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| AssessError::io(path, "cannot read", e))?;
-        ThresholdReport::from_json(&text, path)
+        load_versioned(
+            path.as_ref(),
+            "thresholds",
+            THRESHOLDS_FORMAT,
+            THRESHOLDS_VERSION,
+        )
     }
 
     /// Writes the thresholds file atomically.
@@ -646,10 +627,7 @@ impl ThresholdReport {
     /// # Ok::<(), AssessError>(())
     /// ```
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), AssessError> {
-        let path = path.as_ref();
-        let io = |e: crate::judge::TapeError| AssessError::new(AssessErrorKind::Io, e.to_string());
-        let tmp = crate::judge::stage(path, self.to_json().as_bytes()).map_err(io)?;
-        crate::judge::commit(&tmp, path).map_err(io)
+        save_atomic(path.as_ref(), &self.to_json())
     }
 
     /// The picks as a terminal table.

@@ -46,51 +46,85 @@ pub(crate) fn write_questions(out: &mut String, questions: &Questions) {
             out.push(',');
         }
         write_str(out, key);
-        out.push_str(":{");
-        match q {
-            Question::Noul(n) => {
-                if let Some(c) = &n.criteria {
-                    out.push_str("\"criteria\":{\"false\":");
-                    write_content(out, &c.when_false);
-                    out.push_str(",\"true\":");
-                    write_content(out, &c.when_true);
-                    out.push_str("},");
-                }
-            }
-            Question::Choice(c) => {
-                out.push_str("\"criteria\":{");
-                for (j, (id, meaning)) in c.criteria.iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    write_str(out, id);
-                    out.push(':');
-                    match meaning {
-                        Some(m) => write_content(out, m),
-                        None => out.push_str("null"),
-                    }
-                }
-                out.push_str("},");
-            }
-            Question::Score(s) => {
-                out.push_str("\"criteria\":[");
-                for (j, level) in s.criteria.iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    write_content(out, level);
-                }
-                out.push_str("],");
-            }
-            Question::Box(_) => {}
-        }
-        out.push_str("\"instructions\":");
-        write_content(out, q.instructions());
-        out.push_str(",\"type\":");
-        write_str(out, q.kind());
-        out.push('}');
+        out.push(':');
+        write_question(out, q);
     }
     out.push('}');
+}
+
+/// Appends the canonical wire form of one question: `{"criteria"?,"instructions","type"}`.
+fn write_question(out: &mut String, q: &Question) {
+    out.push('{');
+    match q {
+        Question::Noul(n) => {
+            if let Some(c) = &n.criteria {
+                out.push_str("\"criteria\":{\"false\":");
+                write_content(out, &c.when_false);
+                out.push_str(",\"true\":");
+                write_content(out, &c.when_true);
+                out.push_str("},");
+            }
+        }
+        Question::Choice(c) => {
+            out.push_str("\"criteria\":{");
+            for (j, (id, meaning)) in c.criteria.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                write_str(out, id);
+                out.push(':');
+                match meaning {
+                    Some(m) => write_content(out, m),
+                    None => out.push_str("null"),
+                }
+            }
+            out.push_str("},");
+        }
+        Question::Score(s) => {
+            out.push_str("\"criteria\":[");
+            for (j, level) in s.criteria.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                write_content(out, level);
+            }
+            out.push_str("],");
+        }
+        Question::Box(_) => {}
+    }
+    out.push_str("\"instructions\":");
+    write_content(out, q.instructions());
+    out.push_str(",\"type\":");
+    write_str(out, q.kind());
+    out.push('}');
+}
+
+/// A stable name for a question's wording: `sha256:` and the hex SHA-256 of its
+/// canonical wire form. Any change to its instructions, criteria or kind changes
+/// it; the key it is asked under does not. A calibration file names each
+/// question by it, so a map is never applied to a reworded question.
+///
+/// ```
+/// use toolnexus::classifier::{NoulQuestion, Question, question_hash};
+///
+/// let q = Question::from(NoulQuestion { instructions: "Is it spam?".into(), criteria: None });
+/// let h = question_hash(&q);
+/// assert!(h.starts_with("sha256:") && h.len() == 7 + 64);
+/// let other = Question::from(NoulQuestion { instructions: "Is it ham?".into(), criteria: None });
+/// assert_ne!(question_hash(&other), h);
+/// ```
+pub fn question_hash(question: &Question) -> String {
+    use sha2::{Digest, Sha256};
+    let mut bytes = String::with_capacity(128);
+    write_question(&mut bytes, question);
+    let digest = Sha256::digest(bytes.as_bytes());
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in digest {
+        out.push(char::from_digit(u32::from(b >> 4), 16).expect("a nibble"));
+        out.push(char::from_digit(u32::from(b & 15), 16).expect("a nibble"));
+    }
+    out
 }
 
 /// Content is a string (the common case, written directly) or structured JSON.

@@ -22,7 +22,7 @@ use crate::context::BoxFuture;
 
 /// A classifier around `evaluator`, built with public items only: a tape needs
 /// no door into the crate that a user's own wrapper would not have.
-fn wrap(model: String, evaluator: impl Evaluator) -> Classifier {
+pub(crate) fn wrap(model: String, evaluator: impl Evaluator) -> Classifier {
     create_classifier(ClassifierOptions {
         style: ClassifierStyle::Custom,
         model,
