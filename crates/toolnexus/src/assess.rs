@@ -4,6 +4,7 @@
 
 pub mod calibrate;
 mod calibration;
+mod compare;
 mod error;
 mod examples;
 mod file;
@@ -20,6 +21,9 @@ mod thresholds;
 pub use calibration::{
     CALIBRATION_FORMAT, CALIBRATION_VERSION, CalibrateOptions, CalibratedQuestion, Calibration,
     CalibrationReport, QuestionCalibration, QuestionMap, calibrate_run, calibrating,
+};
+pub use compare::{
+    CheckReport, CheckStatus, Comparison, CutCheck, QuestionComparison, check_thresholds, compare_runs,
 };
 pub use error::{AssessError, AssessErrorKind};
 pub use examples::{Example, Gold, parse_examples, read_examples};
