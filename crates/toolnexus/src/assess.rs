@@ -14,6 +14,7 @@ pub mod report;
 pub(crate) mod rng;
 mod run;
 mod summary;
+pub mod synthetic;
 mod text;
 pub(crate) mod svg;
 mod thresholds;
