@@ -13,9 +13,11 @@ Exit codes:
   1    unexpected internal error
   2    usage or bad input: unknown flag or style, missing required flag, input
        file missing or unreadable, invalid JSON (with line and column), invalid
-       questions, unreadable tape, an --out file that is not a batch result file
+       questions, unreadable tape, an --out file that is not a batch result file,
+       a bad labelled example or run file (with file:line:col)
   3    evaluation failed (HTTP error, timeout, replay miss, incoherent answer),
-       or a batch / tape record finished with at least one failed line
+       or a batch / tape record finished with at least one failed line, or an
+       assess gate (--min/--max) or check found a regression or drift
   4    I/O failure while writing: --out file, tape file, or binding --addr
   130  interrupted by Ctrl-C (a batch resumes when rerun with the same arguments)
 
@@ -49,6 +51,11 @@ pub enum Command {
     Tape(TapeCommand),
     /// Serve a style as a System One endpoint (POST /v1/systemone, GET /v1/models).
     Serve(ServeArgs),
+    /// Measure judgment quality against labelled examples: run, report, gate,
+    /// pick thresholds, calibrate, compare and check.
+    ///
+    /// With no subcommand, runs the built-in demo set offline on recorded decisions.
+    Assess(AssessArgs),
 }
 
 /// The style names the command line accepts.
@@ -159,6 +166,10 @@ pub struct StyleArgs {
     /// whatever its questions and state, and calls past the last one miss.
     #[arg(long = "match", value_name = "MODE", value_parser = parse_match)]
     pub tape_match: Option<toolnexus::judge::TapeMatch>,
+    /// A calibration file (from `toolnexus assess calibrate`): its maps are applied
+    /// to every decision whose question and model match it (others pass unchanged).
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
 }
 
 /// `toolnexus eval`.
@@ -170,9 +181,14 @@ pub struct EvalArgs {
     /// The state: a JSON file, inline JSON, or - for standard input.
     #[arg(long, value_name = "FILE|JSON")]
     pub state: Option<String>,
-    /// Print the decision's wire JSON instead of a table.
+    /// Print the decision's wire JSON instead of a table (with --thresholds:
+    /// `{"decision": …, "verdicts": …}`).
     #[arg(long)]
     pub json: bool,
+    /// A thresholds file (from `toolnexus assess thresholds`): also print each
+    /// answer read through its question's bands (others: the default 0.30/0.70).
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,
@@ -201,6 +217,10 @@ pub struct BatchArgs {
     /// No progress bar or progress lines.
     #[arg(long)]
     pub no_progress: bool,
+    /// A thresholds file (from `toolnexus assess thresholds`): each decision line
+    /// also gets `"verdicts"`, every answer read through its question's bands.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,
@@ -305,6 +325,171 @@ pub struct ServeArgs {
     /// Where decisions come from (default with no key set: static over the built-in demo tape).
     #[command(flatten)]
     pub style: StyleArgs,
+}
+
+/// `toolnexus assess`: a subcommand, or none for the offline demo.
+#[derive(Debug, Args)]
+pub struct AssessArgs {
+    /// What to do (none: the offline demo on the built-in demo set).
+    #[command(subcommand)]
+    pub command: Option<AssessCommand>,
+}
+
+/// The `assess` subcommands. Only `run` calls a backend; the others are pure
+/// functions of run files.
+#[derive(Debug, Subcommand)]
+pub enum AssessCommand {
+    /// Ask every labelled example once and append its row to a run file (resumable).
+    Run(AssessRunArgs),
+    /// Summarise run files: a table, --json, or --report FILE.html; --min/--max gate.
+    Report(ReportArgs),
+    /// Pick per-question cut-points for a target accuracy or an escalation budget.
+    Thresholds(ThresholdsArgs),
+    /// Fit calibration maps per question, with cross-validated figures.
+    Calibrate(CalibrateArgs),
+    /// Compare two runs over the same rows (a model or wording change).
+    Compare(CompareArgs),
+    /// Check that a thresholds file still holds on a run over new labels.
+    Check(CheckArgs),
+}
+
+/// `toolnexus assess run`.
+#[derive(Debug, Clone, Args)]
+pub struct AssessRunArgs {
+    /// Questions: a JSON file (or inline JSON) of key -> wire question.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub questions: String,
+    /// Labelled examples: one {"id"?, "state", "labels", "meta"?} per line.
+    #[arg(long, value_name = "FILE")]
+    pub examples: PathBuf,
+    /// The run file: created, or resumed (only ids not yet in it are asked).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Examples in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub concurrency: u32,
+    /// Ask again the ids whose row in the run file is an error.
+    #[arg(long)]
+    pub rerun_errors: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Where decisions come from (a tape works: --style tape --tape FILE).
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+/// `toolnexus assess report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Run files; several are shown side by side.
+    #[arg(value_name = "RUN.jsonl", required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// Print the summary as JSON (one object per run file, an array for several).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write one self-contained HTML page (SVG charts, no external assets).
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+    /// Also report per slice: meta.FIELD, state_len or state_len:N.
+    #[arg(long, value_name = "BY")]
+    pub slice: Vec<String>,
+    /// Fail (exit 3) when KEY.METRIC is below VALUE, e.g. spam.accuracy=0.9.
+    /// KEY `gate` is the row gate (accuracy, n). Repeatable.
+    #[arg(long = "min", value_name = "KEY.METRIC=VALUE")]
+    pub min: Vec<String>,
+    /// Fail (exit 3) when KEY.METRIC is above VALUE, e.g. spam.ece=0.05. Repeatable.
+    #[arg(long = "max", value_name = "KEY.METRIC=VALUE")]
+    pub max: Vec<String>,
+    /// The questions the row gate covers (default: every labelled question).
+    #[arg(long, value_name = "KEY,KEY", value_delimiter = ',')]
+    pub gate: Option<Vec<String>>,
+    /// Count abstentions with the bands of a thresholds file.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
+}
+
+/// `toolnexus assess thresholds`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["target_accuracy", "max_escalation"])))]
+pub struct ThresholdsArgs {
+    /// The run file to pick on.
+    #[arg(value_name = "RUN.jsonl")]
+    pub run: PathBuf,
+    /// Keep as many rows as possible at this accuracy or better, e.g. 0.95.
+    #[arg(long, value_name = "A")]
+    pub target_accuracy: Option<f64>,
+    /// Send at most this share of rows to a person, e.g. 0.2.
+    #[arg(long, value_name = "E")]
+    pub max_escalation: Option<f64>,
+    /// Bootstrap resamples for the out-of-bag estimate.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub resamples: usize,
+    /// Seed of the resampling or of the hold-out split.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Pick on the rest and measure on this share of rows instead of bootstrapping.
+    #[arg(long, value_name = "SHARE")]
+    pub holdout: Option<f64>,
+    /// Also pick a row-level gate over these questions.
+    #[arg(long, value_name = "KEY,KEY", value_delimiter = ',')]
+    pub gate: Option<Vec<String>>,
+    /// Write the thresholds file (read by eval/batch --thresholds and the judge).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the report as JSON (the thresholds file's content).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `toolnexus assess calibrate`.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// The run file to fit on.
+    #[arg(value_name = "RUN.jsonl")]
+    pub run: PathBuf,
+    /// Cross-validation folds.
+    #[arg(long, value_name = "K", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(2..=100))]
+    pub folds: u32,
+    /// Seed of the fold split.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Write the calibration file (read by eval/batch/serve --calibration).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the calibration file's content as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `toolnexus assess compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The run before the change.
+    #[arg(value_name = "A.jsonl")]
+    pub a: PathBuf,
+    /// The run after it, over the same rows.
+    #[arg(value_name = "B.jsonl")]
+    pub b: PathBuf,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `toolnexus assess check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// A run over new labels.
+    #[arg(value_name = "RUN.jsonl")]
+    pub run: PathBuf,
+    /// The thresholds file to check (from `toolnexus assess thresholds --out`).
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: PathBuf,
+    /// Print the check as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use anyhow::Result;
 use crate::args::{Cli, Command, TapeCommand};
 use crate::exit::Exit;
 
+pub mod assess;
 pub mod batch;
 pub mod eval;
 pub mod serve;
@@ -20,5 +21,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Tape(TapeCommand::Replay(a)) => tape::replay(a).await,
         Command::Tape(TapeCommand::Show(a)) => tape::show(a),
         Command::Serve(a) => serve::run(a).await,
+        Command::Assess(a) => assess::run(a).await,
     }
 }

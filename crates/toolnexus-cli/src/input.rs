@@ -149,3 +149,13 @@ mod tests {
         );
     }
 }
+
+/// `--thresholds FILE` (from `toolnexus assess thresholds`) as per-question
+/// bands; a bad file is a usage error naming it and the key.
+pub fn read_thresholds(
+    path: &Path,
+) -> Result<std::collections::BTreeMap<String, toolnexus::judge::Bands>> {
+    let t = toolnexus::judge::Thresholds::load(path)
+        .map_err(|e| exit::usage(format!("--thresholds: {e}")))?;
+    Ok(t.bands)
+}

@@ -245,3 +245,67 @@ cost        $0.0000564
         assert_eq!(probabilities(&p), "2=0.50 10=0.50");
     }
 }
+
+/// Each answer of `d` read through its question's bands (from a thresholds
+/// file; others through the defaults), in key order.
+fn verdicts(
+    d: &Decision,
+    key_bands: &BTreeMap<String, toolnexus::judge::Bands>,
+) -> Vec<(String, bool, Option<&'static str>, toolnexus::judge::Bands)> {
+    use toolnexus::judge::{Asked, Banded, Bands};
+    let asked = Asked::with_key_bands(d.clone(), Bands::default(), key_bands.clone());
+    d.answers
+        .keys()
+        .filter_map(|key| {
+            let banded = asked.get(key).ok()?;
+            let verdict = match banded {
+                Banded::Noul { verdict, .. } => Some(verdict.as_str()),
+                _ => None,
+            };
+            Some((key.clone(), banded.is_sure(), verdict, asked.bands_for(key)))
+        })
+        .collect()
+}
+
+/// Verdicts as JSON: `{"key": {"sure": bool, "verdict"?: …, "bands": {low, high}}}`.
+pub fn verdicts_json(d: &Decision, key_bands: &BTreeMap<String, toolnexus::judge::Bands>) -> Value {
+    let mut out = serde_json::Map::new();
+    for (key, sure, verdict, b) in verdicts(d, key_bands) {
+        let mut v = serde_json::Map::new();
+        v.insert("sure".into(), Value::Bool(sure));
+        if let Some(verdict) = verdict {
+            v.insert("verdict".into(), Value::from(verdict));
+        }
+        v.insert(
+            "bands".into(),
+            serde_json::json!({"low": b.low, "high": b.high}),
+        );
+        out.insert(key, Value::Object(v));
+    }
+    Value::Object(out)
+}
+
+/// Verdicts as a table: one line per answer with its bands.
+pub fn verdicts_table(
+    d: &Decision,
+    key_bands: &BTreeMap<String, toolnexus::judge::Bands>,
+) -> String {
+    let mut out = String::from("read through the thresholds file:\n");
+    for (key, sure, verdict, b) in verdicts(d, key_bands) {
+        let what = match (verdict, sure) {
+            (Some(v), _) => v.to_string(),
+            (None, true) => "sure".to_string(),
+            (None, false) => "unsure (escalate)".to_string(),
+        };
+        let from = if key_bands.contains_key(&key) {
+            "file"
+        } else {
+            "default"
+        };
+        out.push_str(&format!(
+            "  {key}: {what} (bands {:.2}/{:.2}, {from})\n",
+            b.low, b.high
+        ));
+    }
+    out
+}

@@ -54,8 +54,21 @@ pub fn key_is_set(var: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| !v.is_empty())
 }
 
-/// Builds the classifier the flags describe.
+/// Builds the classifier the flags describe, calibrated with `--calibration`
+/// when given.
 pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
+    let mut built = build_style(args, fallback)?;
+    if let Some(path) = &args.calibration {
+        let calibration = toolnexus::assess::Calibration::load(path)
+            .map_err(|e| exit::usage(format!("--calibration: {e}")))?;
+        built.classifier = toolnexus::assess::calibrating(built.classifier, calibration)
+            .map_err(|e| exit::usage(format!("--calibration {}: {e}", path.display())))?;
+    }
+    Ok(built)
+}
+
+/// The classifier of the style flags alone.
+fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
     let live = &args.live;
     let (style, offline_reason) = match (live.style, &args.tape) {
         (Some(s), _) => (s, None),

@@ -14,9 +14,9 @@ pub mod report;
 pub(crate) mod rng;
 mod run;
 mod summary;
+pub(crate) mod svg;
 pub mod synthetic;
 mod text;
-pub(crate) mod svg;
 mod thresholds;
 
 pub use calibration::{
@@ -24,7 +24,8 @@ pub use calibration::{
     CalibrationReport, QuestionCalibration, QuestionMap, calibrate_run, calibrating,
 };
 pub use compare::{
-    CheckReport, CheckStatus, Comparison, CutCheck, QuestionComparison, check_thresholds, compare_runs,
+    CheckReport, CheckStatus, Comparison, CutCheck, QuestionComparison, check_thresholds,
+    compare_runs,
 };
 pub use error::{AssessError, AssessErrorKind};
 pub use examples::{Example, Gold, parse_examples, read_examples};

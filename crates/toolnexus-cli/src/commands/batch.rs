@@ -4,7 +4,8 @@
 //!
 //! Invariants:
 //! - Each output line names its input line: `{"line":n,"decision":{..}}` or
-//!   `{"line":n,"error":".."}`, and is written with one `write` call, newline
+//!   `{"line":n,"error":".."}` (with `--thresholds`, decision lines also carry
+//!   `"verdicts"`), and is written with one `write` call, newline
 //!   included, as soon as its state finishes. A kill can therefore tear only the
 //!   final line.
 //! - On start the existing out file is read: every complete result line counts as
@@ -15,7 +16,7 @@
 //!   it never aborts the run. To retry failures, delete their lines from the out
 //!   file and rerun.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
@@ -27,11 +28,12 @@ use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use toolnexus::classifier::{Classifier, EvalContext, Questions};
+use toolnexus::judge::Bands;
 
 use crate::args::{BatchArgs, StyleName};
 use crate::exit::{self, Exit};
-use crate::input;
 use crate::style::{self, Fallback};
+use crate::{input, render};
 
 /// Runs `toolnexus batch`.
 pub async fn run(args: BatchArgs) -> Result<Exit> {
@@ -40,6 +42,12 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
     let lines: Vec<(usize, &str)> = input::jsonl_lines(&text).collect();
     let last_line = text.split('\n').count();
     let built = style::build(&args.style, Fallback::SystemOne)?;
+    let bands = args
+        .thresholds
+        .as_deref()
+        .map(input::read_thresholds)
+        .transpose()?
+        .map(Arc::new);
     if built.style == StyleName::SystemOne && !style::key_is_set(&style::key_env(&args.style.live))
     {
         eprintln!(
@@ -77,16 +85,22 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)
         .map(|(n, line)| {
-            let (classifier, questions, pacer, call) = (
+            let (classifier, questions, pacer, call, bands) = (
                 classifier.clone(),
                 questions.clone(),
                 pacer.clone(),
                 call.clone(),
+                bands.clone(),
             );
             async move {
-                let result =
-                    evaluate(&classifier, &questions, pacer.as_deref(), call, n, &line).await;
-                (n, result)
+                let asked = Asked {
+                    classifier: &classifier,
+                    questions: &questions,
+                    pacer: pacer.as_deref(),
+                    bands: bands.as_deref(),
+                    call,
+                };
+                (n, asked.evaluate(n, &line).await)
             }
         })
         .buffer_unordered(args.concurrency as usize);
@@ -104,7 +118,7 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
             break false;
         };
         let record = match &result {
-            Ok(decision) => format!("{{\"line\":{n},\"decision\":{decision}}}\n"),
+            Ok(fields) => format!("{{\"line\":{n},{fields}}}\n"),
             Err(e) => format!("{{\"line\":{n},\"error\":{}}}\n", Value::from(e.as_str())),
         };
         write_record(&mut out, &record)
@@ -136,24 +150,39 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
     })
 }
 
-/// One state: its line parsed, the rate limit honoured, then evaluated. The
-/// decision comes back as compact wire JSON, a failure as its message.
-async fn evaluate(
-    classifier: &Classifier,
-    questions: &Questions,
-    pacer: Option<&Pacer>,
+/// What every state of the batch is asked with.
+struct Asked<'a> {
+    classifier: &'a Classifier,
+    questions: &'a Questions,
+    pacer: Option<&'a Pacer>,
+    /// `--thresholds`: per-question bands the verdicts are read through.
+    bands: Option<&'a BTreeMap<String, Bands>>,
     call: String,
-    n: usize,
-    line: &str,
-) -> Result<String, String> {
-    let state = input::parse_line(n, line)?;
-    if let Some(p) = pacer {
-        p.wait().await;
-    }
-    let ctx = EvalContext::new().with_call_name(call);
-    match classifier.evaluate_ctx(ctx, state, questions).await {
-        Ok(d) => Ok(d.to_value().to_string()),
-        Err(e) => Err(e.to_string()),
+}
+
+impl Asked<'_> {
+    /// One state: its line parsed, the rate limit honoured, then evaluated.
+    /// The result line's fields come back as compact JSON (`"decision":…`, and
+    /// `"verdicts":…` with `--thresholds`), a failure as its message.
+    async fn evaluate(self, n: usize, line: &str) -> Result<String, String> {
+        let state = input::parse_line(n, line)?;
+        if let Some(p) = self.pacer {
+            p.wait().await;
+        }
+        let ctx = EvalContext::new().with_call_name(self.call);
+        let d = self
+            .classifier
+            .evaluate_ctx(ctx, state, self.questions)
+            .await
+            .map_err(|e| e.to_string())?;
+        let decision = d.to_value();
+        Ok(match self.bands {
+            None => format!("\"decision\":{decision}"),
+            Some(b) => format!(
+                "\"decision\":{decision},\"verdicts\":{}",
+                render::verdicts_json(&d, b)
+            ),
+        })
     }
 }
 

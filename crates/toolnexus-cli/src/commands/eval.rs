@@ -15,6 +15,11 @@ use crate::{demo, input, render};
 /// Runs `toolnexus eval`.
 pub async fn run(args: EvalArgs) -> Result<Exit> {
     let built = style::build(&args.style, Fallback::Demo(StyleName::Tape))?;
+    let bands = args
+        .thresholds
+        .as_deref()
+        .map(input::read_thresholds)
+        .transpose()?;
     let (questions, state, example) = inputs(&args, &built)?;
 
     // With --json, stdout carries only the decision; status lines go to stderr.
@@ -45,13 +50,25 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
         .await
         .map_err(|e| exit::eval(format!("{} ({})", e, style::describe(&built))))?;
 
-    if args.json {
-        println!("{}", render::decision_json(&decision));
-    } else {
-        if example.is_some() || built.offline_reason.is_some() {
-            println!();
+    match (args.json, &bands) {
+        (true, None) => println!("{}", render::decision_json(&decision)),
+        (true, Some(b)) => println!(
+            "{}",
+            serde_json::json!({
+                "decision": decision.to_value(),
+                "verdicts": render::verdicts_json(&decision, b),
+            })
+        ),
+        (false, _) => {
+            if example.is_some() || built.offline_reason.is_some() {
+                println!();
+            }
+            print!("{}", render::decision_table(&decision));
+            if let Some(b) = &bands {
+                println!();
+                print!("{}", render::verdicts_table(&decision, b));
+            }
         }
-        print!("{}", render::decision_table(&decision));
     }
     Ok(Exit::Success)
 }

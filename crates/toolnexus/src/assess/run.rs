@@ -414,6 +414,9 @@ pub struct RunOptions {
     pub rerun_errors: bool,
     /// Called after each row is written.
     pub progress: Option<Progress>,
+    /// The call name each evaluation carries (what a tape files recordings
+    /// under; `None`: none).
+    pub call_name: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -422,6 +425,7 @@ impl Default for RunOptions {
             concurrency: 8,
             rerun_errors: false,
             progress: None,
+            call_name: None,
         }
     }
 }
@@ -432,6 +436,7 @@ impl std::fmt::Debug for RunOptions {
             .field("concurrency", &self.concurrency)
             .field("rerun_errors", &self.rerun_errors)
             .field("progress", &self.progress.is_some())
+            .field("call_name", &self.call_name)
             .finish()
     }
 }
@@ -538,10 +543,14 @@ pub async fn run_examples(
     let mut stream = futures::stream::iter(todo)
         .map(|ex| {
             let classifier = classifier.clone();
+            let ctx = match &options.call_name {
+                Some(name) => EvalContext::new().with_call_name(name.clone()),
+                None => EvalContext::new(),
+            };
             async move {
                 let started = Instant::now();
                 let result = classifier
-                    .evaluate_ctx(EvalContext::new(), ex.state.clone(), questions)
+                    .evaluate_ctx(ctx, ex.state.clone(), questions)
                     .await;
                 let latency_ms = started.elapsed().as_secs_f64() * 1e3;
                 let outcome = match result {

@@ -1,0 +1,285 @@
+//! `toolnexus assess`: run labelled examples, then report, gate, pick
+//! thresholds, calibrate, compare and check — all but `run` pure functions of
+//! run files. With no subcommand, the offline demo.
+
+use std::io::IsTerminal as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use toolnexus::assess::gates::{Gate, check_gates};
+use toolnexus::assess::report::report_html;
+use toolnexus::assess::*;
+use toolnexus::judge::{Bands, Tape};
+
+use crate::args::{
+    AssessArgs, AssessCommand, AssessRunArgs, CalibrateArgs, CheckArgs, CompareArgs, ReportArgs,
+    ThresholdsArgs,
+};
+use crate::exit::{self, Exit};
+use crate::input;
+use crate::style::{self, Fallback};
+
+/// The demo's questions, labelled set and recorded decisions, compiled in.
+const DEMO_QUESTIONS: &str = include_str!("../../../toolnexus/examples/assess/demo.questions.json");
+const DEMO_LABELS: &str = include_str!("../../../toolnexus/examples/assess/demo.labels.jsonl");
+const DEMO_TAPE: &str = include_str!("../../../toolnexus/examples/assess/demo.tape.json");
+const DEMO_CALL: &str = "assess_demo";
+
+/// Runs `toolnexus assess`.
+pub async fn run(args: AssessArgs) -> Result<Exit> {
+    match args.command {
+        None => demo().await,
+        Some(AssessCommand::Run(a)) => run_cmd(a).await,
+        Some(AssessCommand::Report(a)) => report(a),
+        Some(AssessCommand::Thresholds(a)) => thresholds(a),
+        Some(AssessCommand::Calibrate(a)) => calibrate(a),
+        Some(AssessCommand::Compare(a)) => compare(a),
+        Some(AssessCommand::Check(a)) => check(a),
+    }
+}
+
+/// Bad input (exit 2): the error already names file, line, column and key.
+fn bad(e: AssessError) -> anyhow::Error {
+    match e.kind() {
+        AssessErrorKind::Io if e.message().starts_with("cannot write") => exit::io(e),
+        _ => exit::usage(e),
+    }
+}
+
+/// A write failure (exit 4).
+fn write_failed(e: AssessError) -> anyhow::Error {
+    exit::io(e)
+}
+
+fn load_run(path: &Path) -> Result<Run> {
+    Run::load(path).map_err(bad)
+}
+
+fn print_json(v: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).expect("figures serialise")
+    );
+}
+
+/// The offline demo: the shipped labelled set replayed from its tape.
+async fn demo() -> Result<Exit> {
+    let qv: serde_json::Value = serde_json::from_str(DEMO_QUESTIONS)
+        .map_err(|e| anyhow::anyhow!("built-in demo questions: {e}"))?;
+    let questions = input::parse_questions("built-in demo questions", &qv)?;
+    let examples = parse_examples(DEMO_LABELS, "demo.labels.jsonl", &questions)
+        .map_err(|e| anyhow::anyhow!("built-in demo set: {e}"))?;
+    let tape =
+        Tape::from_json(DEMO_TAPE).map_err(|e| anyhow::anyhow!("built-in demo tape: {e}"))?;
+    println!(
+        "offline: {} project-written support tickets (the built-in demo set), answered from recorded decisions; no backend is called",
+        examples.len()
+    );
+    let dir = std::env::temp_dir().join(format!("toolnexus-assess-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| exit::io(format!("{}: {e}", dir.display())))?;
+    let path = dir.join("run.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let mut options = RunOptions::default();
+    options.call_name = Some(DEMO_CALL.to_string());
+    let result = run_examples(&tape.replayer(), &questions, &examples, &path, options).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = result.map_err(bad)?;
+    println!();
+    print!("{}", table(&summarize(&run, &SummaryOptions::default())));
+    println!();
+    println!(
+        "next: toolnexus assess run --questions Q --examples L --out run.jsonl (any style), then report | thresholds | calibrate | compare | check"
+    );
+    Ok(Exit::Success)
+}
+
+/// A progress callback drawing a bar on a terminal.
+fn progress_bar(off: bool) -> Option<(Progress, ProgressBar)> {
+    if off || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{bar:40.cyan/blue} {pos}/{len} {per_sec} eta {eta}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    let b = bar.clone();
+    let progress: Progress = Arc::new(move |done, total| {
+        b.set_length(total as u64);
+        b.set_position(done as u64);
+    });
+    Some((progress, bar))
+}
+
+/// `assess run`: the one step that calls a backend.
+async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
+    let built = style::build(&a.style, Fallback::SystemOne)?;
+    let questions = input::read_questions(&a.questions)?;
+    let examples = read_examples(&a.examples, &questions).map_err(bad)?;
+    let mut options = RunOptions::default();
+    options.concurrency = a.concurrency as usize;
+    options.rerun_errors = a.rerun_errors;
+    options.call_name = Some(built.call.clone());
+    let bar = progress_bar(a.no_progress);
+    options.progress = bar.as_ref().map(|(p, _)| p.clone());
+    let run = run_examples(&built.classifier, &questions, &examples, &a.out, options)
+        .await
+        .map_err(bad)?;
+    if let Some((_, bar)) = bar {
+        bar.finish_and_clear();
+    }
+    let failed = run.rows.iter().filter(|r| r.decision().is_none()).count();
+    eprintln!(
+        "{}: {} rows, {failed} failed ({})",
+        a.out.display(),
+        run.rows.len(),
+        style::describe(&built)
+    );
+    print!("{}", table(&summarize(&run, &SummaryOptions::default())));
+    Ok(Exit::Success)
+}
+
+/// `assess report`.
+fn report(a: ReportArgs) -> Result<Exit> {
+    let mut options = SummaryOptions::default();
+    if let Some(p) = &a.thresholds {
+        options.bands = Some((Bands::default(), input::read_thresholds(p)?));
+    }
+    options.gate_keys = a.gate.clone();
+    for s in &a.slice {
+        options.slices.push(
+            s.parse::<SliceBy>()
+                .map_err(|e| exit::usage(format!("--slice {s}: {e}")))?,
+        );
+    }
+    let mut gates = Vec::new();
+    for g in &a.min {
+        gates.push(Gate::parse_min(g).map_err(bad)?);
+    }
+    for g in &a.max {
+        gates.push(Gate::parse_max(g).map_err(bad)?);
+    }
+    let mut summaries = Vec::new();
+    for path in &a.runs {
+        let run = load_run(path)?;
+        summaries.push((path.display().to_string(), summarize(&run, &options)));
+    }
+    if a.json {
+        if summaries.len() == 1 {
+            print_json(&summaries[0].1);
+        } else {
+            let all: Vec<&Summary> = summaries.iter().map(|(_, s)| s).collect();
+            print_json(&all);
+        }
+    } else {
+        for (i, (name, s)) in summaries.iter().enumerate() {
+            if summaries.len() > 1 {
+                if i > 0 {
+                    println!();
+                }
+                println!("== {name}");
+            }
+            print!("{}", table(s));
+        }
+    }
+    if let Some(out) = &a.report {
+        let html = report_html("toolnexus assess", &summaries);
+        std::fs::write(out, html)
+            .map_err(|e| exit::io(format!("--report {}: cannot write: {e}", out.display())))?;
+        eprintln!("wrote {}", out.display());
+    }
+    let mut failed = false;
+    for (name, s) in &summaries {
+        for f in check_gates(s, &gates) {
+            failed = true;
+            if summaries.len() > 1 {
+                eprintln!("gate failed: {name}: {f}");
+            } else {
+                eprintln!("gate failed: {f}");
+            }
+        }
+    }
+    Ok(if failed { Exit::Eval } else { Exit::Success })
+}
+
+/// `assess thresholds`.
+fn thresholds(a: ThresholdsArgs) -> Result<Exit> {
+    let target = match (a.target_accuracy, a.max_escalation) {
+        (Some(x), _) => Target::Accuracy(x),
+        (None, Some(e)) => Target::MaxEscalation(e),
+        (None, None) => {
+            return Err(exit::usage(
+                "--target-accuracy or --max-escalation is required",
+            ));
+        }
+    };
+    let run = load_run(&a.run)?;
+    let mut o = ThresholdOptions::new(target);
+    o.resamples = a.resamples;
+    o.seed = a.seed;
+    o.holdout = a.holdout;
+    o.gate = a.gate.clone();
+    let r = choose_thresholds(&run, &o).map_err(bad)?;
+    if a.json {
+        print!("{}", r.to_json());
+    } else {
+        print!("{}", r.table());
+    }
+    if let Some(out) = &a.out {
+        r.save(out).map_err(write_failed)?;
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(Exit::Success)
+}
+
+/// `assess calibrate`.
+fn calibrate(a: CalibrateArgs) -> Result<Exit> {
+    let run = load_run(&a.run)?;
+    let o = CalibrateOptions {
+        folds: a.folds as usize,
+        seed: a.seed,
+    };
+    let r = calibrate_run(&run, &o).map_err(bad)?;
+    if a.json {
+        print!("{}", r.file.to_json());
+    } else {
+        print!("{}", r.table());
+    }
+    if let Some(out) = &a.out {
+        r.file.save(out).map_err(write_failed)?;
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(Exit::Success)
+}
+
+/// `assess compare`.
+fn compare(a: CompareArgs) -> Result<Exit> {
+    let c = compare_runs(&load_run(&a.a)?, &load_run(&a.b)?).map_err(bad)?;
+    if a.json {
+        print_json(&c);
+    } else {
+        print!("{}", c.table());
+    }
+    Ok(Exit::Success)
+}
+
+/// `assess check`: exit 3 on drift, naming the question and the figures.
+fn check(a: CheckArgs) -> Result<Exit> {
+    let file = ThresholdReport::load(&a.thresholds).map_err(bad)?;
+    let r = check_thresholds(&load_run(&a.run)?, &file);
+    if a.json {
+        print_json(&r);
+    } else {
+        print!("{}", r.table());
+    }
+    let drift = r.drifted();
+    for d in &drift {
+        eprintln!("drift: {d}");
+    }
+    Ok(if drift.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Eval
+    })
+}
