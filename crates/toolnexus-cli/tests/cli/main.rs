@@ -1,6 +1,7 @@
 //! End-to-end tests of the `toolnexus` binary: every test runs the built
 //! executable, on loopback only, with no API key in its environment.
 
+mod assess;
 mod batch;
 mod errors;
 mod eval;
