@@ -164,10 +164,14 @@ pub struct Isotonic {
     pub y: Vec<f64>,
 }
 
+/// Inputs closer than this to a group's first input join the group.
+const RESOLUTION: f64 = 1e-15;
+
 impl Isotonic {
-    /// Fits on raw P(true) and outcomes as scikit-learn does: equal inputs are
-    /// merged (their mean outcome, weighted by count), adjacent violators pooled,
-    /// and interior knots whose output equals both neighbours' dropped.
+    /// Fits on raw P(true) and outcomes as scikit-learn does: inputs less than
+    /// 1e-15 above a group's first are merged into it (their mean outcome,
+    /// weighted by count), adjacent violators pooled, and interior knots whose
+    /// output equals both neighbours' dropped.
     ///
     /// ```
     /// use toolnexus::assess::calibrate::Isotonic;
@@ -184,13 +188,14 @@ impl Isotonic {
         }
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by(|&a, &b| p[a].total_cmp(&p[b]).then(y[a].cmp(&y[b])));
-        // Unique inputs with their summed weight and mean outcome.
+        // Unique inputs (within float64 resolution, as numpy's
+        // `finfo.resolution`) with their summed weight and mean outcome.
         let mut xs: Vec<f64> = Vec::new();
         let mut sums: Vec<f64> = Vec::new();
         let mut weights: Vec<f64> = Vec::new();
         for &i in &order {
             let v = f64::from(u8::from(y[i]));
-            if xs.last() == Some(&p[i]) {
+            if xs.last().is_some_and(|&first| p[i] - first < RESOLUTION) {
                 *sums.last_mut().expect("parallel") += v;
                 *weights.last_mut().expect("parallel") += 1.0;
             } else {
@@ -272,8 +277,9 @@ pub struct Temperature {
 const T_RANGE: (f64, f64) = (0.05, 20.0);
 
 impl Temperature {
-    /// Fits `t` in [0.05, 20] by minimising log loss (golden-section search on
-    /// `1/t`, over which the loss is convex).
+    /// Fits `t` in [0.05, 20] by minimising log loss: safeguarded Newton steps
+    /// on `1/t`, over which the loss is convex (a bisection step whenever
+    /// Newton would leave the bracket the gradient's sign keeps).
     ///
     /// ```
     /// use toolnexus::assess::calibrate::Temperature;
@@ -283,42 +289,64 @@ impl Temperature {
     /// assert!((Temperature::fit(&probs, &gold).t - 2.0).abs() < 1e-3);
     /// ```
     pub fn fit(probs: &[Vec<f64>], gold: &[usize]) -> Temperature {
-        let logs: Vec<Vec<f64>> = probs
+        let rows: Vec<(Vec<f64>, f64)> = probs
             .iter()
-            .map(|row| row.iter().map(|&p| p.max(LOG_FLOOR).ln()).collect())
+            .zip(gold)
+            .map(|(row, &g)| {
+                let logs: Vec<f64> = row.iter().map(|&p| p.max(LOG_FLOOR).ln()).collect();
+                let at_gold = logs.get(g).copied().unwrap_or(LOG_FLOOR.ln());
+                (logs, at_gold)
+            })
             .collect();
-        let loss = |beta: f64| -> f64 {
-            logs.iter()
-                .zip(gold)
-                .map(|(row, &g)| {
-                    let max = row.iter().fold(f64::NEG_INFINITY, |m, &l| m.max(beta * l));
-                    let lse = max
-                        + row
-                            .iter()
-                            .map(|&l| (beta * l - max).exp())
-                            .sum::<f64>()
-                            .ln();
-                    lse - beta * row.get(g).copied().unwrap_or(LOG_FLOOR.ln())
-                })
-                .sum()
+        // The loss's first and second derivatives in beta = 1/t: per row, the
+        // softmax mean of the logs minus the gold's, and their softmax variance.
+        let derivatives = |beta: f64| -> (f64, f64) {
+            let (mut grad, mut hess) = (0.0, 0.0);
+            for (logs, at_gold) in &rows {
+                let max = logs.iter().fold(f64::NEG_INFINITY, |m, &l| m.max(beta * l));
+                let (mut z, mut m1, mut m2) = (0.0, 0.0, 0.0);
+                for &l in logs {
+                    let e = (beta * l - max).exp();
+                    z += e;
+                    m1 += e * l;
+                    m2 += e * l * l;
+                }
+                let (mean, second) = (m1 / z, m2 / z);
+                grad += mean - at_gold;
+                hess += (second - mean * mean).max(0.0);
+            }
+            (grad, hess)
         };
         let (mut lo, mut hi) = (1.0 / T_RANGE.1, 1.0 / T_RANGE.0);
-        let ratio = (5f64.sqrt() - 1.0) / 2.0;
-        let mut c = hi - ratio * (hi - lo);
-        let mut d = lo + ratio * (hi - lo);
-        let (mut fc, mut fd) = (loss(c), loss(d));
-        while hi - lo > 1e-10 {
-            if fc <= fd {
-                (hi, d, fd) = (d, c, fc);
-                c = hi - ratio * (hi - lo);
-                fc = loss(c);
+        if derivatives(lo).0 >= 0.0 {
+            return Temperature { t: 1.0 / lo };
+        }
+        if derivatives(hi).0 <= 0.0 {
+            return Temperature { t: 1.0 / hi };
+        }
+        let mut beta = 1.0_f64.clamp(lo, hi);
+        for _ in 0..200 {
+            let (grad, hess) = derivatives(beta);
+            if grad > 0.0 {
+                hi = beta;
+            } else if grad < 0.0 {
+                lo = beta;
             } else {
-                (lo, c, fc) = (c, d, fd);
-                d = lo + ratio * (hi - lo);
-                fd = loss(d);
+                break;
+            }
+            let newton = beta - grad / hess;
+            let next = if hess > 0.0 && newton > lo && newton < hi {
+                newton
+            } else {
+                0.5 * (lo + hi)
+            };
+            let done = (next - beta).abs() <= 1e-13 * beta.max(1.0) || hi - lo <= 1e-13;
+            beta = next;
+            if done {
+                break;
             }
         }
-        Temperature { t: 2.0 / (lo + hi) }
+        Temperature { t: 1.0 / beta }
     }
 
     /// Maps one distribution (in the same order).

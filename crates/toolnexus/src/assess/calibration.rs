@@ -18,7 +18,6 @@ use serde::{Deserialize, Serialize};
 
 use super::calibrate::{
     NoulMap, Temperature, cross_validated_noul, cross_validated_temperature, fit_noul,
-    fit_temperature,
 };
 use super::error::{AssessError, AssessErrorKind};
 use super::file::{load_versioned, parse_versioned, save_atomic, to_versioned_json};
@@ -29,7 +28,7 @@ use super::text::{columns, f3};
 use super::thresholds::MIN_ROWS;
 use crate::classifier::{
     Classifier, ClassifierError, Decision, DecisionAnswer, EvalContext, EvalRequest, Evaluator,
-    Questions, near_uniform, question_hash,
+    Question, Questions, near_uniform, question_hash,
 };
 use crate::context::BoxFuture;
 
@@ -318,97 +317,26 @@ pub fn calibrate_run(
         ));
     }
     let (k, seed) = (options.folds, options.seed);
+    // Questions are independent: each fits on its own thread.
+    let results: Vec<(QuestionCalibration, Option<CalibratedQuestion>)> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = run
+                .questions
+                .iter()
+                .map(|(key, question)| {
+                    scope.spawn(move || calibrate_question(run, key, question, k, seed))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a calibration fit panicked"))
+                .collect()
+        });
     let mut file = Calibration::default();
     let mut questions = Vec::new();
-    for (key, question) in &run.questions {
-        let o = observe(run, key, None);
-        let n = o.rows.len();
-        let mut q = QuestionCalibration {
-            key: key.clone(),
-            kind: question.kind().to_string(),
-            n,
-            method: String::new(),
-            temperature: None,
-            ece_before: 0.0,
-            ece_after: None,
-            log_loss_before: 0.0,
-            log_loss_after: None,
-            skipped: None,
-        };
-        let map = match question.kind() {
-            "noul" => {
-                q.ece_before = noul_ece(&o.p_true, &o.y);
-                q.log_loss_before = log_loss_binary(&o.p_true, &o.y);
-                (n >= MIN_ROWS).then(|| {
-                    let fit = fit_noul(&o.p_true, &o.y, k, seed);
-                    let held_out = cross_validated_noul(&o.p_true, &o.y, k, seed);
-                    q.ece_after = Some(noul_ece(&held_out, &o.y));
-                    q.log_loss_after = Some(log_loss_binary(&held_out, &o.y));
-                    q.method = match fit.map {
-                        NoulMap::Identity => "identity",
-                        NoulMap::Platt(_) => "platt",
-                        NoulMap::Isotonic(_) => "isotonic",
-                    }
-                    .to_string();
-                    QuestionMap::Noul { map: fit.map }
-                })
-            }
-            kind @ ("choice" | "score") => {
-                q.ece_before = top_ece(&o.probs, &o.gold);
-                q.log_loss_before = log_loss_multi(&o.probs, &o.gold);
-                let with_distribution = o.probs.iter().all(|p| p.iter().sum::<f64>() > 0.0);
-                if !with_distribution {
-                    q.skipped = Some("some answers carry no probabilities".into());
-                    None
-                } else {
-                    (n >= MIN_ROWS).then(|| {
-                        let fit = fit_temperature(&o.probs, &o.gold, k, seed);
-                        let held_out = cross_validated_temperature(&o.probs, &o.gold, k, seed);
-                        q.ece_after = Some(top_ece(&held_out, &o.gold));
-                        q.log_loss_after = Some(fit.cv_log_loss_after);
-                        q.method = "temperature".into();
-                        q.temperature = Some(fit.map.t);
-                        if kind == "choice" {
-                            QuestionMap::Choice {
-                                temperature: fit.map,
-                            }
-                        } else {
-                            QuestionMap::Score {
-                                temperature: fit.map,
-                            }
-                        }
-                    })
-                }
-            }
-            other => {
-                q.skipped = Some(format!("{other} questions are not calibrated"));
-                None
-            }
-        };
-        match map {
-            Some(map) => {
-                let mut models: Vec<String> = Vec::new();
-                for &i in &o.rows {
-                    if let Some(d) = run.rows[i].decision() {
-                        if !models.contains(&d.model) {
-                            models.push(d.model.clone());
-                        }
-                    }
-                }
-                file.questions.insert(
-                    key.clone(),
-                    CalibratedQuestion {
-                        hash: question_hash(question),
-                        models,
-                        rows: n,
-                        map,
-                    },
-                );
-            }
-            None if q.skipped.is_none() => {
-                q.skipped = Some(format!("{n} rows, at least {MIN_ROWS} needed"));
-            }
-            None => {}
+    for (q, fitted) in results {
+        if let Some(c) = fitted {
+            file.questions.insert(q.key.clone(), c);
         }
         questions.push(q);
     }
@@ -418,6 +346,101 @@ pub fn calibrate_run(
         file,
         questions,
     })
+}
+
+/// One question's fit and held-out figures (`None`: not calibrated, and the
+/// report says why).
+fn calibrate_question(
+    run: &Run,
+    key: &str,
+    question: &Question,
+    k: usize,
+    seed: u64,
+) -> (QuestionCalibration, Option<CalibratedQuestion>) {
+    let mut fitted = None;
+    let o = observe(run, key, None);
+    let n = o.rows.len();
+    let mut q = QuestionCalibration {
+        key: key.to_string(),
+        kind: question.kind().to_string(),
+        n,
+        method: String::new(),
+        temperature: None,
+        ece_before: 0.0,
+        ece_after: None,
+        log_loss_before: 0.0,
+        log_loss_after: None,
+        skipped: None,
+    };
+    let map = match question.kind() {
+        "noul" => {
+            q.ece_before = noul_ece(&o.p_true, &o.y);
+            q.log_loss_before = log_loss_binary(&o.p_true, &o.y);
+            (n >= MIN_ROWS).then(|| {
+                let fit = fit_noul(&o.p_true, &o.y, k, seed);
+                let held_out = cross_validated_noul(&o.p_true, &o.y, k, seed);
+                q.ece_after = Some(noul_ece(&held_out, &o.y));
+                q.log_loss_after = Some(log_loss_binary(&held_out, &o.y));
+                q.method = match fit.map {
+                    NoulMap::Identity => "identity",
+                    NoulMap::Platt(_) => "platt",
+                    NoulMap::Isotonic(_) => "isotonic",
+                }
+                .to_string();
+                QuestionMap::Noul { map: fit.map }
+            })
+        }
+        kind @ ("choice" | "score") => {
+            q.ece_before = top_ece(&o.probs, &o.gold);
+            q.log_loss_before = log_loss_multi(&o.probs, &o.gold);
+            let with_distribution = o.probs.iter().all(|p| p.iter().sum::<f64>() > 0.0);
+            if !with_distribution {
+                q.skipped = Some("some answers carry no probabilities".into());
+                None
+            } else {
+                (n >= MIN_ROWS).then(|| {
+                    let temperature = Temperature::fit(&o.probs, &o.gold);
+                    let held_out = cross_validated_temperature(&o.probs, &o.gold, k, seed);
+                    q.ece_after = Some(top_ece(&held_out, &o.gold));
+                    q.log_loss_after = Some(log_loss_multi(&held_out, &o.gold));
+                    q.method = "temperature".into();
+                    q.temperature = Some(temperature.t);
+                    if kind == "choice" {
+                        QuestionMap::Choice { temperature }
+                    } else {
+                        QuestionMap::Score { temperature }
+                    }
+                })
+            }
+        }
+        other => {
+            q.skipped = Some(format!("{other} questions are not calibrated"));
+            None
+        }
+    };
+    match map {
+        Some(map) => {
+            let mut models: Vec<String> = Vec::new();
+            for &i in &o.rows {
+                if let Some(d) = run.rows[i].decision() {
+                    if !models.contains(&d.model) {
+                        models.push(d.model.clone());
+                    }
+                }
+            }
+            fitted = Some(CalibratedQuestion {
+                hash: question_hash(question),
+                models,
+                rows: n,
+                map,
+            });
+        }
+        None if q.skipped.is_none() => {
+            q.skipped = Some(format!("{n} rows, at least {MIN_ROWS} needed"));
+        }
+        None => {}
+    }
+    (q, fitted)
 }
 
 /// Why a decision was passed through unchanged, or `None` when every answer

@@ -1,6 +1,7 @@
 //! The one integration-test binary: loopback servers, fixtures and tapes.
 
 mod assess_report;
+mod assess_sklearn;
 mod assess_synthetic;
 mod decisions;
 mod faults;
