@@ -279,32 +279,58 @@ fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
     })?;
     let questions = read_header(&header)
         .map_err(|m| AssessError::new(AssessErrorKind::Mismatch, m).at(1, None))?;
-    let mut rows: Vec<Row> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for (i, raw) in lines {
-        let line_no = i + 1;
-        let line = raw.trim_end();
-        if line.is_empty() {
-            continue;
-        }
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            // A torn final line: the crash this format is built to survive.
-            Err(_) if !raw.ends_with('\n') => break,
-            Err(e) => {
-                return Err(AssessError::new(
-                    AssessErrorKind::Syntax,
-                    format!("not JSON: {}", json_error_text(&e)),
-                )
-                .at(line_no, Some(e.column())));
-            }
-        };
-        let row = read_row(&v, &questions).map_err(|m| invalid(line_no, m))?;
-        match index.get(&row.id) {
-            Some(&at) => rows[at] = row,
-            None => {
-                index.insert(row.id.clone(), rows.len());
-                rows.push(row);
+    let lines: Vec<(usize, &str)> = lines
+        .map(|(i, raw)| (i + 1, raw))
+        .filter(|(_, raw)| !raw.trim_end().is_empty())
+        .collect();
+    // Rows parse independently: split the lines over the machine's cores
+    // (the first error by line number wins, as a sequential read would).
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(lines.len() / 2_000 + 1);
+    let chunk = lines.len().div_ceil(threads).max(1);
+    let parsed: Vec<Result<Vec<Row>, AssessError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(chunk)
+            .map(|part| {
+                let questions = &questions;
+                scope.spawn(move || {
+                    let mut rows = Vec::with_capacity(part.len());
+                    for &(line_no, raw) in part {
+                        let line = raw.trim_end();
+                        let v: Value = match serde_json::from_str(line) {
+                            Ok(v) => v,
+                            // A torn final line: the crash this format is built to survive.
+                            Err(_) if !raw.ends_with('\n') => break,
+                            Err(e) => {
+                                return Err(AssessError::new(
+                                    AssessErrorKind::Syntax,
+                                    format!("not JSON: {}", json_error_text(&e)),
+                                )
+                                .at(line_no, Some(e.column())));
+                            }
+                        };
+                        rows.push(read_row(&v, questions).map_err(|m| invalid(line_no, m))?);
+                    }
+                    Ok(rows)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a run file reader panicked"))
+            .collect()
+    });
+    let mut rows: Vec<Row> = Vec::with_capacity(lines.len());
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(lines.len());
+    for part in parsed {
+        for row in part? {
+            match index.get(&row.id) {
+                Some(&at) => rows[at] = row,
+                None => {
+                    index.insert(row.id.clone(), rows.len());
+                    rows.push(row);
+                }
             }
         }
     }

@@ -218,7 +218,9 @@ pub struct QuestionSummary {
     pub near_uniform_rate: Option<f64>,
     /// With bands: share that would not be sure (escalated).
     pub abstention_rate: Option<f64>,
-    /// Coverage and accuracy at every observed confidence.
+    /// Coverage and accuracy from the highest observed confidence down to the
+    /// lowest: every distinct cut, thinned to at most [`CURVE_POINTS`] points
+    /// evenly spaced in coverage (the first and last always kept).
     pub risk_coverage: Vec<CoveragePoint>,
     /// Models that answered.
     pub models: Vec<String>,
@@ -257,7 +259,8 @@ pub struct GateSummary {
     pub n: usize,
     /// Share right on every gated key.
     pub accuracy: f64,
-    /// Coverage and accuracy at every observed row confidence.
+    /// Coverage and accuracy at the observed row confidences, thinned as
+    /// [`QuestionSummary::risk_coverage`].
     pub risk_coverage: Vec<CoveragePoint>,
 }
 
@@ -416,7 +419,7 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
         keys: gate_keys.clone(),
         n: conf.len(),
         accuracy: metrics::accuracy(&hit),
-        risk_coverage: metrics::risk_coverage(&conf, &hit),
+        risk_coverage: thin(metrics::risk_coverage(&conf, &hit)),
     });
     let mut slices = Vec::new();
     for by in &options.slices {
@@ -439,6 +442,40 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
         latency_p95_ms: metrics::quantile(&latencies, 0.95),
         slices,
     }
+}
+
+/// The most points a summary keeps of a risk-coverage curve.
+///
+/// ```
+/// use toolnexus::assess::synthetic::{SyntheticOptions, synthetic_run};
+/// use toolnexus::assess::{CURVE_POINTS, SummaryOptions, summarize};
+/// let run = synthetic_run(&SyntheticOptions { rows: 5_000, ..Default::default() });
+/// let curve = &summarize(&run, &SummaryOptions::default()).questions[0].risk_coverage;
+/// assert!(curve.len() <= CURVE_POINTS && curve.len() > 100);
+/// assert_eq!(curve.last().unwrap().coverage, 1.0);
+/// assert!(curve.windows(2).all(|w| w[0].coverage < w[1].coverage));
+/// ```
+pub const CURVE_POINTS: usize = 201;
+
+/// A curve thinned to at most [`CURVE_POINTS`]: the first point at or past
+/// each of `CURVE_POINTS - 1` even coverage steps from 0 to 1, and the last.
+fn thin(curve: Vec<CoveragePoint>) -> Vec<CoveragePoint> {
+    if curve.len() <= CURVE_POINTS {
+        return curve;
+    }
+    let steps = (CURVE_POINTS - 2) as f64;
+    let last = curve.len() - 1;
+    let mut out = Vec::with_capacity(CURVE_POINTS);
+    let mut next_step = 0.0;
+    for (i, p) in curve.iter().enumerate() {
+        if i == 0 || i == last || p.coverage >= next_step / steps {
+            out.push(*p);
+            while next_step / steps <= p.coverage {
+                next_step += 1.0;
+            }
+        }
+    }
+    out
 }
 
 fn summarize_questions(
@@ -494,7 +531,7 @@ fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) ->
         score_errors: Vec::new(),
         near_uniform_rate: None,
         abstention_rate: None,
-        risk_coverage: metrics::risk_coverage(&o.conf, &o.hit),
+        risk_coverage: thin(metrics::risk_coverage(&o.conf, &o.hit)),
         models,
     };
     if n == 0 {
