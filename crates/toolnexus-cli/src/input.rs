@@ -97,6 +97,16 @@ pub fn parse_line(n: usize, text: &str) -> Result<Value, String> {
     })
 }
 
+/// `--thresholds FILE` (from `toolnexus assess thresholds`) as per-question
+/// bands; a bad file is a usage error naming it and the key.
+pub fn read_thresholds(
+    path: &Path,
+) -> Result<std::collections::BTreeMap<String, toolnexus::judge::Bands>> {
+    let t = toolnexus::judge::Thresholds::load(path)
+        .map_err(|e| exit::usage(format!("--thresholds: {e}")))?;
+    Ok(t.bands)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,14 +158,4 @@ mod tests {
             "{e}"
         );
     }
-}
-
-/// `--thresholds FILE` (from `toolnexus assess thresholds`) as per-question
-/// bands; a bad file is a usage error naming it and the key.
-pub fn read_thresholds(
-    path: &Path,
-) -> Result<std::collections::BTreeMap<String, toolnexus::judge::Bands>> {
-    let t = toolnexus::judge::Thresholds::load(path)
-        .map_err(|e| exit::usage(format!("--thresholds: {e}")))?;
-    Ok(t.bands)
 }

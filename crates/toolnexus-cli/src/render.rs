@@ -190,62 +190,6 @@ pub fn compact(v: &Value, max: usize) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn demo_decision(cost: Option<f64>) -> Decision {
-        let mut v = serde_json::json!({
-            "model": "jev-1.13-20260917",
-            "answers": {
-                "desk": {"type": "choice", "choice": "billing", "confidence": 0.41,
-                         "probabilities": {"billing": 0.41, "shipping": 0.26, "technical": 0.33}},
-                "refund": {"type": "noul", "noul": 0.09},
-                "urgency": {"type": "score", "score": 0.34, "confidence": 0.71,
-                            "legend": {"0": "low: can wait", "1": "normal", "2": "high", "3": "critical"},
-                            "probabilities": {"0": 0.71, "1": 0.25, "2": 0.03, "3": 0.01}}
-            },
-            "usage": {"input_tokens": 412, "output_tokens": 38}
-        });
-        if let Some(c) = cost {
-            v["usage"]["cost"] = c.into();
-        }
-        Decision::from_value(&v).unwrap()
-    }
-
-    #[test]
-    fn the_table_shows_every_field() {
-        let t = decision_table(&demo_decision(Some(0.0000564)));
-        let want = "\
-KEY      TYPE    ANSWER      CONFIDENCE  NEAR-UNIFORM  PROBABILITIES
-desk     choice  billing     0.41        no            billing=0.41 shipping=0.26 technical=0.33
-refund   noul    0.09        -           -             true=0.09 false=0.91
-urgency  score   0.34 (low)  0.71        no            0=0.71 1=0.25 2=0.03 3=0.01
-
-model       jev-1.13-20260917
-calibrated  yes
-tokens      412 in, 38 out
-cost        $0.0000564
-";
-        assert_eq!(t, want);
-    }
-
-    #[test]
-    fn an_unreported_cost_is_never_zero() {
-        let t = decision_table(&demo_decision(None));
-        assert!(t.contains("cost        not reported\n"), "{t}");
-        assert!(!t.contains('$'));
-        assert_eq!(cost(Some(1.5)), "$1.50");
-        assert_eq!(cost(Some(0.012345)), "$0.0123");
-    }
-
-    #[test]
-    fn numeric_levels_sort_as_numbers() {
-        let p: BTreeMap<String, f64> = [("10".into(), 0.5), ("2".into(), 0.5)].into();
-        assert_eq!(probabilities(&p), "2=0.50 10=0.50");
-    }
-}
-
 /// Each answer of `d` read through its question's bands (from a thresholds
 /// file; others through the defaults), in key order.
 fn verdicts(
@@ -308,4 +252,60 @@ pub fn verdicts_table(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demo_decision(cost: Option<f64>) -> Decision {
+        let mut v = serde_json::json!({
+            "model": "jev-1.13-20260917",
+            "answers": {
+                "desk": {"type": "choice", "choice": "billing", "confidence": 0.41,
+                         "probabilities": {"billing": 0.41, "shipping": 0.26, "technical": 0.33}},
+                "refund": {"type": "noul", "noul": 0.09},
+                "urgency": {"type": "score", "score": 0.34, "confidence": 0.71,
+                            "legend": {"0": "low: can wait", "1": "normal", "2": "high", "3": "critical"},
+                            "probabilities": {"0": 0.71, "1": 0.25, "2": 0.03, "3": 0.01}}
+            },
+            "usage": {"input_tokens": 412, "output_tokens": 38}
+        });
+        if let Some(c) = cost {
+            v["usage"]["cost"] = c.into();
+        }
+        Decision::from_value(&v).unwrap()
+    }
+
+    #[test]
+    fn the_table_shows_every_field() {
+        let t = decision_table(&demo_decision(Some(0.0000564)));
+        let want = "\
+KEY      TYPE    ANSWER      CONFIDENCE  NEAR-UNIFORM  PROBABILITIES
+desk     choice  billing     0.41        no            billing=0.41 shipping=0.26 technical=0.33
+refund   noul    0.09        -           -             true=0.09 false=0.91
+urgency  score   0.34 (low)  0.71        no            0=0.71 1=0.25 2=0.03 3=0.01
+
+model       jev-1.13-20260917
+calibrated  yes
+tokens      412 in, 38 out
+cost        $0.0000564
+";
+        assert_eq!(t, want);
+    }
+
+    #[test]
+    fn an_unreported_cost_is_never_zero() {
+        let t = decision_table(&demo_decision(None));
+        assert!(t.contains("cost        not reported\n"), "{t}");
+        assert!(!t.contains('$'));
+        assert_eq!(cost(Some(1.5)), "$1.50");
+        assert_eq!(cost(Some(0.012345)), "$0.0123");
+    }
+
+    #[test]
+    fn numeric_levels_sort_as_numbers() {
+        let p: BTreeMap<String, f64> = [("10".into(), 0.5), ("2".into(), 0.5)].into();
+        assert_eq!(probabilities(&p), "2=0.50 10=0.50");
+    }
 }

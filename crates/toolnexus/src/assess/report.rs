@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 use super::summary::{QuestionSummary, Summary};
 use super::svg::{self, Section, escape};
-use super::text::{f3, opt, pct};
+use super::text::{self, f3, opt, pct};
 
 /// `write!` into a `String`, which cannot fail.
 macro_rules! w {
@@ -30,7 +30,7 @@ fn over(q: &QuestionSummary, x: f64, f: impl Fn(f64) -> String) -> String {
 }
 
 fn ms(x: Option<f64>) -> String {
-    opt(x, |v| format!("{v:.1} ms"))
+    opt(x, text::ms)
 }
 
 /// Cost as the terminal table says it: a total only when every row reported one.

@@ -732,7 +732,12 @@ pub fn table(s: &Summary) -> String {
         }
     }
     if let (Some(p50), Some(p95)) = (s.latency_p50_ms, s.latency_p95_ms) {
-        let _ = write!(out, "; latency p50 {p50:.1} ms, p95 {p95:.1} ms");
+        let _ = write!(
+            out,
+            "; latency p50 {}, p95 {}",
+            super::text::ms(p50),
+            super::text::ms(p95)
+        );
     }
     out.push('\n');
     out

@@ -62,3 +62,14 @@ pub(crate) fn f3(x: f64) -> String {
 pub(crate) fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map_or_else(|| "—".to_string(), f)
 }
+
+/// Milliseconds with the digits that matter: `12 ms`, `3.4 ms`, `0.021 ms`.
+pub(crate) fn ms(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.0} ms")
+    } else if x >= 1.0 {
+        format!("{x:.1} ms")
+    } else {
+        format!("{x:.3} ms")
+    }
+}
