@@ -322,6 +322,11 @@ pub struct ServeArgs {
     /// value of this environment variable (read once at start-up; never printed).
     #[arg(long, value_name = "VAR")]
     pub require_key_env: Option<String>,
+    /// A thresholds file (from `toolnexus assess thresholds`): each decision also
+    /// gets an `x-toolnexus-verdicts` header reading every answer through its
+    /// question's bands (the body stays the System One wire).
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
     /// Where decisions come from (default with no key set: static over the built-in demo tape).
     #[command(flatten)]
     pub style: StyleArgs,

@@ -229,6 +229,22 @@ pub fn verdicts_json(d: &Decision, key_bands: &BTreeMap<String, toolnexus::judge
     Value::Object(out)
 }
 
+/// Verdicts as one header value: `key=verdict` joined by `; ` (a noul's
+/// verdict, else `sure` or `unsure`).
+pub fn verdicts_header(
+    d: &Decision,
+    key_bands: &BTreeMap<String, toolnexus::judge::Bands>,
+) -> String {
+    verdicts(d, key_bands)
+        .into_iter()
+        .map(|(key, sure, verdict, _)| {
+            let what = verdict.unwrap_or(if sure { "sure" } else { "unsure" });
+            format!("{key}={what}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Verdicts as a table: one line per answer with its bands.
 pub fn verdicts_table(
     d: &Decision,

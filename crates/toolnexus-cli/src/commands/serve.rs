@@ -23,11 +23,15 @@
 //!   decode and coherence failures 502.
 //! - serve does not retry the backend behind it unless `--retries N` says so:
 //!   the SDK in front retries already.
+//! - With `--thresholds FILE`, a decision's response also carries
+//!   `x-toolnexus-verdicts: key=verdict; …`, every answer read through its
+//!   question's bands from the file (the body is unchanged).
 //! - Ctrl-C or SIGTERM stops accepting, lets requests in flight finish, and exits 0.
 
 mod body;
 mod request;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +47,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use toolnexus::classifier::{Classifier, ClassifierError, ErrorKind, EvalContext, EvalRequest};
+use toolnexus::judge::Bands;
 
 use crate::args::{ServeArgs, StyleName};
 use crate::exit::{self, Exit};
@@ -53,6 +58,11 @@ use request::{Invalid, Parsed};
 
 /// The response header every answer carries.
 pub const REQUEST_ID_HEADER: &str = "x-typesafe-request-id";
+
+/// With `--thresholds`: each answer read through its question's bands,
+/// `key=verdict` joined by `; ` (`yes`/`no`/`uncertain` for a noul, `sure` or
+/// `unsure` otherwise).
+pub const VERDICTS_HEADER: &str = "x-toolnexus-verdicts";
 /// The request id the backend behind answered with, when it sent one.
 pub const UPSTREAM_REQUEST_ID_HEADER: &str = "x-upstream-request-id";
 /// The model name the official SDKs ask for by default.
@@ -73,6 +83,8 @@ struct App {
     /// The key `--require-key-env` named, read once at start-up.
     key: Option<Vec<u8>>,
     ids: RequestIds,
+    /// `--thresholds`: per-question bands for the verdicts header.
+    bands: Option<BTreeMap<String, Bands>>,
 }
 
 /// `req_` + 24 hex digits: 8 from the start time, 16 from a bijective mix of a
@@ -187,6 +199,11 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     args.style.live.retries = Some(args.style.live.retries.unwrap_or(-1));
     let key = required_key(args.require_key_env.as_deref())?;
     let built = style::build(&args.style, Fallback::Demo(StyleName::Static))?;
+    let bands = args
+        .thresholds
+        .as_deref()
+        .map(crate::input::read_thresholds)
+        .transpose()?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| exit::io(format!("--addr {}: cannot listen: {e}", args.addr)))?;
@@ -207,6 +224,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         max_body: args.max_body_bytes,
         key,
         ids: RequestIds::new(),
+        bands,
     });
     // The first line is what scripts and tests read to find the server.
     println!("listening on http://{addr}");
@@ -476,6 +494,12 @@ async fn systemone(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
         Ok(done) => {
             let mut resp = axum::Json(done.decision.to_value()).into_response();
             upstream_id(&mut resp, done.request_id.as_deref());
+            if let Some(bands) = &app.bands {
+                let verdicts = crate::render::verdicts_header(&done.decision, bands);
+                if let Ok(v) = HeaderValue::from_str(&verdicts) {
+                    resp.headers_mut().insert(VERDICTS_HEADER, v);
+                }
+            }
             resp
         }
         Err(e) => failure(&e, &hints),

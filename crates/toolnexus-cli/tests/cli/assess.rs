@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{TempDir, out_lines, tn};
+use crate::support::{Server, TempDir, out_lines, request, tn};
 
 /// The shipped demo: questions, labelled set and recorded decisions.
 fn demo(name: &str) -> String {
@@ -315,4 +315,77 @@ fn compare_pairs_two_runs_and_names_the_change() {
     assert_eq!(out.code, 0, "{out:?}");
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["paired_rows"], 120, "{v}");
+}
+
+#[test]
+fn serve_with_thresholds_adds_a_verdicts_header_and_keeps_the_wire_body() {
+    let dir = TempDir::new("assess-serve");
+    assert_eq!(run_demo(&dir, &demo("labels.jsonl"), "run.jsonl").code, 0);
+    let run = dir.join("run.jsonl").display().to_string();
+    let th = dir.join("th.json").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "assess",
+            "thresholds",
+            &run,
+            "--target-accuracy",
+            "0.9",
+            "--out",
+            &th,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let tape = demo("tape.json");
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "assess_demo",
+            "--thresholds",
+            &th,
+        ],
+    );
+    let labels = std::fs::read_to_string(demo("labels.jsonl")).unwrap();
+    let first: Value =
+        serde_json::from_str(labels.lines().find(|l| !l.starts_with('#')).unwrap()).unwrap();
+    let questions: Value =
+        serde_json::from_str(&std::fs::read_to_string(demo("questions.json")).unwrap()).unwrap();
+    let body = serde_json::json!({"questions": questions, "state": first["state"]}).to_string();
+    let r = request(
+        &server.addr,
+        "POST",
+        "/v1/systemone",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.json()["answers"]["desk"].is_object(), "{r:?}");
+    assert!(
+        r.json().get("verdicts").is_none(),
+        "the body stays the wire"
+    );
+    let verdicts = r
+        .header("x-toolnexus-verdicts")
+        .expect("the verdicts header");
+    let parts: Vec<&str> = verdicts.split("; ").collect();
+    assert_eq!(parts.len(), 3, "{verdicts}");
+    assert!(parts[0].starts_with("desk="), "{verdicts}");
+    assert!(
+        [
+            "refund_requested=yes",
+            "refund_requested=no",
+            "refund_requested=uncertain"
+        ]
+        .contains(&parts[1]),
+        "{verdicts}"
+    );
+    assert!(
+        parts[2] == "urgency=sure" || parts[2] == "urgency=unsure",
+        "{verdicts}"
+    );
 }
