@@ -231,6 +231,9 @@ pub struct Evaluated {
     pub request_id: Option<String>,
     /// Keys of answers dropped because nobody asked them.
     pub dropped: Vec<String>,
+    /// The decision came from a cache ([`crate::cache::caching`]): nothing was
+    /// sent and nothing spent.
+    pub cache_hit: bool,
 }
 
 impl Evaluated {
@@ -240,6 +243,7 @@ impl Evaluated {
             decision,
             request_id: None,
             dropped: Vec::new(),
+            cache_hit: false,
         }
     }
 
@@ -254,6 +258,19 @@ impl Evaluated {
     /// ```
     pub fn with_request_id(mut self, request_id: Option<String>) -> Evaluated {
         self.request_id = request_id;
+        self
+    }
+
+    /// Marks the decision as served from a cache (nothing sent, nothing spent).
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use toolnexus::classifier::{ClassifierUsage, Decision, Evaluated};
+    /// # let d = Decision { model: "m".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
+    /// assert!(Evaluated::new(d).with_cache_hit(true).cache_hit);
+    /// ```
+    pub fn with_cache_hit(mut self, cache_hit: bool) -> Evaluated {
+        self.cache_hit = cache_hit;
         self
     }
 }
@@ -551,6 +568,26 @@ impl Classifier {
     /// The style this classifier runs.
     pub fn style(&self) -> ClassifierStyle {
         self.inner.style
+    }
+
+    /// Where a System One classifier posts (credentials and query removed);
+    /// `None` for the other styles.
+    ///
+    /// ```
+    /// use toolnexus::classifier::{ClassifierOptions, create_classifier};
+    /// let judge = create_classifier(ClassifierOptions {
+    ///     base_url: "http://127.0.0.1:9/v1".into(),
+    ///     ..Default::default()
+    /// })?;
+    /// assert_eq!(judge.endpoint(), Some("http://127.0.0.1:9/v1/systemone"));
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn endpoint(&self) -> Option<&str> {
+        match &self.inner.engine {
+            #[cfg(feature = "http")]
+            Engine::SystemOne(b) => Some(b.endpoint()),
+            _ => None,
+        }
     }
 
     /// The model it asks for (a decision's `model` says what actually answered).
@@ -936,6 +973,7 @@ impl Classifier {
                 error: Some(text),
                 key: Some(key.to_string()),
                 request_id: None,
+                cache_hit: false,
             });
         }
     }
@@ -951,6 +989,7 @@ impl Classifier {
             Ok(e) => e.request_id.clone(),
             Err(e) => e.request_id().map(str::to_string),
         };
+        let cache_hit = matches!(result, Ok(e) if e.cache_hit);
         let result = &result.as_ref().map(|e| &e.decision);
         // The answering model's name is backend text too.
         let answered = match result {
@@ -979,6 +1018,8 @@ impl Classifier {
             return;
         };
         let (model, status, input_tokens, output_tokens, cost, error) = match result {
+            // A hit spent nothing: no tokens, and a cost that is known to be 0.
+            Ok(_) if cache_hit => (answered, "ok", 0, 0, Some(0.0), None),
             Ok(d) => (
                 answered,
                 "ok",
@@ -1008,6 +1049,7 @@ impl Classifier {
             error,
             key: None,
             request_id,
+            cache_hit,
         });
     }
 }

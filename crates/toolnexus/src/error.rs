@@ -207,6 +207,21 @@ impl ClassifierError {
         }
     }
 
+    /// The same error for another waiter on one shared call: every field but
+    /// the source, which becomes part of nothing (it is not `Clone`).
+    pub(crate) fn duplicate(&self) -> Self {
+        ClassifierError {
+            kind: self.kind,
+            scope: self.scope,
+            detail: self.detail.clone(),
+            status: self.status,
+            retry_after: self.retry_after,
+            state_index: self.state_index,
+            request_id: self.request_id.clone(),
+            source: None,
+        }
+    }
+
     pub(crate) fn classifier(kind: ErrorKind, detail: impl Into<String>) -> Self {
         ClassifierError::scoped(kind, Scope::Classifier, detail)
     }
@@ -855,5 +870,34 @@ pub(crate) mod msg {
 
     pub(crate) fn dropped_answer(key: &str) -> String {
         format!("classifier: answer {key:?} answers no question that was asked; dropped")
+    }
+
+    // Composition (`toolnexus::compose`).
+
+    /// `fallback: all <n> backends unavailable: [1] <detail>; …; [n] <detail>`,
+    /// with the kind, status, Retry-After and request id of `last`, which is
+    /// also its source.
+    pub(crate) fn fallback_exhausted(
+        earlier: &[ClassifierError],
+        last: ClassifierError,
+    ) -> ClassifierError {
+        let listed: Vec<String> = earlier
+            .iter()
+            .chain(std::iter::once(&last))
+            .enumerate()
+            .map(|(i, e)| format!("[{}] {}", i + 1, e.detail()))
+            .collect();
+        let mut e = c(
+            last.kind,
+            format!(
+                "fallback: all {} backends unavailable: {}",
+                listed.len(),
+                listed.join("; ")
+            ),
+        );
+        e.status = last.status;
+        e.retry_after = last.retry_after;
+        e.request_id = last.request_id.clone();
+        e.with_source(last)
     }
 }

@@ -87,7 +87,9 @@ pub mod http;
 pub mod client;
 
 pub mod assess;
+pub mod cache;
 pub mod classifier;
+pub mod compose;
 pub mod judge;
 #[cfg(feature = "test-util")]
 pub mod testing;

@@ -213,6 +213,9 @@ pub struct MetricEvent {
     /// The backend's request id (`x-typesafe-request-id`) for an evaluation,
     /// when it sent one: what to quote to the provider about this call.
     pub request_id: Option<String>,
+    /// The decision came from a cache: then the tokens are 0 and `cost` is
+    /// `Some(0.0)` (nothing was spent), whatever the recorded decision's usage.
+    pub cache_hit: bool,
 }
 
 /// One recorded response for the Static style.

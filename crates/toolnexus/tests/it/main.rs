@@ -3,6 +3,7 @@
 mod assess_report;
 mod assess_sklearn;
 mod assess_synthetic;
+mod cache;
 mod decisions;
 mod faults;
 mod judge;

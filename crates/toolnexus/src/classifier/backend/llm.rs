@@ -39,6 +39,7 @@ pub(crate) async fn evaluate(
         decision: out.decision,
         request_id: None,
         dropped: out.dropped,
+        cache_hit: false,
     })
 }
 

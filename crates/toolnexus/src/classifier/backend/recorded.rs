@@ -44,6 +44,7 @@ impl ReplayBackend {
                 decision: d.decision,
                 request_id: None,
                 dropped: d.dropped,
+                cache_hit: false,
             };
             let key = static_key(model, &rec.questions, &rec.state);
             if let Some(j) = index_of.insert(key.clone(), i) {

@@ -121,6 +121,7 @@ impl HttpBackend {
             decision: decoded.decision,
             request_id: resp.request_id,
             dropped: decoded.dropped,
+            cache_hit: false,
         })
     }
 }
