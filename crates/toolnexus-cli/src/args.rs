@@ -56,6 +56,9 @@ pub enum Command {
     ///
     /// With no subcommand, runs the built-in demo set offline on recorded decisions.
     Assess(AssessArgs),
+    /// Inspect a decision cache file: stats, clear, export.
+    #[command(subcommand)]
+    Cache(CacheCommand),
 }
 
 /// The style names the command line accepts.
@@ -221,9 +224,36 @@ pub struct BatchArgs {
     /// also gets `"verdicts"`, every answer read through its question's bands.
     #[arg(long, value_name = "FILE")]
     pub thresholds: Option<PathBuf>,
+    /// A decision cache (SQLite file, created if absent, shareable between
+    /// processes): hits are not sent and their lines carry `"cached":true`;
+    /// identical states in the input are asked once.
+    #[arg(long, value_name = "FILE")]
+    pub cache: Option<PathBuf>,
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,
+}
+
+/// `toolnexus cache …`: inspect a decision cache file.
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Entries, size, ages and models of a cache file.
+    Stats(CacheFileArgs),
+    /// Delete every entry of a cache file.
+    Clear(CacheFileArgs),
+    /// Print every entry as one JSON line {"key","model","stored_at","decision"}.
+    Export(CacheFileArgs),
+}
+
+/// The cache file a `toolnexus cache` subcommand works on.
+#[derive(Debug, Args)]
+pub struct CacheFileArgs {
+    /// The cache file (from `batch --cache` or `serve --cache`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// `stats`: print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `toolnexus tape …`.

@@ -3,11 +3,12 @@
 
 use anyhow::Result;
 
-use crate::args::{Cli, Command, TapeCommand};
+use crate::args::{CacheCommand, Cli, Command, TapeCommand};
 use crate::exit::Exit;
 
 pub mod assess;
 pub mod batch;
+pub mod cache;
 pub mod eval;
 pub mod serve;
 pub mod tape;
@@ -22,5 +23,8 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Tape(TapeCommand::Show(a)) => tape::show(a),
         Command::Serve(a) => serve::run(a).await,
         Command::Assess(a) => assess::run(a).await,
+        Command::Cache(CacheCommand::Stats(a)) => cache::stats(a),
+        Command::Cache(CacheCommand::Clear(a)) => cache::clear(a),
+        Command::Cache(CacheCommand::Export(a)) => cache::export(a),
     }
 }

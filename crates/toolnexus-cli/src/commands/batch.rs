@@ -5,7 +5,7 @@
 //! Invariants:
 //! - Each output line names its input line: `{"line":n,"decision":{..}}` or
 //!   `{"line":n,"error":".."}` (with `--thresholds`, decision lines also carry
-//!   `"verdicts"`), and is written with one `write` call, newline
+//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`), and is written with one `write` call, newline
 //!   included, as soon as its state finishes. A kill can therefore tear only the
 //!   final line.
 //! - On start the existing out file is read: every complete result line counts as
@@ -27,7 +27,7 @@ use anyhow::Result;
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use toolnexus::classifier::{Classifier, EvalContext, Questions};
+use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::judge::Bands;
 
 use crate::args::{BatchArgs, StyleName};
@@ -41,7 +41,11 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
     let text = input::read_file("--states", &args.states)?;
     let lines: Vec<(usize, &str)> = input::jsonl_lines(&text).collect();
     let last_line = text.split('\n').count();
-    let built = style::build(&args.style, Fallback::SystemOne)?;
+    let mut built = style::build(&args.style, Fallback::SystemOne)?;
+    if let Some(path) = &args.cache {
+        let cache = crate::commands::cache::open(path)?;
+        built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
+    }
     let bands = args
         .thresholds
         .as_deref()
@@ -105,7 +109,7 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
         })
         .buffer_unordered(args.concurrency as usize);
 
-    let (mut ok, mut failed) = (0usize, 0usize);
+    let (mut ok, mut failed, mut hits) = (0usize, 0usize, 0usize);
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let interrupted = loop {
@@ -118,13 +122,16 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
             break false;
         };
         let record = match &result {
-            Ok(fields) => format!("{{\"line\":{n},{fields}}}\n"),
+            Ok((fields, _)) => format!("{{\"line\":{n},{fields}}}\n"),
             Err(e) => format!("{{\"line\":{n},\"error\":{}}}\n", Value::from(e.as_str())),
         };
         write_record(&mut out, &record)
             .map_err(|e| exit::io(format!("--out {}: cannot write: {e}", args.out.display())))?;
         match result {
-            Ok(_) => ok += 1,
+            Ok((_, hit)) => {
+                ok += 1;
+                hits += usize::from(hit);
+            }
             Err(_) => failed += 1,
         }
         progress.tick(ok, failed);
@@ -139,8 +146,12 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
         );
         return Ok(Exit::Interrupted);
     }
+    let from_cache = match &args.cache {
+        Some(_) => format!(" ({hits} from the cache, not sent)"),
+        None => String::new(),
+    };
     println!(
-        "batch: done {ok}, failed {failed}, skipped {skipped} as already done; results in {}",
+        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done; results in {}",
         args.out.display()
     );
     Ok(if failed > 0 {
@@ -162,27 +173,30 @@ struct Asked<'a> {
 
 impl Asked<'_> {
     /// One state: its line parsed, the rate limit honoured, then evaluated.
-    /// The result line's fields come back as compact JSON (`"decision":…`, and
-    /// `"verdicts":…` with `--thresholds`), a failure as its message.
-    async fn evaluate(self, n: usize, line: &str) -> Result<String, String> {
+    /// The result line's fields come back as compact JSON (`"decision":…`,
+    /// `"verdicts":…` with `--thresholds`, `"cached":true` for a cache hit) with
+    /// whether it was a hit; a failure as its message.
+    async fn evaluate(self, n: usize, line: &str) -> Result<(String, bool), String> {
         let state = input::parse_line(n, line)?;
         if let Some(p) = self.pacer {
             p.wait().await;
         }
         let ctx = EvalContext::new().with_call_name(self.call);
-        let d = self
+        let request = EvalRequest::new(state, self.questions.clone());
+        let done = self
             .classifier
-            .evaluate_ctx(ctx, state, self.questions)
+            .evaluate_request(ctx, request)
             .await
             .map_err(|e| e.to_string())?;
-        let decision = d.to_value();
-        Ok(match self.bands {
-            None => format!("\"decision\":{decision}"),
-            Some(b) => format!(
-                "\"decision\":{decision},\"verdicts\":{}",
-                render::verdicts_json(&d, b)
-            ),
-        })
+        let d = &done.decision;
+        let mut fields = format!("\"decision\":{}", d.to_value());
+        if let Some(b) = self.bands {
+            fields.push_str(&format!(",\"verdicts\":{}", render::verdicts_json(d, b)));
+        }
+        if done.cache_hit {
+            fields.push_str(",\"cached\":true");
+        }
+        Ok((fields, done.cache_hit))
     }
 }
 

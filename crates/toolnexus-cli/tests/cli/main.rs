@@ -3,6 +3,7 @@
 
 mod assess;
 mod batch;
+mod cache;
 mod errors;
 mod eval;
 mod serve;

@@ -121,7 +121,7 @@ async fn a_rerun_sends_nothing_and_hits_are_marked_and_cost_nothing_in_metrics()
         );
     }
     assert_eq!(server.count(), 20, "the rerun sent 0 requests");
-    let events = events.lock().unwrap();
+    let events = events.lock().unwrap().clone();
     assert_eq!(events.len(), 40);
     assert!(
         events[..20]
