@@ -357,6 +357,14 @@ pub struct ServeArgs {
     /// question's bands (the body stays the System One wire).
     #[arg(long, value_name = "FILE")]
     pub thresholds: Option<PathBuf>,
+    /// At most this many evaluations in flight; beyond it a request is shed at
+    /// once with 529 and `Retry-After: 1` (the SDKs retry it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrency: Option<u32>,
+    /// A decision cache (SQLite file, shareable with `batch --cache`): hits are
+    /// answered without asking the style and carry `x-toolnexus-cache: hit`.
+    #[arg(long, value_name = "FILE")]
+    pub cache: Option<PathBuf>,
     /// Where decisions come from (default with no key set: static over the built-in demo tape).
     #[command(flatten)]
     pub style: StyleArgs,

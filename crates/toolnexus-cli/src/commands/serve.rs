@@ -26,6 +26,9 @@
 //! - With `--thresholds FILE`, a decision's response also carries
 //!   `x-toolnexus-verdicts: key=verdict; …`, every answer read through its
 //!   question's bands from the file (the body is unchanged).
+//! - With `--max-concurrency N`, a request beyond N evaluations in flight is
+//!   shed at once: 529 `overloaded_error` with `Retry-After: 1`, its body
+//!   unread. With `--cache FILE`, hits carry `x-toolnexus-cache: hit`.
 //! - Ctrl-C or SIGTERM stops accepting, lets requests in flight finish, and exits 0.
 
 mod body;
@@ -59,6 +62,9 @@ use request::{Invalid, Parsed};
 /// The response header every answer carries.
 pub const REQUEST_ID_HEADER: &str = "x-typesafe-request-id";
 
+/// With `--cache`: `hit` on a decision answered from the cache.
+pub const CACHE_HEADER: &str = "x-toolnexus-cache";
+
 /// With `--thresholds`: each answer read through its question's bands,
 /// `key=verdict` joined by `; ` (`yes`/`no`/`uncertain` for a noul, `sure` or
 /// `unsure` otherwise).
@@ -85,6 +91,8 @@ struct App {
     ids: RequestIds,
     /// `--thresholds`: per-question bands for the verdicts header.
     bands: Option<BTreeMap<String, Bands>>,
+    /// `--max-concurrency`: a slot per evaluation in flight, and the limit.
+    slots: Option<(Arc<tokio::sync::Semaphore>, u32)>,
 }
 
 /// `req_` + 24 hex digits: 8 from the start time, 16 from a bijective mix of a
@@ -198,7 +206,11 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     // The SDK in front retries; serve does not multiply its attempts unless asked.
     args.style.live.retries = Some(args.style.live.retries.unwrap_or(-1));
     let key = required_key(args.require_key_env.as_deref())?;
-    let built = style::build(&args.style, Fallback::Demo(StyleName::Static))?;
+    let mut built = style::build(&args.style, Fallback::Demo(StyleName::Static))?;
+    if let Some(path) = &args.cache {
+        let cache = crate::commands::cache::open(path)?;
+        built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
+    }
     let bands = args
         .thresholds
         .as_deref()
@@ -225,6 +237,9 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         key,
         ids: RequestIds::new(),
         bands,
+        slots: args
+            .max_concurrency
+            .map(|n| (Arc::new(tokio::sync::Semaphore::new(n as usize)), n)),
     });
     // The first line is what scripts and tests read to find the server.
     println!("listening on http://{addr}");
@@ -459,6 +474,25 @@ async fn request_body(
 }
 
 async fn systemone(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    // Shed before reading the body: an overloaded server does no work for it.
+    let _slot = match &app.slots {
+        Some((slots, limit)) => match Arc::clone(slots).try_acquire_owned() {
+            Ok(slot) => Some(slot),
+            Err(_) => {
+                let mut resp = problem(
+                    StatusCode::from_u16(529).expect("529 is a valid status"),
+                    "overloaded_error",
+                    format!(
+                        "overloaded: {limit} evaluations in flight (--max-concurrency {limit}); retry after 1 s"
+                    ),
+                );
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return resp;
+            }
+        },
+        None => None,
+    };
     let (json_bytes, parts) = match request_body(&app, &headers, body).await {
         Ok(b) => b,
         Err(resp) => return resp,
@@ -494,6 +528,10 @@ async fn systemone(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
         Ok(done) => {
             let mut resp = axum::Json(done.decision.to_value()).into_response();
             upstream_id(&mut resp, done.request_id.as_deref());
+            if done.cache_hit {
+                resp.headers_mut()
+                    .insert(CACHE_HEADER, HeaderValue::from_static("hit"));
+            }
             if let Some(bands) = &app.bands {
                 let verdicts = crate::render::verdicts_header(&done.decision, bands);
                 if let Ok(v) = HeaderValue::from_str(&verdicts) {

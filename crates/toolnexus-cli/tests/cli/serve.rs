@@ -653,3 +653,94 @@ fn the_banner_gives_both_base_url_conventions() {
     assert!(all.contains(&format!("--base-url {url}/v1")), "{all}");
     assert!(all.contains("no authentication"), "{all}");
 }
+
+#[test]
+fn over_max_concurrency_requests_are_shed_with_529_and_it_recovers() {
+    let dir = TempDir::new("serve-shed");
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--style",
+            "static",
+            "--tape",
+            DEMO_TAPE,
+            "--delay-ms",
+            "400",
+            "--max-concurrency",
+            "2",
+        ],
+    );
+    let body = demo_request().to_string();
+    let replies: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (addr, body) = (server.addr.clone(), body.clone());
+                s.spawn(move || {
+                    request(
+                        &addr,
+                        "POST",
+                        "/v1/systemone",
+                        &[("Content-Type", "application/json")],
+                        body.as_bytes(),
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ok = replies.iter().filter(|r| r.status == 200).count();
+    let shed: Vec<_> = replies.iter().filter(|r| r.status == 529).collect();
+    assert_eq!(ok + shed.len(), 8, "{replies:?}");
+    assert!((1..=2).contains(&ok), "at most two in flight: {replies:?}");
+    for r in &shed {
+        assert_eq!(r.header("retry-after"), Some("1"), "{r:?}");
+        let v = r.json();
+        assert_eq!(v["detail"]["error_type"], "overloaded_error", "{v}");
+        assert!(
+            v["detail"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--max-concurrency 2"),
+            "{v}"
+        );
+    }
+    // Once the flood has passed, it answers again.
+    let r = request(
+        &server.addr,
+        "POST",
+        "/v1/systemone",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+}
+
+#[test]
+fn serve_cache_answers_a_repeat_from_the_file() {
+    let dir = TempDir::new("serve-cache");
+    let cache = dir.join("c.db").display().to_string();
+    let server = Server::start(
+        dir.path(),
+        &["--style", "static", "--tape", DEMO_TAPE, "--cache", &cache],
+    );
+    let body = demo_request().to_string();
+    let ask = || {
+        request(
+            &server.addr,
+            "POST",
+            "/v1/systemone",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    };
+    let first = ask();
+    let second = ask();
+    assert_eq!(
+        (first.status, second.status),
+        (200, 200),
+        "{first:?} {second:?}"
+    );
+    assert_eq!(first.header("x-toolnexus-cache"), None);
+    assert_eq!(second.header("x-toolnexus-cache"), Some("hit"));
+    assert_eq!(first.json(), second.json());
+}
