@@ -260,6 +260,8 @@ pub struct ClientOptions {
     /// The connection pool to send through; `None` shares the process-wide one
     /// ([`HttpClient::shared`]).
     pub http: Option<HttpClient>,
+    /// A rate limiter every attempt draws on (shareable with classifiers).
+    pub limiter: Option<crate::limit::Limiter>,
     /// Where `api_key_env` and `${NAME}` header references are read, at each
     /// call: the process environment by default.
     pub env: EnvSource,
@@ -291,6 +293,7 @@ impl fmt::Debug for ClientOptions {
                 &self.request_params.keys().collect::<Vec<_>>(),
             )
             .field("http", &self.http)
+            .field("limiter", &self.limiter)
             .finish()
     }
 }
@@ -401,6 +404,7 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
         scope: Scope::Client,
         endpoint,
         http: options.http.clone(),
+        limiter: options.limiter.clone(),
         api_key_env: options.api_key_env.trim().to_string(),
         auth,
         headers: options

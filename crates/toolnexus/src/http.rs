@@ -266,6 +266,8 @@ pub(crate) struct TransportConfig {
     pub endpoint: reqwest::Url,
     /// The pool to send through; `None` is the process-wide one.
     pub http: Option<HttpClient>,
+    /// Every attempt takes a permit first and reports how it went.
+    pub limiter: Option<crate::limit::Limiter>,
     pub api_key_env: String,
     pub auth: Auth,
     /// User headers; values may hold `${ENV}` references expanded per call.
@@ -311,6 +313,9 @@ pub(crate) struct Response {
     pub body: Bytes,
     /// The backend's `x-typesafe-request-id`, when it sent one.
     pub request_id: Option<String>,
+    /// The tokens the limiter charged for it (request bytes / 4), to settle
+    /// against the backend's count.
+    pub estimated_tokens: u64,
 }
 
 impl Transport {
@@ -340,6 +345,11 @@ impl Transport {
         })
     }
 
+    /// The limiter attempts draw on, if any.
+    pub(crate) fn limiter(&self) -> Option<&crate::limit::Limiter> {
+        self.cfg.limiter.as_ref()
+    }
+
     /// The endpoint as it may be shown: no credentials, no query.
     pub(crate) fn shown(&self) -> &str {
         &self.shown
@@ -366,6 +376,15 @@ impl Transport {
             if cancel.is_cancelled() {
                 return Err(self.cancelled());
             }
+            // The limiter's wait is not part of the attempt's timeout.
+            let estimated_tokens = (body.len() / 4) as u64;
+            let permit = match &self.cfg.limiter {
+                Some(l) => match l.acquire(estimated_tokens, cancel).await {
+                    Some(p) => Some(p),
+                    None => return Err(self.cancelled()),
+                },
+                None => None,
+            };
             let secrets = Secrets::collect(&self.cfg);
             let started = Instant::now();
             let outcome = cancel
@@ -376,12 +395,26 @@ impl Transport {
                 .await;
             let err = match outcome {
                 None => return Err(self.cancelled()),
-                Some(Ok(Ok(resp))) => return Ok(resp),
+                Some(Ok(Ok(mut resp))) => {
+                    if let Some(p) = permit {
+                        p.finish(crate::limit::Outcome::Success);
+                    }
+                    resp.estimated_tokens = estimated_tokens;
+                    return Ok(resp);
+                }
                 Some(Ok(Err(e))) => e,
                 Some(Err(_elapsed)) => {
                     msg::timeout(self.cfg.scope, Some(&self.shown), self.cfg.timeout)
                 }
             };
+            if let Some(p) = permit {
+                p.finish(match err.status() {
+                    Some(429 | 529) => crate::limit::Outcome::Throttled {
+                        retry_after: err.retry_after(),
+                    },
+                    _ => crate::limit::Outcome::Failed,
+                });
+            }
             let retryable = classify(&err, &self.cfg.extra_retryable);
             let delay = backoff(
                 self.cfg.retry_base,
@@ -463,7 +496,11 @@ impl Transport {
                 .read_capped(resp, self.cfg.max_response_bytes, secrets)
                 .await
                 .map_err(|e| e.with_request_id_opt(request_id.clone()))?;
-            return Ok(Response { body, request_id });
+            return Ok(Response {
+                body,
+                request_id,
+                estimated_tokens: 0,
+            });
         }
         let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok());
         let retry_after = retry_after_from(

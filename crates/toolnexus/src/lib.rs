@@ -91,5 +91,6 @@ pub mod cache;
 pub mod classifier;
 pub mod compose;
 pub mod judge;
+pub mod limit;
 #[cfg(feature = "test-util")]
 pub mod testing;

@@ -317,6 +317,10 @@ pub struct ClassifierOptions {
     /// the process-wide one ([`HttpClient::shared`]).
     #[cfg(feature = "http")]
     pub http: Option<HttpClient>,
+    /// A rate limiter every HTTP attempt of the System One style draws on;
+    /// share one [`Limiter`](crate::limit::Limiter) between classifiers and chat
+    /// clients that spend one account's budget.
+    pub limiter: Option<crate::limit::Limiter>,
     /// Where `api_key_env` and `${NAME}` header references are read, at each
     /// call: the process environment by default.
     pub env: EnvSource,
@@ -360,6 +364,7 @@ impl fmt::Debug for ClassifierOptions {
             .field("evaluator", &self.evaluator.is_some());
         #[cfg(feature = "http")]
         d.field("client", &self.client).field("http", &self.http);
+        d.field("limiter", &self.limiter);
         d.field("decisions", &self.decisions.len())
             .field("max_response_bytes", &self.max_response_bytes)
             .field("batch_concurrency", &self.batch_concurrency)

@@ -435,12 +435,12 @@ fn no_module_reaches_up_a_layer() {
     fn layer(module: &str) -> Option<u8> {
         Some(match module {
             "error" | "retry" | "canonical" | "json" | "context" | "usage" | "defaults"
-            | "redact" | "env" => 0,
+            | "redact" | "env" | "limit" => 0,
             "http" => 1,
             "client" => 2,
             "classifier" => 3,
             "judge" => 4,
-            "assess" => 5,
+            "assess" | "cache" | "compose" => 5,
             "testing" => 6,
             _ => return None,
         })

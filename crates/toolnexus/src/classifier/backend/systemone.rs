@@ -26,6 +26,7 @@ impl HttpBackend {
             scope: Scope::Classifier,
             endpoint: crate::http::endpoint_url(Scope::Classifier, &r.base_url, "systemone")?,
             http: o.http.clone(),
+            limiter: o.limiter.clone(),
             api_key_env: r.api_key_env.clone(),
             auth: Auth::Bearer,
             headers: o
@@ -117,6 +118,9 @@ impl HttpBackend {
             )
         })
         .map_err(|e| e.with_request_id_opt(resp.request_id.clone()))?;
+        if let Some(l) = self.transport.limiter() {
+            l.correct(resp.estimated_tokens, decoded.decision.usage.input_tokens.max(0) as u64);
+        }
         Ok(Evaluated {
             decision: decoded.decision,
             request_id: resp.request_id,
