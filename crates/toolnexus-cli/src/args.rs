@@ -148,6 +148,10 @@ pub struct LiveArgs {
     /// Retries after the first attempt (default 2; serve: none). 0 or -1: none.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub retries: Option<i32>,
+    /// The rate limiter a command shares across its live requests (set by
+    /// `batch --rpm/--tpm`, not a flag of its own).
+    #[arg(skip)]
+    pub limiter: Option<toolnexus::limit::Limiter>,
 }
 
 /// A live style, or recordings from a tape file.
@@ -214,9 +218,15 @@ pub struct BatchArgs {
     #[arg(long, value_name = "N", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub concurrency: u32,
-    /// At most this many evaluations started per minute (evenly spaced).
+    /// At most this many evaluations started per minute (evenly spaced). With a
+    /// live style the limit is the library's shared limiter: a 429 or 529 pauses
+    /// every request in flight for its Retry-After, and concurrency adapts.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub rpm: Option<u32>,
+    /// At most this many estimated tokens per minute (request bytes / 4,
+    /// settled against the backend's usage); live styles only.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tpm: Option<u64>,
     /// No progress bar or progress lines.
     #[arg(long)]
     pub no_progress: bool,

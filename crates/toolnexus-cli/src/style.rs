@@ -232,6 +232,7 @@ pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> 
                 api_key_env: key_env(live),
                 timeout_ms,
                 retries,
+                limiter: live.limiter.clone(),
                 ..Default::default()
             }
         }
@@ -254,6 +255,7 @@ pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> 
                 timeout_ms,
                 retries,
                 logprobs: live.logprobs,
+                limiter: live.limiter.clone(),
                 ..Default::default()
             })
             .map_err(|e| exit::usage(format!("--style llm: {e}")))?;

@@ -29,6 +29,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::judge::Bands;
+use toolnexus::limit::{Limiter, LimiterOptions};
 
 use crate::args::{BatchArgs, StyleName};
 use crate::exit::{self, Exit};
@@ -36,12 +37,27 @@ use crate::style::{self, Fallback};
 use crate::{input, render};
 
 /// Runs `toolnexus batch`.
-pub async fn run(args: BatchArgs) -> Result<Exit> {
+pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let text = input::read_file("--states", &args.states)?;
     let lines: Vec<(usize, &str)> = input::jsonl_lines(&text).collect();
     let last_line = text.split('\n').count();
+    if args.rpm.is_some() || args.tpm.is_some() {
+        args.style.live.limiter = Some(Limiter::new(LimiterOptions {
+            requests_per_minute: args.rpm,
+            tokens_per_minute: args.tpm,
+            max_concurrency: args.concurrency as usize,
+            initial_concurrency: args.concurrency as usize,
+        }));
+    }
     let mut built = style::build(&args.style, Fallback::SystemOne)?;
+    let live = matches!(built.style, StyleName::SystemOne | StyleName::Llm);
+    if let (Some(_), false) = (args.tpm, live) {
+        return Err(exit::usage(format!(
+            "--tpm limits the tokens a live style sends (systemone, llm); style {} sends none",
+            built.style.as_str()
+        )));
+    }
     if let Some(path) = &args.cache {
         let cache = crate::commands::cache::open(path)?;
         built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
@@ -84,7 +100,11 @@ pub async fn run(args: BatchArgs) -> Result<Exit> {
         .map_err(|e| exit::io(format!("--out {}: cannot open: {e}", args.out.display())))?;
 
     let mut progress = Progress::new(pending.len() as u64, args.no_progress);
-    let pacer = args.rpm.map(|n| Arc::new(Pacer::per_minute(n)));
+    // A live style is paced by its limiter; recorded styles by the pacer.
+    let pacer = args
+        .rpm
+        .filter(|_| !live)
+        .map(|n| Arc::new(Pacer::per_minute(n)));
     let call = built.call.clone();
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)

@@ -151,3 +151,63 @@ fn a_file_that_is_not_a_cache_is_refused_naming_it() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("no such cache file"), "{}", out.stderr);
 }
+
+#[test]
+fn batch_rpm_and_tpm_limit_a_live_style_and_tpm_is_refused_for_a_tape() {
+    let dir = TempDir::new("batch-limits");
+    let up = upstream();
+    let states: String = (0..20).map(|n| format!("{{\"n\": {n}}}\n")).collect();
+    let states = dir.write("states.jsonl", &states);
+    let out_file = dir.join("out.jsonl").display().to_string();
+    let questions = spam_questions().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "systemone",
+            "--base-url",
+            &up.base_url,
+            "--questions",
+            &questions,
+            "--states",
+            &states,
+            "--out",
+            &out_file,
+            "--rpm",
+            "60000",
+            "--tpm",
+            "10000000",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out_lines(std::path::Path::new(&out_file)).len(), 20);
+    assert_eq!(up.requests().len(), 20);
+
+    let tape = dir.join("t.json");
+    crate::support::bulk_tape(&tape, 3, false);
+    let tape = tape.display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &questions,
+            "--states",
+            &states,
+            "--out",
+            &out_file,
+            "--tpm",
+            "1000",
+        ],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("--tpm"), "{}", out.stderr);
+}
