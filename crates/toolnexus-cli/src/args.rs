@@ -375,6 +375,11 @@ pub struct ServeArgs {
     /// answered without asking the style and carry `x-toolnexus-cache: hit`.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
+    /// A System One endpoint to try when the one before it is unavailable
+    /// (timeout, transport, 5xx, 529, 429 after retries); repeat for a chain.
+    /// Same model and key variable; the decision's `model` says who answered.
+    #[arg(long = "fallback-base-url", value_name = "URL")]
+    pub fallback_base_urls: Vec<String>,
     /// Where decisions come from (default with no key set: static over the built-in demo tape).
     #[command(flatten)]
     pub style: StyleArgs,

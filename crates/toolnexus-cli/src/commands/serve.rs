@@ -26,6 +26,9 @@
 //! - With `--thresholds FILE`, a decision's response also carries
 //!   `x-toolnexus-verdicts: key=verdict; …`, every answer read through its
 //!   question's bands from the file (the body is unchanged).
+//! - With `--fallback-base-url URL` (repeatable), an unavailable System One
+//!   endpoint (timeout, transport, 5xx, 529, 429 after retries) passes the
+//!   request to the next; 4xx, decode and coherence errors answer as they are.
 //! - With `--max-concurrency N`, a request beyond N evaluations in flight is
 //!   shed at once: 529 `overloaded_error` with `Retry-After: 1`, its body
 //!   unread. With `--cache FILE`, hits carry `x-toolnexus-cache: hit`.
@@ -207,6 +210,24 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     args.style.live.retries = Some(args.style.live.retries.unwrap_or(-1));
     let key = required_key(args.require_key_env.as_deref())?;
     let mut built = style::build(&args.style, Fallback::Demo(StyleName::Static))?;
+    if !args.fallback_base_urls.is_empty() {
+        if built.style != StyleName::SystemOne {
+            return Err(exit::usage(format!(
+                "--fallback-base-url: only --style systemone falls back to another endpoint (this is --style {})",
+                built.style.as_str()
+            )));
+        }
+        let mut next = Vec::new();
+        for url in &args.fallback_base_urls {
+            let mut live = args.style.live.clone();
+            live.base_url = Some(url.clone());
+            next.push(
+                style::live_classifier(&live, StyleName::SystemOne)
+                    .map_err(|e| exit::usage(format!("--fallback-base-url {url}: {e}")))?,
+            );
+        }
+        built.classifier = toolnexus::compose::fallback(built.classifier, next);
+    }
     if let Some(path) = &args.cache {
         let cache = crate::commands::cache::open(path)?;
         built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));

@@ -744,3 +744,76 @@ fn serve_cache_answers_a_repeat_from_the_file() {
     assert_eq!(second.header("x-toolnexus-cache"), Some("hit"));
     assert_eq!(first.json(), second.json());
 }
+
+#[test]
+fn a_fallback_chain_answers_when_the_primary_is_unavailable_and_not_on_a_4xx() {
+    let dir = TempDir::new("serve-fallback");
+    let down = Upstream::start(|got| {
+        if got.json()["state"] == "bad" {
+            (
+                400,
+                vec![],
+                r#"{"detail":{"message":"bad state","error_type":"invalid_request_error"}}"#
+                    .to_string(),
+            )
+        } else {
+            (
+                503,
+                vec![],
+                r#"{"detail":{"message":"down","error_type":"overloaded"}}"#.to_string(),
+            )
+        }
+    });
+    let spare = Upstream::start(|_| {
+        (
+            200,
+            vec![],
+            r#"{"model":"spare-1","answers":{"spam":{"type":"noul","noul":0.2}}}"#.to_string(),
+        )
+    });
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--style",
+            "systemone",
+            "--base-url",
+            &down.base_url,
+            "--fallback-base-url",
+            &spare.base_url,
+        ],
+    );
+    let ask = |state: &str| {
+        let body = json!({"questions": spam_questions(), "state": state}).to_string();
+        request(
+            &server.addr,
+            "POST",
+            "/v1/systemone",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    };
+    let r = ask("hello");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.json()["model"],
+        "spare-1",
+        "the decision names who answered"
+    );
+    assert_eq!(spare.requests().len(), 1);
+    let r = ask("bad");
+    assert_eq!(r.status, 400, "a 4xx is the caller's problem: {r:?}");
+    assert_eq!(spare.requests().len(), 1, "the spare was not asked");
+
+    let out = tn(
+        dir.path(),
+        &[
+            "serve",
+            "--style",
+            "static",
+            "--fallback-base-url",
+            &spare.base_url,
+        ],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("--fallback-base-url"), "{}", out.stderr);
+}
