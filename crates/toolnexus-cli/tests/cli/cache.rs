@@ -211,3 +211,122 @@ fn batch_rpm_and_tpm_limit_a_live_style_and_tpm_is_refused_for_a_tape() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("--tpm"), "{}", out.stderr);
 }
+
+#[test]
+fn kill_9_while_writing_the_cache_loses_nothing_and_corrupts_nothing() {
+    let dir = TempDir::new("cache-kill");
+    // A slow upstream: every answer waits 30 ms.
+    let up = Upstream::start(|got| {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let n = got.json()["state"]["n"].as_u64().unwrap_or(0);
+        (
+            200,
+            vec![],
+            format!(
+                r#"{{"model":"jev-1.13","answers":{{"spam":{{"type":"noul","noul":{}}}}}}}"#,
+                (n % 10) as f64 / 10.0
+            ),
+        )
+    });
+    let n = 200;
+    let states: String = (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    let states = dir.write("states.jsonl", &states);
+    let cache = dir.join("c.db").display().to_string();
+    let out_path = dir.join("out.jsonl");
+    let out = out_path.display().to_string();
+    let questions = spam_questions().to_string();
+    let args = [
+        "batch",
+        "--style",
+        "systemone",
+        "--base-url",
+        &up.base_url,
+        "--questions",
+        &questions,
+        "--states",
+        &states,
+        "--out",
+        &out,
+        "--cache",
+        &cache,
+        "--concurrency",
+        "8",
+        "--no-progress",
+    ];
+    let mut cmd = crate::support::toolnexus(dir.path(), &args);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = crate::support::Guard(cmd.spawn().unwrap());
+    let start = std::time::Instant::now();
+    while out_lines(&out_path).len() < 40 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the batch wrote nothing"
+        );
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "the batch ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.0.kill().unwrap(); // SIGKILL: no chance to flush or close anything
+    child.0.wait().unwrap();
+    let written = out_lines(&out_path).len();
+    let asked_before = up.requests().len();
+    assert!(written < n, "killed mid-run ({written} written)");
+
+    // The cache file opens and every entry in it is whole.
+    let stats = tn(dir.path(), &["cache", "stats", &cache, "--json"]);
+    assert_eq!(stats.code, 0, "{stats:?}");
+    let stored = serde_json::from_str::<Value>(&stats.stdout).unwrap()["entries"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(stored >= written, "{stored} stored, {written} written");
+
+    // The rerun resumes: nothing lost, nothing stored asked again.
+    let again = tn(dir.path(), &args);
+    assert_eq!(again.code, 0, "{again:?}");
+    let lines = out_lines(&out_path);
+    let mut seen: Vec<u64> = lines.iter().map(|l| l["line"].as_u64().unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (1..=n as u64).collect::<Vec<_>>(),
+        "every line exactly once"
+    );
+    for l in &lines {
+        let state = l["line"].as_u64().unwrap() - 1;
+        assert_eq!(
+            l["decision"]["answers"]["spam"]["noul"],
+            Value::from((state % 10) as f64 / 10.0)
+        );
+    }
+    // Only states in flight at the kill (at most --concurrency) were asked twice.
+    let mut asked: std::collections::BTreeMap<u64, usize> = Default::default();
+    for r in up.requests() {
+        *asked
+            .entry(r.json()["state"]["n"].as_u64().unwrap())
+            .or_default() += 1;
+    }
+    assert_eq!(asked.len(), n, "every state asked");
+    let twice = asked.values().filter(|&&c| c > 1).count();
+    assert!(asked.values().all(|&c| c <= 2), "{asked:?}");
+    assert!(
+        twice <= 8,
+        "{twice} states asked twice ({asked_before} asked before the kill)"
+    );
+    let export = tn(dir.path(), &["cache", "export", &cache]);
+    assert_eq!(export.code, 0, "{export:?}");
+    assert_eq!(
+        export.stdout.lines().count(),
+        n,
+        "one whole entry per state"
+    );
+    for line in export.stdout.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(
+            v["decision"]["answers"]["spam"]["noul"].is_number(),
+            "{line}"
+        );
+    }
+}
