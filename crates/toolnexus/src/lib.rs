@@ -61,7 +61,10 @@
 //! ```
 //!
 //! Modules: [`classifier`] (the seam), [`client`] (the small chat client and
-//! [`BoxFuture`](client::BoxFuture)).
+//! [`BoxFuture`](client::BoxFuture)), [`judge`] (builders, bands, gates,
+//! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
+//! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
+//! `sqlite` feature) and [`compose`] (fallback and shadow).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
