@@ -140,7 +140,9 @@ impl State {
     fn refill(&mut self, now: Instant) {
         if let Some(tpm) = self.options.tokens_per_minute {
             let per_sec = tpm as f64 / 60.0;
-            let dt = now.saturating_duration_since(self.refilled_at).as_secs_f64();
+            let dt = now
+                .saturating_duration_since(self.refilled_at)
+                .as_secs_f64();
             self.tokens = (self.tokens + dt * per_sec).min(self.token_capacity());
         }
         self.refilled_at = now;
@@ -431,7 +433,10 @@ mod tests {
             starts.push(start.elapsed());
             p.finish(Outcome::Success);
         }
-        let gaps: Vec<u128> = starts.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect();
+        let gaps: Vec<u128> = starts
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_millis())
+            .collect();
         assert_eq!(gaps, [100, 100, 100, 100], "600/min is one every 100 ms");
     }
 
@@ -442,14 +447,23 @@ mod tests {
             ..Default::default()
         });
         let start = Instant::now();
-        l.acquire(100, &token()).await.unwrap().finish(Outcome::Success);
+        l.acquire(100, &token())
+            .await
+            .unwrap()
+            .finish(Outcome::Success);
         assert_eq!(start.elapsed(), Duration::ZERO);
-        l.acquire(50, &token()).await.unwrap().finish(Outcome::Success);
+        l.acquire(50, &token())
+            .await
+            .unwrap()
+            .finish(Outcome::Success);
         assert_eq!(start.elapsed().as_secs(), 5, "50 tokens at 10 a second");
         // The backend said the last one used 20 more than charged.
         l.correct(50, 70);
         let before = Instant::now();
-        l.acquire(10, &token()).await.unwrap().finish(Outcome::Success);
+        l.acquire(10, &token())
+            .await
+            .unwrap()
+            .finish(Outcome::Success);
         assert_eq!(before.elapsed().as_secs(), 3, "the 20 owed, then 10 more");
     }
 
@@ -468,15 +482,26 @@ mod tests {
         assert!(s.paused);
         assert_eq!((s.concurrency, s.throttled), (4, 1));
         let start = Instant::now();
-        other.acquire(0, &token()).await.unwrap().finish(Outcome::Success);
-        assert_eq!(start.elapsed().as_secs(), 2, "the clone waited out the pause");
+        other
+            .acquire(0, &token())
+            .await
+            .unwrap()
+            .finish(Outcome::Success);
+        assert_eq!(
+            start.elapsed().as_secs(),
+            2,
+            "the clone waited out the pause"
+        );
         // Without Retry-After: 1 s, then 2 s for a throttle in a row.
         let p = l.acquire(0, &token()).await.unwrap();
         p.finish(Outcome::Throttled { retry_after: None });
         let p = l.acquire(0, &token()).await.unwrap();
         p.finish(Outcome::Throttled { retry_after: None });
         let start = Instant::now();
-        l.acquire(0, &token()).await.unwrap().finish(Outcome::Success);
+        l.acquire(0, &token())
+            .await
+            .unwrap()
+            .finish(Outcome::Success);
         assert_eq!(start.elapsed().as_secs(), 2);
     }
 
@@ -497,7 +522,10 @@ mod tests {
         first.finish(Outcome::Success);
         assert!(waiter.await.unwrap(), "the release wakes the waiter");
         for _ in 0..20 {
-            l.acquire(0, &token()).await.unwrap().finish(Outcome::Success);
+            l.acquire(0, &token())
+                .await
+                .unwrap()
+                .finish(Outcome::Success);
         }
         assert_eq!(l.stats().concurrency, 3, "capped at max_concurrency");
     }
@@ -508,7 +536,10 @@ mod tests {
             requests_per_minute: Some(1),
             ..Default::default()
         });
-        l.acquire(0, &token()).await.unwrap().finish(Outcome::Success);
+        l.acquire(0, &token())
+            .await
+            .unwrap()
+            .finish(Outcome::Success);
         let cancel = token();
         let c = cancel.clone();
         tokio::spawn(async move {

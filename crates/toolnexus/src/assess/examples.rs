@@ -182,7 +182,7 @@ impl Example {
     }
 }
 
-/// Reads a labelled examples file (see the [module docs](self)).
+/// Reads a labelled examples file (the format: [`parse_examples`]).
 ///
 /// ```no_run
 /// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;

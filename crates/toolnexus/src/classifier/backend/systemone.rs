@@ -119,7 +119,10 @@ impl HttpBackend {
         })
         .map_err(|e| e.with_request_id_opt(resp.request_id.clone()))?;
         if let Some(l) = self.transport.limiter() {
-            l.correct(resp.estimated_tokens, decoded.decision.usage.input_tokens.max(0) as u64);
+            l.correct(
+                resp.estimated_tokens,
+                decoded.decision.usage.input_tokens.max(0) as u64,
+            );
         }
         Ok(Evaluated {
             decision: decoded.decision,
