@@ -9,7 +9,8 @@
 //!   request (questions), the canonical state, the extra wire fields and the
 //!   assets' bytes: two requests share a key only when a backend would see the
 //!   same thing.
-//! - [`caching`] wraps a classifier: a hit returns the stored decision with
+//! - [`single_flight`] sends concurrent identical requests once and keeps
+//!   nothing; [`caching`] wraps a classifier: a hit returns the stored decision with
 //!   [`Evaluated::cache_hit`] set (metrics count it as no spend); a miss asks
 //!   the classifier once however many identical requests wait on it (single
 //!   flight), and stores the decision. Errors are never stored. A store that
@@ -523,4 +524,59 @@ pub fn caching(inner: Classifier, cache: Arc<dyn Cache>) -> Classifier {
             flights: Arc::new(Mutex::new(HashMap::new())),
         },
     )
+}
+
+/// A store that keeps nothing: [`single_flight`] without a cache.
+struct NoStore;
+
+impl Cache for NoStore {
+    fn get(&self, _key: &CacheKey) -> Result<Option<Cached>, CacheError> {
+        Ok(None)
+    }
+
+    fn put(&self, _key: &CacheKey, _entry: &Cached) -> Result<(), CacheError> {
+        Ok(())
+    }
+}
+
+/// `inner` with concurrent identical requests (same endpoint, model,
+/// canonical request and state) sent once, every waiter getting the result;
+/// nothing is kept afterwards. The waiters' results are marked
+/// [`Evaluated::cache_hit`]: they sent nothing.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use serde_json::json;
+/// use toolnexus::cache::single_flight;
+/// use toolnexus::classifier::*;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), ClassifierError> {
+/// let calls = Arc::new(AtomicUsize::new(0));
+/// let counted = calls.clone();
+/// let slow = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
+///         counted.fetch_add(1, Ordering::SeqCst);
+///         Box::pin(async {
+///             tokio::task::yield_now().await;
+///             Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.9}}}))
+///                 .map_err(|e| e.to_string())
+///         })
+///     })),
+///     ..Default::default()
+/// })?;
+/// let judge = single_flight(slow);
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let together = futures::future::join_all((0..10).map(|_| judge.evaluate(json!("same"), &qs))).await;
+/// assert!(together.iter().all(|d| d.is_ok()));
+/// assert_eq!(calls.load(Ordering::SeqCst), 1, "ten at once, one call");
+/// judge.evaluate(json!("same"), &qs).await?;
+/// assert_eq!(calls.load(Ordering::SeqCst), 2, "nothing is kept afterwards");
+/// # Ok(())
+/// # }
+/// ```
+pub fn single_flight(inner: Classifier) -> Classifier {
+    caching(inner, Arc::new(NoStore))
 }
