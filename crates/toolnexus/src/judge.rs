@@ -126,6 +126,7 @@ pub use build::{NamedQuestion, choice, noul, noul_with, questions, score, state}
 pub use gate::{Condition, Escalation, InputRequest, Policy, Rule, Ruling, gate};
 pub use tape::{
     TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeError, TapeErrorKind, TapeMatch, TapeOutcome,
+    write_atomic,
 };
-pub(crate) use tape::{commit, stage, wrap};
+pub(crate) use tape::wrap;
 pub use thresholds::{THRESHOLDS_FORMAT, THRESHOLDS_VERSION, Thresholds};

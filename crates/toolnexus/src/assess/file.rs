@@ -58,9 +58,8 @@ pub(crate) fn load_versioned<T: DeserializeOwned>(
 /// Writes `text` to `path` atomically (a crash leaves the old file or the new
 /// one, never half of either).
 pub(crate) fn save_atomic(path: &Path, text: &str) -> Result<(), AssessError> {
-    let io = |e: crate::judge::TapeError| AssessError::new(AssessErrorKind::Io, e.to_string());
-    let tmp = crate::judge::stage(path, text.as_bytes()).map_err(io)?;
-    crate::judge::commit(&tmp, path).map_err(io)
+    crate::judge::write_atomic(path, text.as_bytes())
+        .map_err(|e| AssessError::new(AssessErrorKind::Io, e.to_string()))
 }
 
 /// `value` (an object) with `format` and `version` added, pretty-printed with a

@@ -224,11 +224,7 @@ impl Run {
     /// # Ok::<(), toolnexus::assess::AssessError>(())
     /// ```
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), AssessError> {
-        let path = path.as_ref();
-        let tmp = crate::judge::stage(path, self.to_jsonl().as_bytes())
-            .map_err(|e| AssessError::new(AssessErrorKind::Io, e.to_string()))?;
-        crate::judge::commit(&tmp, path)
-            .map_err(|e| AssessError::new(AssessErrorKind::Io, e.to_string()))
+        super::file::save_atomic(path.as_ref(), &self.to_jsonl())
     }
 
     /// The responding model ids, each once, in first-seen order.

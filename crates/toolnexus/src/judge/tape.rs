@@ -1139,9 +1139,7 @@ impl Tape {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), TapeError> {
-        let path = path.as_ref();
-        let tmp = stage(path, self.to_json().as_bytes())?;
-        commit(&tmp, path)
+        write_atomic(path, self.to_json().as_bytes())
     }
 }
 
@@ -1465,6 +1463,24 @@ pub(crate) fn commit(tmp: &Path, path: &Path) -> Result<(), TapeError> {
         }
     }
     Ok(())
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the
+/// new one, never a mix: a temporary file beside it, flushed, then renamed
+/// over it (the way tapes, run files and calibration files are saved).
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("toolnexus-doc-atomic-{}", std::process::id()));
+/// toolnexus::judge::write_atomic(&path, b"one")?;
+/// toolnexus::judge::write_atomic(&path, b"two")?;
+/// assert_eq!(std::fs::read(&path).unwrap(), b"two");
+/// # std::fs::remove_file(&path).unwrap();
+/// # Ok::<(), toolnexus::judge::TapeError>(())
+/// ```
+pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<(), TapeError> {
+    let path = path.as_ref();
+    let tmp = stage(path, bytes)?;
+    commit(&tmp, path)
 }
 
 /// What kind of [`TapeError`] occurred.
