@@ -233,9 +233,10 @@ impl fmt::Display for CacheError {
 
 impl std::error::Error for CacheError {}
 
-/// A decision store. Implementations must be safe to call from many tasks;
-/// calls are short and may block (the wrapper runs them off the async
-/// workers).
+/// A decision store. Implementations must be safe to call from many tasks.
+/// [`caching`] calls `get` on the calling task, so it must be quick (a read
+/// that never waits on a writer), and `put` on the blocking pool, where it may
+/// wait for a lock.
 ///
 /// ```
 /// use toolnexus::cache::{Cache, CacheKey, Cached, MemoryCache};
@@ -374,11 +375,11 @@ struct Caching {
 }
 
 impl Caching {
-    async fn lookup(cache: Arc<dyn Cache>, key: CacheKey) -> Option<Decision> {
-        let found = tokio::task::spawn_blocking(move || cache.get(&key))
-            .await
-            .unwrap_or_else(|e| Err(CacheError::new(CacheErrorKind::Io, e.to_string())));
-        match found {
+    /// Reads on the calling task: a store's `get` is quick (SQLite readers in
+    /// WAL mode never wait for a writer), and a hop to the blocking pool would
+    /// cost more than the read.
+    fn lookup(cache: &dyn Cache, key: CacheKey) -> Option<Decision> {
+        match cache.get(&key) {
             Ok(Some(c)) => match Decision::from_value(&c.decision) {
                 Ok(d) => Some(d),
                 Err(e) => {
@@ -439,7 +440,7 @@ impl Evaluator for Caching {
                     None => {
                         let flights = Arc::clone(&flights);
                         let call: SharedBox<'static, _> = Box::pin(async move {
-                            let result = match Caching::lookup(Arc::clone(&cache), key).await {
+                            let result = match Caching::lookup(cache.as_ref(), key) {
                                 Some(d) => Ok(Evaluated::new(d).with_cache_hit(true)),
                                 None => {
                                     let result = inner.evaluate_request(ctx, request).await;

@@ -7,9 +7,10 @@
 //! `ClientOptions::limiter`) that draw on the same account. Every HTTP attempt
 //! (retries included) takes a [`Permit`] first and reports how it went:
 //!
-//! - **Requests per minute** are spaced evenly (`60 s / rpm` apart, no burst),
-//!   so a backend that enforces the same budget with a token bucket never has
-//!   to refuse one.
+//! - **Requests per minute** follow an even schedule (`60 s / rpm` apart): a
+//!   start that a late timer delayed does not delay the ones after it, and an
+//!   idle spell does not build up a burst, so a backend that enforces the same
+//!   budget with a token bucket (of a few requests' burst) need not refuse one.
 //! - **Tokens per minute**: a bucket holding ten seconds of budget, refilled
 //!   continuously. A request is charged its estimate (request bytes / 4) up
 //!   front; [`Limiter::correct`] settles the difference once the backend's
@@ -179,7 +180,12 @@ impl State {
         self.granted += 1;
         if let Some(rpm) = self.options.requests_per_minute {
             let interval = Duration::from_secs_f64(60.0 / f64::from(rpm.max(1)));
-            self.next_start = self.next_start.max(now) + interval;
+            // Keep to the schedule: a waiter that woke a little late does not
+            // push every later start back (timers fire late by a millisecond or
+            // so); after an idle spell the schedule restarts from now, so no
+            // burst builds up.
+            let on_schedule = self.next_start + interval >= now;
+            self.next_start = if on_schedule { self.next_start } else { now } + interval;
         }
         if self.options.tokens_per_minute.is_some() {
             self.tokens -= tokens as f64;
