@@ -59,6 +59,9 @@ pub enum Command {
     /// Inspect a decision cache file: stats, clear, export.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Train a student on a teacher's decisions (a tape or labelled examples),
+    /// on the embedded model; report its agreement and the cascade threshold.
+    Distill(DistillArgs),
 }
 
 /// The style names the command line accepts.
@@ -72,6 +75,10 @@ pub enum StyleName {
     Static,
     /// Recorded decisions from a tape, matched on call name, questions and state.
     Tape,
+    /// The embedded model, zero-shot: a heuristic for topical choices (uncalibrated).
+    Local,
+    /// A student distilled from a teacher (`--student FILE`), on the embedded model.
+    Student,
 }
 
 impl StyleName {
@@ -82,6 +89,8 @@ impl StyleName {
             StyleName::Llm => "llm",
             StyleName::Static => "static",
             StyleName::Tape => "tape",
+            StyleName::Local => "local",
+            StyleName::Student => "student",
         }
     }
 }
@@ -92,8 +101,10 @@ fn parse_style(s: &str) -> Result<StyleName, String> {
         "llm" => Ok(StyleName::Llm),
         "static" => Ok(StyleName::Static),
         "tape" => Ok(StyleName::Tape),
+        "local" => Ok(StyleName::Local),
+        "student" => Ok(StyleName::Student),
         _ => Err(format!(
-            "unknown style {s:?} (want systemone|llm|static|tape)"
+            "unknown style {s:?} (want systemone|llm|static|tape|local|student)"
         )),
     }
 }
@@ -177,6 +188,52 @@ pub struct StyleArgs {
     /// to every decision whose question and model match it (others pass unchanged).
     #[arg(long, value_name = "FILE")]
     pub calibration: Option<PathBuf>,
+    /// The embedded model's directory for --style local/student and --cascade
+    /// (default: $TOOLNEXUS_MODEL_DIR, else ~/.cache/toolnexus/models/all-minilm-l6-v2;
+    /// fill it with scripts/fetch-model).
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// A student file (from `toolnexus distill`) for --style student or --cascade.
+    #[arg(long, value_name = "FILE")]
+    pub student: Option<PathBuf>,
+    /// Put the --student in front of the style: it answers when it is sure on
+    /// every asked key (at the file's threshold), the style otherwise.
+    #[arg(long)]
+    pub cascade: bool,
+}
+
+/// `toolnexus distill`: train a student on a teacher's decisions.
+#[derive(Debug, Clone, Args)]
+pub struct DistillArgs {
+    /// The teacher's decisions: a tape (every recorded decision of --call, or of
+    /// every call).
+    #[arg(long, value_name = "FILE", conflicts_with = "labels")]
+    pub tape: Option<PathBuf>,
+    /// Or labelled examples (JSONL, as `toolnexus assess` reads them): the gold
+    /// labels are the teacher.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// The questions to train heads for (default with --tape: the recordings' own).
+    #[arg(long, value_name = "FILE|JSON")]
+    pub questions: Option<String>,
+    /// With --tape: only this call's recordings.
+    #[arg(long, value_name = "NAME")]
+    pub call: Option<String>,
+    /// Where to write the student file.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The agreement with the teacher the cascade threshold must keep.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.98)]
+    pub target_agreement: f64,
+    /// Share of rows held out for early stopping, the figures and the threshold.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
+    pub holdout: f64,
+    /// Seed of the held-out split.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// The embedded model's directory (as for --style local).
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
 }
 
 /// `toolnexus eval`.

@@ -9,6 +9,7 @@ use crate::exit::Exit;
 pub mod assess;
 pub mod batch;
 pub mod cache;
+pub mod distill;
 pub mod eval;
 pub mod serve;
 pub mod tape;
@@ -26,5 +27,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Cache(CacheCommand::Stats(a)) => cache::stats(a),
         Command::Cache(CacheCommand::Clear(a)) => cache::clear(a),
         Command::Cache(CacheCommand::Export(a)) => cache::export(a),
+        Command::Distill(a) => distill::run(a),
     }
 }

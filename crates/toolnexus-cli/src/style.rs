@@ -58,6 +58,15 @@ pub fn key_is_set(var: &str) -> bool {
 /// when given.
 pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
     let mut built = build_style(args, fallback)?;
+    if args.cascade {
+        if matches!(built.style, StyleName::Student) {
+            return Err(exit::usage(
+                "--cascade puts the student in front of another style, not of --style student",
+            ));
+        }
+        let local = local_student(args)?;
+        built.classifier = toolnexus_local::student::cascade(local, built.classifier, None).0;
+    }
     if let Some(path) = &args.calibration {
         let calibration = toolnexus::assess::Calibration::load(path)
             .map_err(|e| exit::usage(format!("--calibration: {e}")))?;
@@ -90,6 +99,27 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
         )));
     }
     match style {
+        StyleName::Local | StyleName::Student => {
+            if let Some(t) = &args.tape {
+                return Err(exit::usage(format!(
+                    "--tape {}: only --style tape or static read a tape",
+                    t.display()
+                )));
+            }
+            let classifier = match style {
+                StyleName::Local => {
+                    toolnexus_local::zero_shot(embedder(args.model_dir.as_deref())?)
+                }
+                _ => toolnexus_local::student::student(local_student(args)?),
+            };
+            Ok(Built {
+                classifier,
+                style,
+                call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
+                tape: None,
+                offline_reason,
+            })
+        }
         StyleName::SystemOne | StyleName::Llm => {
             if let Some(t) = &args.tape {
                 return Err(exit::usage(format!(
@@ -121,6 +151,30 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             })
         }
     }
+}
+
+/// The embedded model from `--model-dir`, `$TOOLNEXUS_MODEL_DIR` or the
+/// default directory; a missing model names the directory and the fetch script.
+pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder> {
+    let dir = toolnexus_local::model_dir(dir, &toolnexus::classifier::EnvSource::process())
+        .map_err(|e| exit::usage(format!("--model-dir: {e}")))?;
+    toolnexus_local::Embedder::load(&dir).map_err(|e| {
+        exit::usage(format!(
+            "{e} (fetch the model with scripts/fetch-model --model-dir {})",
+            dir.display()
+        ))
+    })
+}
+
+/// `--student FILE` on the embedded model.
+fn local_student(args: &StyleArgs) -> Result<toolnexus_local::student::LocalStudent> {
+    let path = args.student.as_deref().ok_or_else(|| {
+        exit::usage("--style student and --cascade need --student FILE (from toolnexus distill)")
+    })?;
+    let s = toolnexus_local::student::Student::load(path)
+        .map_err(|e| exit::usage(format!("--student: {e}")))?;
+    toolnexus_local::student::LocalStudent::new(embedder(args.model_dir.as_deref())?, s)
+        .map_err(|e| exit::usage(format!("--student {}: {e}", path.display())))
 }
 
 /// Loads `--tape FILE`, or the built-in demo tape without one.

@@ -163,6 +163,12 @@ fn us(d: Duration) -> String {
 }
 
 fn main() {
+    // `cargo test --all-targets` runs bench binaries without `--bench`: this
+    // one measures for a minute or more, so it only says how to run it.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("a measurement: run it with `cargo bench -p toolnexus --bench cache`");
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -188,6 +188,12 @@ fn listed_models(built: &style::Built) -> Vec<(String, String)> {
         StyleName::Static | StyleName::Tape => {
             "replays recorded decisions; a request never recorded is a 404"
         }
+        StyleName::Local => {
+            "answers on this machine with the embedded model, zero-shot: a heuristic for topical choices (uncalibrated)"
+        }
+        StyleName::Student => {
+            "answers on this machine with a student distilled from a teacher (uncalibrated)"
+        }
     };
     let mut out = vec![(
         model.clone(),

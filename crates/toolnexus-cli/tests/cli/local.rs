@@ -1,0 +1,131 @@
+//! The embedded model on the command line, on the tiny random test model:
+//! `--style local`, `distill` into a student file, `--style student` and
+//! `--cascade`; a missing model names the directory and the fetch script.
+
+use crate::support::{TempDir, tn};
+
+fn demo(name: &str) -> String {
+    format!(
+        "{}/../toolnexus/examples/assess/demo.{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn local_distill_student_and_cascade_run_offline() {
+    let dir = TempDir::new("local");
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    let model = model.display().to_string();
+    let questions = demo("questions.json");
+    let state = r#"{"message": "my parcel is late"}"#;
+
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "local",
+            "--model-dir",
+            &model,
+            "--questions",
+            &questions,
+            "--state",
+            state,
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let d: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(d["model"], "local-minilm-zero-shot");
+    assert_eq!(d["calibrated"], false);
+
+    let student = dir.join("student.json").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "distill",
+            "--labels",
+            &demo("labels.jsonl"),
+            "--questions",
+            &questions,
+            "--model-dir",
+            &model,
+            "--out",
+            &student,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("cascade threshold"), "{}", out.stdout);
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&student).unwrap()).unwrap();
+    assert_eq!(file["format"], "toolnexus.student");
+    assert_eq!(file["teacher_model"], "labels");
+
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "student",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--questions",
+            &questions,
+            "--state",
+            state,
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let d: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        d["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolnexus-student"),
+        "{d}"
+    );
+
+    // In front of the offline demo tape: the student or the tape answers.
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--cascade",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--style",
+            "tape",
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn a_missing_model_names_the_directory_and_the_fetch_script() {
+    let dir = TempDir::new("local-missing");
+    let missing = dir.join("nowhere").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "local",
+            "--model-dir",
+            &missing,
+            "--questions",
+            &demo("questions.json"),
+            "--state",
+            "{}",
+        ],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("nowhere"), "{}", out.stderr);
+    assert!(out.stderr.contains("scripts/fetch-model"), "{}", out.stderr);
+}

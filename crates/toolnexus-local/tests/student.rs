@@ -1,0 +1,183 @@
+//! Students and the cascade on the tiny random model: a head's confidence
+//! decides where a call is answered, a question the student was not trained
+//! on goes to the teacher, and a student file survives a save and a load.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+use toolnexus::classifier::*;
+use toolnexus_local::student::{
+    Head, HeadReport, LocalStudent, Student, TeacherRow, TrainOptions, cascade, distill, student,
+};
+use toolnexus_local::{Embedder, tiny_model_for_tests};
+
+struct Dir(std::path::PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tiny(name: &str) -> (Dir, Embedder) {
+    let dir =
+        std::env::temp_dir().join(format!("toolnexus-local-it-{name}-{}", std::process::id()));
+    tiny_model_for_tests(&dir).unwrap();
+    let e = Embedder::load(&dir).unwrap();
+    (Dir(dir), e)
+}
+
+fn spam() -> Questions {
+    Questions::from([("spam".to_string(), NoulQuestion::default().into())])
+}
+
+/// A student whose `spam` head ignores the state: P(true) = sigmoid(`logit`).
+fn constant_student(embedder: &Embedder, logit: f32) -> Student {
+    let q = &spam()["spam"];
+    let d = embedder.dimension();
+    let head = Head {
+        kind: "noul".into(),
+        hash: question_hash(q),
+        labels: vec!["false".into(), "true".into()],
+        legend: BTreeMap::new(),
+        weights: vec![vec![0.0; d], vec![0.0; d]],
+        bias: vec![0.0, logit],
+        report: HeadReport {
+            train: 0,
+            holdout: 0,
+            epochs: 0,
+            agreement: 1.0,
+            log_loss: 0.0,
+            ece: 0.0,
+        },
+    };
+    Student {
+        embedding_model: embedder.model_hash().to_string(),
+        teacher_model: "teacher-1".into(),
+        threshold: 0.9,
+        target_agreement: 0.98,
+        served_locally: 1.0,
+        local_agreement: Some(1.0),
+        questions: BTreeMap::from([("spam".to_string(), head)]),
+    }
+}
+
+fn counting_teacher() -> (Classifier, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let teacher = create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model: "teacher-1".into(),
+        evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async {
+                Decision::from_value(&json!({"model": "teacher-1", "answers": {"spam": {"type": "noul", "noul": 0.5}}}))
+                    .map_err(|e| e.to_string())
+            })
+        })),
+        ..Default::default()
+    })
+    .unwrap();
+    (teacher, calls)
+}
+
+#[tokio::test]
+async fn the_cascade_answers_locally_only_when_sure_on_every_key() {
+    let (_dir, embedder) = tiny("cascade");
+    // sigmoid(4) ≈ 0.982: sure at 0.9, unsure at 0.99.
+    let local = LocalStudent::new(embedder.clone(), constant_student(&embedder, 4.0)).unwrap();
+    let (teacher, calls) = counting_teacher();
+
+    let (sure, stats) = cascade(local.clone(), teacher.clone(), Some(0.9));
+    let d = sure.evaluate(json!("hello"), &spam()).await.unwrap();
+    assert!(d.model.starts_with("toolnexus-student"), "{}", d.model);
+    assert!((d.noul("spam").unwrap().noul - 0.982).abs() < 1e-3);
+    assert!(!d.calibrated);
+    assert_eq!(
+        (stats.local(), stats.teacher(), calls.load(Ordering::SeqCst)),
+        (1, 0, 0)
+    );
+
+    let (unsure, stats) = cascade(local.clone(), teacher.clone(), Some(0.99));
+    let d = unsure.evaluate(json!("hello"), &spam()).await.unwrap();
+    assert_eq!(d.model, "teacher-1");
+    assert_eq!(
+        (stats.local(), stats.teacher(), calls.load(Ordering::SeqCst)),
+        (0, 1, 1)
+    );
+
+    // A question the student never saw goes to the teacher...
+    let other = Questions::from([("ham".to_string(), NoulQuestion::default().into())]);
+    let (c, stats) = cascade(local.clone(), teacher, None);
+    assert_eq!(
+        c.evaluate(json!("hello"), &other).await.unwrap().model,
+        "teacher-1"
+    );
+    assert_eq!(stats.teacher(), 1);
+    // ...and the student style alone refuses it, naming it.
+    let alone = student(local);
+    let e = alone.evaluate(json!("hello"), &other).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("\"ham\""), "{e}");
+}
+
+#[test]
+fn a_student_file_round_trips_and_a_changed_question_is_refused() {
+    let (dir, embedder) = tiny("file");
+    let s = constant_student(&embedder, 1.0);
+    let path = dir.0.join("student.json");
+    s.save(&path).unwrap();
+    let back = Student::load(&path).unwrap();
+    assert_eq!(back, s);
+    let changed = Questions::from([(
+        "spam".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam, really?".into(),
+            criteria: None,
+        }
+        .into(),
+    )]);
+    let e = back
+        .answer(&vec![0.0; embedder.dimension()], &changed)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("has changed since the student was trained"),
+        "{e}"
+    );
+    std::fs::write(&path, "{\"format\": \"toolnexus.student\", \"version\": 7}").unwrap();
+    let e = Student::load(&path).unwrap_err();
+    assert!(e.to_string().contains("version 7 is not supported"), "{e}");
+}
+
+#[test]
+fn distill_learns_a_teacher_and_picks_a_threshold_that_keeps_the_target() {
+    // Synthetic embeddings: the teacher's answer is the sign of the first
+    // coordinate, and it is unsure near zero.
+    let qs = spam();
+    let rows: Vec<TeacherRow> = (0..1000)
+        .map(|i| {
+            let x = (i as f32 / 500.0) - 1.0;
+            let p = 1.0 / (1.0 + (-8.0 * x as f64).exp());
+            TeacherRow {
+                embedding: vec![x, ((i * 7919) % 13) as f32 / 13.0, 1.0],
+                decision: Decision::from_value(&json!({"model": "teacher-1", "answers": {"spam": {"type": "noul", "noul": p}}}))
+                    .unwrap(),
+            }
+        })
+        .collect();
+    let (s, report) = distill(&rows, &qs, "sha256:synthetic", &TrainOptions::default()).unwrap();
+    let head = &report.questions["spam"];
+    assert!(head.agreement >= 0.95, "{report:?}");
+    assert_eq!(head.train + head.holdout, 1000);
+    assert!(report.local_agreement.unwrap() >= 0.98, "{report:?}");
+    assert!(
+        report.served_locally > 0.5 && report.served_locally <= 1.0,
+        "{report:?}"
+    );
+    assert_eq!(s.threshold, report.threshold);
+    assert_eq!(s.teacher_model, "teacher-1");
+    assert!(report.table().contains("cascade threshold"));
+}
