@@ -180,7 +180,7 @@ impl Bert {
         let scale = 1.0 / (self.head_dim as f64).sqrt();
         let h = self.heads * self.head_dim;
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(&x)?;
+            let qkv = dense(&layer.qkv, &x)?;
             let split = |i: usize| -> candle_core::Result<Tensor> {
                 qkv.narrow(D::Minus1, i * h, h)?
                     .reshape((b, t, self.heads, self.head_dim))?
@@ -195,14 +195,22 @@ impl Bert {
                 .transpose(1, 2)?
                 .contiguous()?
                 .reshape((b, t, h))?;
-            let a = layer.out.forward(&context)?;
+            let a = dense(&layer.out, &context)?;
             x = layer.out_norm.forward(&(a + &x)?)?;
-            let up = layer.up.forward(&x)?.apply_op1_no_bwd(&Gelu)?;
-            let down = layer.down.forward(&up)?;
+            let up = dense(&layer.up, &x)?.apply_op1_no_bwd(&Gelu)?;
+            let down = dense(&layer.down, &up)?;
             x = layer.down_norm.forward(&(down + &x)?)?;
         }
         Ok(x)
     }
+}
+
+/// A linear layer over every token of the batch as one 2-D product: `(b·t, in)`
+/// by `(in, out)`. candle's `Linear` on a `(b, t, in)` input runs `b` products
+/// of `t` rows each, which keeps gemm's kernels short of rows.
+fn dense(layer: &Linear, x: &Tensor) -> candle_core::Result<Tensor> {
+    let (b, t, h) = x.dims3()?;
+    layer.forward(&x.reshape((b * t, h))?)?.reshape((b, t, ()))
 }
 
 /// GELU with the exact (erf) form BERT uses, as a CPU kernel: a rational erf
