@@ -31,8 +31,8 @@ pub use error::{AssessError, AssessErrorKind};
 pub use examples::{Example, Gold, parse_examples, read_examples};
 pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, run_examples};
 pub use summary::{
-    CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt, QuestionSummary,
-    Slice, SliceBy, Summary, SummaryOptions, summarize, table,
+    AnsweredBy, CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt,
+    QuestionSummary, Slice, SliceBy, Summary, SummaryOptions, summarize, table,
 };
 pub use thresholds::{
     GatePick, Honest, MIN_ROWS, Measured, Method, PROVISIONAL_ROWS, Pick, Status, Target,

@@ -82,11 +82,13 @@ fn overview(summaries: &[(String, Summary)]) -> Section {
     let rows: Vec<Vec<String>> = summaries
         .iter()
         .map(|(label, s)| {
-            let models: BTreeSet<&str> = s
-                .questions
-                .iter()
-                .flat_map(|q| q.models.iter().map(String::as_str))
-                .collect();
+            let models: Vec<String> = match s.answered_by.as_slice() {
+                [one] => vec![one.model.clone()],
+                several => several
+                    .iter()
+                    .map(|a| format!("{} ({} rows, {})", a.model, a.rows, pct(a.share)))
+                    .collect(),
+            };
             vec![
                 label.clone(),
                 s.rows.to_string(),
@@ -95,7 +97,7 @@ fn overview(summaries: &[(String, Summary)]) -> Section {
                 if models.is_empty() {
                     "—".to_string()
                 } else {
-                    models.into_iter().collect::<Vec<_>>().join(", ")
+                    models.join(", ")
                 },
                 cost_text(s),
                 ms(s.latency_p50_ms),

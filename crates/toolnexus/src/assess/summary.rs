@@ -226,6 +226,38 @@ pub struct QuestionSummary {
     pub models: Vec<String>,
 }
 
+/// How many answered rows one model answered: for a cascade or a fallback
+/// chain, the share each stage served (a student's rows are the share served
+/// on this machine).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use serde_json::json;
+/// use toolnexus::assess::*;
+/// use toolnexus::classifier::Decision;
+/// use toolnexus::judge::{noul, questions};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let row = |id: &str, model: &str| Row::new(id, BTreeMap::from([("spam".to_string(), Gold::Noul(true))]),
+///     Outcome::Decided(Decision::from_value(&json!({"model": model, "answers": {"spam": {"type": "noul", "noul": 0.9}}})).unwrap()));
+/// let run = Run::new(qs, vec![row("a", "student"), row("b", "teacher"), row("c", "student")]);
+/// let s = summarize(&run, &SummaryOptions::default());
+/// assert_eq!(s.answered_by[0].model, "student");
+/// assert_eq!(s.answered_by[0].rows, 2);
+/// assert!((s.answered_by[0].share - 2.0 / 3.0).abs() < 1e-12);
+/// assert!(table(&s).contains("answered by: student 2 (66.7%), teacher 1 (33.3%)"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnsweredBy {
+    /// The decision's `model`.
+    pub model: String,
+    /// Rows it answered.
+    pub rows: usize,
+    /// Its share of the answered rows, in `[0, 1]`.
+    pub share: f64,
+}
+
 /// Cost over the rows: known figures summed, unknown ones counted, never as $0.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostSummary {
@@ -342,6 +374,8 @@ pub struct Summary {
     pub questions: Vec<QuestionSummary>,
     /// The row-level gate, when there are gated rows.
     pub gate: Option<GateSummary>,
+    /// Answered rows per model, most rows first (ties by name).
+    pub answered_by: Vec<AnsweredBy>,
     /// Cost over the answered rows.
     pub cost: CostSummary,
     /// Median latency (ms), when measured.
@@ -396,7 +430,11 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
     };
     let mut latencies = Vec::new();
     let mut failed_rows = 0;
+    let mut by_model: BTreeMap<&str, usize> = BTreeMap::new();
     for r in &run.rows {
+        if let Some(d) = r.decision() {
+            *by_model.entry(d.model.as_str()).or_default() += 1;
+        }
         match r.decision() {
             Some(d) => match d.usage.cost {
                 Some(c) => {
@@ -432,11 +470,22 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
             });
         }
     }
+    let answered = run.rows.len() - failed_rows;
+    let mut answered_by: Vec<AnsweredBy> = by_model
+        .into_iter()
+        .map(|(model, rows)| AnsweredBy {
+            model: model.to_string(),
+            rows,
+            share: rows as f64 / answered as f64,
+        })
+        .collect();
+    answered_by.sort_by(|a, b| b.rows.cmp(&a.rows).then_with(|| a.model.cmp(&b.model)));
     Summary {
         rows: run.rows.len(),
         failed_rows,
         questions,
         gate,
+        answered_by,
         cost,
         latency_p50_ms: metrics::quantile(&latencies, 0.5),
         latency_p95_ms: metrics::quantile(&latencies, 0.95),
@@ -715,6 +764,14 @@ pub fn table(s: &Summary) -> String {
             g.n,
             pct(g.accuracy)
         );
+    }
+    if !s.answered_by.is_empty() {
+        let parts: Vec<String> = s
+            .answered_by
+            .iter()
+            .map(|a| format!("{} {} ({})", a.model, a.rows, pct(a.share)))
+            .collect();
+        let _ = writeln!(out, "answered by: {}", parts.join(", "));
     }
     let _ = write!(out, "{} rows, {} failed; cost ", s.rows, s.failed_rows);
     let c = &s.cost;
