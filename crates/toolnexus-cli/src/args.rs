@@ -130,7 +130,7 @@ fn parse_chat_style(s: &str) -> Result<toolnexus::client::Style, String> {
 /// How to reach a live model: the System One and Llm styles.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LiveArgs {
-    /// systemone | llm | static | tape. Default: tape when --tape is given,
+    /// systemone | llm | static | tape | local | student. Default: tape when --tape is given,
     /// systemone when the API key variable is set, else (eval, serve) the
     /// built-in demo tape.
     #[arg(long, value_name = "STYLE", value_parser = parse_style)]

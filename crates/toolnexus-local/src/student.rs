@@ -288,28 +288,57 @@ impl DistillReport {
     ///     rows: 10, questions: Default::default(), threshold: 0.9, served_locally: 0.5, local_agreement: Some(1.0),
     /// };
     /// assert!(r.table().contains("served locally 50.0%"));
+    /// let none = toolnexus_local::student::DistillReport { threshold: f64::INFINITY, served_locally: 0.0, local_agreement: None, ..r };
+    /// assert!(none.table().contains("every call to the teacher"));
     /// ```
     pub fn table(&self) -> String {
-        let mut out =
-            String::from("question  train  held out  epochs  agreement  log loss    ECE\n");
+        let header = [
+            "question",
+            "train",
+            "held out",
+            "epochs",
+            "agreement",
+            "log loss",
+            "ECE",
+        ]
+        .map(String::from);
+        let mut rows = vec![header];
         for (k, r) in &self.questions {
-            out.push_str(&format!(
-                "{k}  {}  {}  {}  {:.1}%  {:.3}  {:.3}\n",
-                r.train,
-                r.holdout,
-                r.epochs,
-                100.0 * r.agreement,
-                r.log_loss,
-                r.ece
-            ));
+            rows.push([
+                k.clone(),
+                r.train.to_string(),
+                r.holdout.to_string(),
+                r.epochs.to_string(),
+                format!("{:.1}%", 100.0 * r.agreement),
+                format!("{:.3}", r.log_loss),
+                format!("{:.3}", r.ece),
+            ]);
         }
-        out.push_str(&format!(
-            "cascade threshold {:.4}: served locally {:.1}% of held-out rows, agreeing with the teacher on every key {}\n",
-            self.threshold,
-            100.0 * self.served_locally,
-            self.local_agreement
-                .map_or("—".to_string(), |a| format!("{:.1}%", 100.0 * a))
-        ));
+        let widths: Vec<usize> = (0..7)
+            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+            .collect();
+        let mut out = String::new();
+        for r in &rows {
+            let mut line = format!("{:<w$}", r[0], w = widths[0]);
+            for (cell, w) in r.iter().zip(&widths).skip(1) {
+                line.push_str(&format!("  {cell:>w$}"));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        if self.threshold.is_finite() {
+            out.push_str(&format!(
+                "cascade threshold {:.4}: served locally {:.1}% of held-out rows, agreeing with the teacher on every key {}\n",
+                self.threshold,
+                100.0 * self.served_locally,
+                self.local_agreement
+                    .map_or("—".to_string(), |a| format!("{:.1}%", 100.0 * a))
+            ));
+        } else {
+            out.push_str(
+                "cascade threshold: none keeps the target agreement on the held-out rows, so a cascade sends every call to the teacher (more teacher decisions, or a lower --target-agreement)\n",
+            );
+        }
         out
     }
 }
@@ -1047,10 +1076,17 @@ impl toolnexus::classifier::Evaluator for Cascade {
         use std::sync::atomic::Ordering;
         let (teacher, threshold, stats) =
             (self.teacher.clone(), self.threshold, self.stats.clone());
-        let local = self.local.decide_blocking(request.clone());
+        // A student that never serves (no cut kept the target) is not asked.
+        let local = threshold
+            .is_finite()
+            .then(|| self.local.decide_blocking(request.clone()));
         Box::pin(async move {
-            match local.await {
-                Ok((d, least)) if least >= threshold => {
+            let local = match local {
+                Some(local) => Some(local.await),
+                None => None,
+            };
+            match local {
+                Some(Ok((d, least))) if least >= threshold => {
                     stats.local.fetch_add(1, Ordering::Relaxed);
                     Ok(d)
                 }

@@ -235,6 +235,113 @@ async fn zero_shot_routes_clearly_topical_states() {
     );
 }
 
+/// The project-written routing set (`examples/routing/`: 80 questions to four
+/// topical boards, 20 each) and its question.
+fn routing() -> (Questions, Vec<toolnexus::assess::Example>) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/routing");
+    let wire: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("routing.questions.json")).unwrap(),
+    )
+    .unwrap();
+    let questions = toolnexus::classifier::questions_from_wire(&wire).unwrap();
+    let examples =
+        toolnexus::assess::read_examples(root.join("routing.labels.jsonl"), &questions).unwrap();
+    (questions, examples)
+}
+
+/// Runs `judge` over `examples` as `toolnexus assess run` does (every example
+/// asked once through `assess::run_examples`) and summarises the run.
+async fn assess(
+    judge: &toolnexus::classifier::Classifier,
+    questions: &Questions,
+    examples: &[toolnexus::assess::Example],
+    name: &str,
+) -> toolnexus::assess::Summary {
+    use toolnexus::assess::{RunOptions, SummaryOptions, run_examples, summarize};
+    let out = std::env::temp_dir().join(format!("toolnexus-{name}-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let run = run_examples(judge, questions, examples, &out, RunOptions::default())
+        .await
+        .unwrap();
+    let _ = std::fs::remove_file(&out);
+    summarize(&run, &SummaryOptions::default())
+}
+
+/// Acceptance of the zero-shot style on the routing set, measured the way
+/// `toolnexus assess run --style local` measures it.
+#[tokio::test]
+async fn zero_shot_routes_the_routing_set_at_85_percent_or_better() {
+    let Some(e) = model() else { return };
+    let (questions, examples) = routing();
+    assert!(examples.len() >= 60);
+    let summary = assess(&zero_shot(e.clone()), &questions, &examples, "routing").await;
+    let board = summary.question("board").unwrap();
+    assert_eq!((board.n, board.failed), (examples.len(), 0));
+    assert!(
+        board.accuracy >= 0.85,
+        "routing accuracy {:.3} < 0.85\n{}",
+        board.accuracy,
+        toolnexus::assess::table(&summary)
+    );
+}
+
+/// A student distilled from half the routing set (gold labels as a sure
+/// teacher) in a cascade in front of the zero-shot style, assessed on the
+/// other half: `assess` reports the share the student served, and it matches
+/// the cascade's own count.
+#[tokio::test]
+async fn a_cascade_reports_the_share_served_locally_through_assess() {
+    use toolnexus::assess::Gold;
+    use toolnexus::classifier::Decision;
+    use toolnexus_local::student::{LocalStudent, TrainOptions, cascade, distill, teacher_rows};
+    let Some(e) = model() else { return };
+    let (questions, examples) = routing();
+    // The set cycles through the four boards: blocks of four alternate, so
+    // both halves hold every board.
+    let (train, test): (Vec<_>, Vec<_>) = examples
+        .into_iter()
+        .enumerate()
+        .partition(|(i, _)| (i / 4) % 2 == 0);
+    let items: Vec<(Value, Decision)> = train
+        .iter()
+        .map(|(_, ex)| {
+            let Some(Gold::Choice(board)) = ex.labels.get("board") else {
+                panic!("every routing example has a board")
+            };
+            let d = Decision::from_value(&json!({"model": "labels", "answers": {"board": {
+                "type": "choice", "choice": board, "confidence": 1.0,
+                "probabilities": {board.as_str(): 1.0}}}}))
+            .unwrap();
+            (ex.state.clone(), d)
+        })
+        .collect();
+    let rows = teacher_rows(e, &items).unwrap();
+    let (student, report) =
+        distill(&rows, &questions, e.model_hash(), &TrainOptions::default()).unwrap();
+    assert!(report.threshold.is_finite(), "{}", report.table());
+    let local = LocalStudent::new(e.clone(), student).unwrap();
+    let (judge, stats) = cascade(local, zero_shot(e.clone()), None);
+    let test: Vec<_> = test.into_iter().map(|(_, ex)| ex).collect();
+    let summary = assess(&judge, &questions, &test, "cascade").await;
+
+    let served: usize = summary.answered_by.iter().map(|a| a.rows).sum();
+    assert_eq!(served, test.len());
+    let student_rows = summary
+        .answered_by
+        .iter()
+        .find(|a| a.model.starts_with("toolnexus-student"))
+        .map_or(0, |a| a.rows);
+    assert_eq!(student_rows as u64, stats.local(), "{summary:?}");
+    assert_eq!((test.len() - student_rows) as u64, stats.teacher());
+    assert!(student_rows > 0, "{}", toolnexus::assess::table(&summary));
+    let board = summary.question("board").unwrap();
+    assert!(
+        board.accuracy >= 0.85,
+        "{}",
+        toolnexus::assess::table(&summary)
+    );
+}
+
 /// Figures for BENCHMARKS.md; asserts nothing about time. Meaningful in release:
 /// `cargo test -p toolnexus-local --release --test model -- --nocapture timings`.
 #[test]

@@ -105,6 +105,60 @@ fn local_distill_student_and_cascade_run_offline() {
         ],
     );
     assert_eq!(out.code, 0, "{out:?}");
+
+    // `assess run` over the cascade says who answered each row: the shares
+    // add up to every answered row.
+    let run = dir.join("cascade.run.jsonl").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "assess",
+            "run",
+            "--cascade",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--tape",
+            &demo("tape.json"),
+            "--questions",
+            &questions,
+            "--examples",
+            &demo("labels.jsonl"),
+            "--out",
+            &run,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("answered by: "))
+        .unwrap_or_else(|| panic!("no answered-by line: {}", out.stdout));
+    let rows: usize = line
+        .trim_start_matches("answered by: ")
+        .split(", ")
+        // "MODEL ROWS (SHARE)": the rows are the second word from the end.
+        .map(|part| {
+            part.split(' ')
+                .rev()
+                .nth(1)
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(rows, 120, "{line}");
+    let out = tn(dir.path(), &["assess", "report", &run, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let shares: f64 = report["answered_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["share"].as_f64().unwrap())
+        .sum();
+    assert!((shares - 1.0).abs() < 1e-9, "{report}");
 }
 
 #[test]
