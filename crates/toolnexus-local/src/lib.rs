@@ -83,6 +83,7 @@
 mod bert;
 mod embed;
 mod error;
+mod num;
 pub mod student;
 mod tiny;
 mod zero_shot;

@@ -53,6 +53,8 @@ use serde_json::{Value, json};
 use toolnexus::assess::metrics::{ece, reliability};
 use toolnexus::classifier::{Decision, DecisionAnswer, Question, Questions, question_hash};
 
+use crate::num::{dot, softmax};
+
 /// The `format` field of a student file.
 pub const STUDENT_FORMAT: &str = "toolnexus.student";
 /// The student file version this build writes and reads.
@@ -220,20 +222,6 @@ impl Head {
 /// The confidence of a distribution: its top probability.
 fn confidence(p: &[f64]) -> f64 {
     p.iter().copied().fold(0.0, f64::max)
-}
-
-fn dot(w: &[f32], x: &[f32]) -> f64 {
-    w.iter()
-        .zip(x)
-        .map(|(a, b)| f64::from(*a) * f64::from(*b))
-        .sum()
-}
-
-fn softmax(logits: &[f64]) -> Vec<f64> {
-    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let exps: Vec<f64> = logits.iter().map(|l| (l - max).exp()).collect();
-    let total: f64 = exps.iter().sum();
-    exps.into_iter().map(|e| e / total).collect()
 }
 
 fn argmax(p: &[f64]) -> usize {
@@ -1000,38 +988,18 @@ impl toolnexus::classifier::Evaluator for LocalStudent {
         &self,
         _ctx: toolnexus::classifier::EvalContext,
         request: toolnexus::classifier::EvalRequest,
-    ) -> std::pin::Pin<
-        Box<
-            dyn std::future::Future<
-                    Output = Result<Decision, toolnexus::classifier::ClassifierError>,
-                > + Send
-                + 'static,
-        >,
-    > {
+    ) -> toolnexus::classifier::BoxFuture<Result<Decision, toolnexus::classifier::ClassifierError>>
+    {
         let fut = self.decide_blocking(request);
         Box::pin(async move { fut.await.map(|(d, _)| d) })
     }
-}
-
-fn custom(
-    model: String,
-    evaluator: impl toolnexus::classifier::Evaluator,
-) -> toolnexus::classifier::Classifier {
-    toolnexus::classifier::create_classifier(toolnexus::classifier::ClassifierOptions {
-        style: toolnexus::classifier::ClassifierStyle::Custom,
-        model,
-        evaluator: Some(std::sync::Arc::new(evaluator)),
-        ..Default::default()
-    })
-    // The Custom style with an evaluator and a model has nothing left to refuse.
-    .expect("a Custom classifier with an evaluator always builds")
 }
 
 /// The `student` style: every asked question answered by its head (a question
 /// without one, or changed since training, is `Unsupported` naming the key).
 /// `calibrated = false`.
 pub fn student(local: LocalStudent) -> toolnexus::classifier::Classifier {
-    custom(local.model(), local)
+    toolnexus::classifier::Classifier::from_evaluator(local.model(), local)
 }
 
 /// How many calls a [`cascade`] answered where.
@@ -1065,14 +1033,8 @@ impl toolnexus::classifier::Evaluator for Cascade {
         &self,
         ctx: toolnexus::classifier::EvalContext,
         request: toolnexus::classifier::EvalRequest,
-    ) -> std::pin::Pin<
-        Box<
-            dyn std::future::Future<
-                    Output = Result<Decision, toolnexus::classifier::ClassifierError>,
-                > + Send
-                + 'static,
-        >,
-    > {
+    ) -> toolnexus::classifier::BoxFuture<Result<Decision, toolnexus::classifier::ClassifierError>>
+    {
         use std::sync::atomic::Ordering;
         let (teacher, threshold, stats) =
             (self.teacher.clone(), self.threshold, self.stats.clone());
@@ -1120,5 +1082,8 @@ pub fn cascade(
         threshold,
         stats: stats.clone(),
     };
-    (custom(model, c), stats)
+    (
+        toolnexus::classifier::Classifier::from_evaluator(model, c),
+        stats,
+    )
 }

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use toolnexus::classifier::{
-    ChoiceAnswer, Classifier, ClassifierError, ClassifierOptions, ClassifierStyle, ClassifierUsage,
-    Content, Decision, DecisionAnswer, EvalContext, EvalRequest, Evaluator, NoulAnswer, Question,
-    Questions, ScoreAnswer, canonical_json, create_classifier, near_uniform, validate_questions,
+    BoxFuture, ChoiceAnswer, Classifier, ClassifierError, ClassifierUsage, Content, Decision,
+    DecisionAnswer, EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions,
+    ScoreAnswer, canonical_json, near_uniform, validate_questions,
 };
 
 use crate::embed::Embedder;
@@ -28,9 +28,6 @@ pub const ZERO_SHOT_STYLE: &str = "local";
 /// distribution over candidates the model was trained to produce; a gap of 0.1
 /// in similarity makes one option e² ≈ 7.4 times as likely as another.
 pub const ZERO_SHOT_TEMPERATURE: f64 = 0.05;
-
-/// `toolnexus::client::BoxFuture`, which is there only with toolnexus's `http` feature.
-type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// Question texts cached at most; past this the cache starts over.
 const MAX_CACHED: usize = 4096;
@@ -243,7 +240,7 @@ impl ZeroShot {
         let similarities = |texts: &[String]| -> Vec<f64> {
             texts
                 .iter()
-                .map(|t| cosine(&state_vec, &cached[t.as_str()]))
+                .map(|t| crate::num::dot(&state_vec, &cached[t.as_str()]))
                 .collect()
         };
         let mut answers = BTreeMap::new();
@@ -360,14 +357,7 @@ impl Evaluator for ZeroShot {
 /// # }
 /// ```
 pub fn zero_shot(embedder: Embedder) -> Classifier {
-    create_classifier(ClassifierOptions {
-        style: ClassifierStyle::Custom,
-        model: ZERO_SHOT_MODEL.to_string(),
-        evaluator: Some(Arc::new(ZeroShot::new(embedder))),
-        ..Default::default()
-    })
-    // The Custom style with an evaluator and a model has nothing left to refuse.
-    .expect("a Custom classifier with an evaluator always builds")
+    Classifier::from_evaluator(ZERO_SHOT_MODEL, ZeroShot::new(embedder))
 }
 
 /// The texts to compare the state with, per question kind.
@@ -418,26 +408,13 @@ fn join(a: &str, b: &str) -> String {
     }
 }
 
-/// Cosine similarity of two unit vectors.
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum()
-}
-
 /// `softmax(sim / ZERO_SHOT_TEMPERATURE)`, summing to 1.
 fn softmax(similarities: &[f64]) -> Vec<f64> {
-    let top = similarities
+    let logits: Vec<f64> = similarities
         .iter()
-        .copied()
-        .fold(f64::NEG_INFINITY, f64::max);
-    let e: Vec<f64> = similarities
-        .iter()
-        .map(|s| ((s - top) / ZERO_SHOT_TEMPERATURE).exp())
+        .map(|s| s / ZERO_SHOT_TEMPERATURE)
         .collect();
-    let total: f64 = e.iter().sum();
-    e.into_iter().map(|x| x / total).collect()
+    crate::num::softmax(&logits)
 }
 
 fn top(p: &[f64]) -> (usize, f64) {

@@ -516,7 +516,7 @@ pub fn caching(inner: Classifier, cache: Arc<dyn Cache>) -> Classifier {
     let endpoint = inner
         .endpoint()
         .map_or_else(|| inner.style().as_str().to_string(), str::to_string);
-    crate::judge::wrap(
+    Classifier::from_evaluator(
         inner.model().to_string(),
         Caching {
             inner,

@@ -65,7 +65,9 @@ mod options;
 mod question;
 mod wire;
 
-use crate::context::BoxFuture;
+/// The future an [`Evaluator`] returns (also `toolnexus::client::BoxFuture`,
+/// which exists only with the `http` feature).
+pub use crate::context::BoxFuture;
 pub use crate::context::EvalContext;
 pub use crate::defaults::{
     DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS,
@@ -565,6 +567,60 @@ pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, Class
 }
 
 impl Classifier {
+    /// A [`Custom`](ClassifierStyle::Custom) classifier around `evaluator`,
+    /// answering to `model`: the one-line way to turn a wrapper of your own
+    /// into a classifier that is shared, wrapped and composed like any other.
+    /// It cannot fail (a Custom classifier with an evaluator has nothing to
+    /// refuse); `create_classifier` with [`ClassifierOptions::evaluator`] builds
+    /// the same with the other options set.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use serde_json::json;
+    /// use toolnexus::classifier::*;
+    ///
+    /// /// Counts the calls that reach the classifier inside.
+    /// struct Counted(Classifier, Arc<AtomicU64>);
+    ///
+    /// impl Evaluator for Counted {
+    ///     fn call(&self, ctx: EvalContext, request: EvalRequest) -> BoxFuture<Result<Decision, ClassifierError>> {
+    ///         self.1.fetch_add(1, Ordering::Relaxed);
+    ///         let inner = self.0.clone();
+    ///         Box::pin(async move { inner.evaluate_request(ctx, request).await.map(|e| e.decision) })
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let inner = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Static,
+    ///     decisions: vec![RecordedDecision {
+    ///         state: json!("hello"),
+    ///         questions: qs.clone(),
+    ///         response: br#"{"model":"rules-v1","answers":{"spam":{"type":"noul","noul":0.1}}}"#.to_vec(),
+    ///     }],
+    ///     ..Default::default()
+    /// })?;
+    /// let calls = Arc::new(AtomicU64::new(0));
+    /// let judge = Classifier::from_evaluator("rules-v1", Counted(inner, calls.clone()));
+    /// judge.evaluate(json!("hello"), &qs).await?;
+    /// assert_eq!((judge.model(), calls.load(Ordering::Relaxed)), ("rules-v1", 1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_evaluator(model: impl Into<String>, evaluator: impl Evaluator) -> Classifier {
+        create_classifier(ClassifierOptions {
+            style: ClassifierStyle::Custom,
+            model: model.into(),
+            evaluator: Some(Arc::new(evaluator)),
+            ..Default::default()
+        })
+        // The Custom style with an evaluator and a model has nothing left to refuse.
+        .expect("a Custom classifier with an evaluator always builds")
+    }
+
     /// The style this classifier runs.
     pub fn style(&self) -> ClassifierStyle {
         self.inner.style

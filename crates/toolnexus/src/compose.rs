@@ -141,24 +141,11 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::classifier::{
-    BoxCoordinates, Classifier, ClassifierError, ClassifierOptions, ClassifierStyle, Decision,
-    DecisionAnswer, ErrorKind, EvalContext, EvalRequest, Evaluated, Evaluator, create_classifier,
+    BoxCoordinates, Classifier, ClassifierError, Decision, DecisionAnswer, ErrorKind, EvalContext,
+    EvalRequest, Evaluated, Evaluator,
 };
 use crate::context::BoxFuture;
 use crate::error::msg;
-
-/// A classifier around `evaluator`, answering to `model`, built with public
-/// items only.
-fn wrap(model: &str, evaluator: impl Evaluator) -> Classifier {
-    create_classifier(ClassifierOptions {
-        style: ClassifierStyle::Custom,
-        model: model.to_string(),
-        evaluator: Some(Arc::new(evaluator)),
-        ..Default::default()
-    })
-    // The Custom style with an evaluator and a model has nothing left to refuse.
-    .expect("a Custom classifier with an evaluator always builds")
-}
 
 // ---------------------------------------------------------------- fallback
 
@@ -340,8 +327,8 @@ impl Fallback {
     /// ```
     pub fn build(self) -> Classifier {
         let model = self.backends[0].model().to_string();
-        wrap(
-            &model,
+        Classifier::from_evaluator(
+            model,
             Chain {
                 inner: Arc::new(self),
             },
@@ -1300,8 +1287,8 @@ pub fn shadow(primary: Classifier, candidate: Classifier, options: ShadowOptions
     };
     let model = primary.model().to_string();
     let permits = Arc::new(Semaphore::new(options.max_in_flight.max(1)));
-    wrap(
-        &model,
+    Classifier::from_evaluator(
+        model,
         Shadow {
             primary,
             shared: Arc::new(ShadowShared {

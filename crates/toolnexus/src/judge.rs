@@ -124,7 +124,6 @@ mod thresholds;
 pub use bands::{Asked, Banded, Bands, DEFAULT_HIGH, DEFAULT_LOW, Verdict, ask};
 pub use build::{NamedQuestion, choice, noul, noul_with, questions, score, state};
 pub use gate::{Condition, Escalation, InputRequest, Policy, Rule, Ruling, gate};
-pub(crate) use tape::wrap;
 pub use tape::{
     TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeError, TapeErrorKind, TapeMatch, TapeOutcome,
     write_atomic,

@@ -635,5 +635,8 @@ pub fn calibrating(
         calibration,
         warned: Mutex::new(Vec::new()),
     });
-    Ok(crate::judge::wrap(model, Calibrating { inner, shared }))
+    Ok(Classifier::from_evaluator(
+        model,
+        Calibrating { inner, shared },
+    ))
 }

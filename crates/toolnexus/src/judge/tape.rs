@@ -14,24 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Map, Value};
 
 use crate::classifier::{
-    Classifier, ClassifierError, ClassifierOptions, ClassifierStyle, Decision, ErrorKind,
-    EvalContext, EvalRequest, Evaluated, Evaluator, Questions, canonical_json, create_classifier,
-    questions_from_wire, questions_wire, write_canonical,
+    Classifier, ClassifierError, Decision, ErrorKind, EvalContext, EvalRequest, Evaluated,
+    Evaluator, Questions, canonical_json, questions_from_wire, questions_wire, write_canonical,
 };
 use crate::context::BoxFuture;
-
-/// A classifier around `evaluator`, built with public items only: a tape needs
-/// no door into the crate that a user's own wrapper would not have.
-pub(crate) fn wrap(model: String, evaluator: impl Evaluator) -> Classifier {
-    create_classifier(ClassifierOptions {
-        style: ClassifierStyle::Custom,
-        model,
-        evaluator: Some(Arc::new(evaluator)),
-        ..Default::default()
-    })
-    // The Custom style with an evaluator and a model has nothing left to refuse.
-    .expect("a Custom classifier with an evaluator always builds")
-}
 
 /// What [`Tape::recorder`] runs: the live classifier, each outcome recorded.
 struct Recorder {
@@ -908,7 +894,7 @@ impl Tape {
     pub fn recorder(&self, live: Classifier) -> Classifier {
         let tape = self.clone();
         let model = live.model().to_string();
-        wrap(model, Recorder { tape, live })
+        Classifier::from_evaluator(model, Recorder { tape, live })
     }
 
     /// A classifier that answers from this tape, offline, matching in
@@ -1031,7 +1017,7 @@ impl Tape {
         };
         let index = Arc::new(ReplayIndex { mode, calls, names });
         let own = model.clone();
-        wrap(model, Replayer { index, own })
+        Classifier::from_evaluator(model, Replayer { index, own })
     }
 
     /// The file's text: pretty-printed JSON, keys sorted bytewise at every depth,
