@@ -183,3 +183,45 @@ fn a_missing_model_names_the_directory_and_the_fetch_script() {
     assert!(out.stderr.contains("nowhere"), "{}", out.stderr);
     assert!(out.stderr.contains("scripts/fetch-model"), "{}", out.stderr);
 }
+
+/// `serve --style local`: the library's System One style gets, over loopback,
+/// the zero-shot answers the library computes in process, marked uncalibrated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_with_the_local_style() {
+    use toolnexus::classifier::{
+        ClassifierOptions, ClassifierStyle, Questions, choice_over, create_classifier,
+    };
+    let dir = TempDir::new("serve-local");
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    let server = crate::support::Server::start(
+        dir.path(),
+        &["--style", "local", "--model-dir", model.to_str().unwrap()],
+    );
+    let remote = create_classifier(ClassifierOptions {
+        style: ClassifierStyle::SystemOne,
+        base_url: format!("{}/v1", server.url),
+        model: toolnexus_local::ZERO_SHOT_MODEL.into(),
+        retries: -1,
+        ..Default::default()
+    })
+    .unwrap();
+    let qs = Questions::from([(
+        "desk".to_string(),
+        choice_over(
+            "Which desk owns this ticket?",
+            [
+                ("billing", "money moved: a double charge, a refund owed"),
+                ("shipping", "a physical parcel is late or damaged"),
+            ],
+        )
+        .into(),
+    )]);
+    let state = serde_json::json!({"message": "my parcel is late"});
+    let got = remote.evaluate(state.clone(), &qs).await.unwrap();
+    let here = toolnexus_local::zero_shot(toolnexus_local::Embedder::load(&model).unwrap());
+    let want = here.evaluate(state, &qs).await.unwrap();
+    assert_eq!(got.model, toolnexus_local::ZERO_SHOT_MODEL);
+    assert!(!got.calibrated);
+    assert_eq!(got.answers, want.answers);
+}
