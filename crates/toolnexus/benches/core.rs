@@ -10,60 +10,20 @@ use serde_json::{Value, json};
 use toolnexus::classifier::*;
 use toolnexus::testing::{Reply, Server};
 
+mod common;
+use common::{THREE_ANSWERS, three_questions};
+
 const SEED_RESPONSE: &[u8] = br#"{"model":"typesafe/jev-1.13-20260917","calibrated":true,
         "answers":{"risk":{"type":"score","score":1.21,
             "legend":{"0":"harmless","1":"reversible","2":"destructive"},
             "probabilities":{"0":0.10,"1":0.59,"2":0.31},"confidence":0.71}},
         "usage":{"input_tokens":210,"output_tokens":24}}"#;
 
-const THREE_ANSWERS: &[u8] = br#"{"model":"typesafe/jev-1.13-20260917","calibrated":true,"answers":{
-  "risk":{"type":"score","score":1.21,"legend":{"0":"harmless","1":"reversible","2":"destructive"},
-          "probabilities":{"0":0.10,"1":0.59,"2":0.31},"confidence":0.71},
-  "desk":{"type":"choice","choice":"billing","probabilities":{"billing":0.81,"shipping":0.12,"technical":0.07},"confidence":0.77},
-  "refund":{"type":"noul","noul":0.93}},
-  "usage":{"input_tokens":516,"output_tokens":72,"cost":0.00042}}"#;
-
-fn three_questions() -> Questions {
-    Questions::from([
-        (
-            "risk".to_string(),
-            ScoreQuestion {
-                instructions: "How destructive is this shell command?".into(),
-                criteria: vec!["harmless".into(), "reversible".into(), "destructive".into()],
-            }
-            .into(),
-        ),
-        (
-            "desk".to_string(),
-            choice_over(
-                "Which desk owns this?",
-                [
-                    ("billing", "money moved: a duplicate charge, a refund owed"),
-                    ("shipping", "a physical parcel is late or damaged"),
-                    ("technical", "the product itself errors"),
-                ],
-            )
-            .into(),
-        ),
-        (
-            "refund".to_string(),
-            NoulQuestion {
-                instructions: "Does the customer ask for money back?".into(),
-                criteria: Some(NoulCriteria {
-                    when_true: "a refund or chargeback is requested".into(),
-                    when_false: "anything else".into(),
-                }),
-            }
-            .into(),
-        ),
-    ])
-}
-
 fn decode(c: &mut Criterion) {
     let mut g = c.benchmark_group("decode");
     for (name, bytes) in [
         ("seed_example_1", SEED_RESPONSE),
-        ("three_answers", THREE_ANSWERS),
+        ("three_answers", THREE_ANSWERS.as_bytes()),
     ] {
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         g.bench_with_input(
@@ -126,7 +86,7 @@ fn static_lookup(c: &mut Criterion) {
             .map(|i| RecordedDecision {
                 state: json!({"ticket": i, "text": "I was charged twice for order 1182"}),
                 questions: qs.clone(),
-                response: THREE_ANSWERS.to_vec(),
+                response: THREE_ANSWERS.as_bytes().to_vec(),
             })
             .collect();
         let judge = create_classifier(ClassifierOptions {
