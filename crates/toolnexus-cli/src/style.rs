@@ -35,6 +35,8 @@ pub struct Built {
     pub tape: Option<(Tape, String)>,
     /// Set when the command fell back to the demo tape: why (e.g. `no TYPESAFE_API_KEY set`).
     pub offline_reason: Option<String>,
+    /// With `--cascade`: how many calls the student answered and how many it passed on.
+    pub cascade: Option<toolnexus_local::student::CascadeStats>,
 }
 
 /// The variable the API key is read from (a name, never a value).
@@ -65,7 +67,9 @@ pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             ));
         }
         let local = local_student(args)?;
-        built.classifier = toolnexus_local::student::cascade(local, built.classifier, None).0;
+        let (classifier, stats) = toolnexus_local::student::cascade(local, built.classifier, None);
+        built.classifier = classifier;
+        built.cascade = Some(stats);
     }
     if let Some(path) = &args.calibration {
         let calibration = toolnexus::assess::Calibration::load(path)
@@ -118,6 +122,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
                 tape: None,
                 offline_reason,
+                cascade: None,
             })
         }
         StyleName::SystemOne | StyleName::Llm => {
@@ -133,6 +138,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
                 tape: None,
                 offline_reason,
+                cascade: None,
             })
         }
         StyleName::Tape | StyleName::Static => {
@@ -148,6 +154,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 call,
                 tape: Some((tape, label)),
                 offline_reason,
+                cascade: None,
             })
         }
     }

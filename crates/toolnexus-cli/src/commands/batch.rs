@@ -170,8 +170,17 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         Some(_) => format!(" ({hits} from the cache, not sent)"),
         None => String::new(),
     };
+    // A cascade's split: the student's answers never reached the judge behind it.
+    let local = match &built.cascade {
+        Some(stats) => format!(
+            "; the student answered {} and passed {} on",
+            stats.local(),
+            stats.teacher()
+        ),
+        None => String::new(),
+    };
     println!(
-        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done; results in {}",
+        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}; results in {}",
         args.out.display()
     );
     Ok(if failed > 0 {

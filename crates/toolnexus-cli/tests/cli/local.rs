@@ -106,6 +106,49 @@ fn local_distill_student_and_cascade_run_offline() {
     );
     assert_eq!(out.code, 0, "{out:?}");
 
+    // `batch` over the cascade says how the calls split.
+    let labels = std::fs::read_to_string(demo("labels.jsonl")).unwrap();
+    let states: String = labels
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .take(3)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{}\n", v["state"])
+        })
+        .collect();
+    std::fs::write(dir.join("states.jsonl"), states).unwrap();
+    let out = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--cascade",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--tape",
+            &demo("tape.json"),
+            "--questions",
+            &questions,
+            "--states",
+            "states.jsonl",
+            "--out",
+            "batch.jsonl",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = out.stdout.lines().last().unwrap_or_default();
+    let split = line
+        .split_once("; the student answered ")
+        .and_then(|(_, rest)| rest.split_once("; "))
+        .map(|(counts, _)| counts.to_string())
+        .unwrap_or_else(|| panic!("no cascade split: {line}"));
+    let (local, passed) = split.split_once(" and passed ").unwrap();
+    let local: u64 = local.parse().unwrap();
+    let passed: u64 = passed.trim_end_matches(" on").parse().unwrap();
+    assert_eq!(local + passed, 3, "{line}");
+
     // `assess run` over the cascade says who answered each row: the shares
     // add up to every answered row.
     let run = dir.join("cascade.run.jsonl").display().to_string();
