@@ -231,6 +231,11 @@ pub struct DistillArgs {
     /// Seed of the held-out split.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
+    /// Start every head from zero instead of from the zero-shot answer to its
+    /// question (the default, which keeps a student trained on few rows close
+    /// to `--style local`).
+    #[arg(long)]
+    pub from_scratch: bool,
     /// The embedded model's directory (as for --style local).
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,

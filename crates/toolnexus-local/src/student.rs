@@ -107,6 +107,12 @@ pub struct TrainOptions {
     pub seed: u64,
     /// Agreement with the teacher the cascade threshold must keep.
     pub target_agreement: f64,
+    /// Starting weights per question key, one row per label in the head's
+    /// order (e.g. [`ZeroShot::linear_head`](crate::ZeroShot::linear_head)):
+    /// training starts there, the L2 penalty pulls toward them rather than
+    /// toward zero, and early stopping may keep them unchanged. A key without
+    /// one starts from zero.
+    pub priors: BTreeMap<String, Vec<Vec<f32>>>,
 }
 
 impl Default for TrainOptions {
@@ -119,6 +125,7 @@ impl Default for TrainOptions {
             holdout: 0.2,
             seed: 0,
             target_agreement: 0.98,
+            priors: BTreeMap::new(),
         }
     }
 }
@@ -394,10 +401,19 @@ fn train(
     train: &[usize],
     held: &[usize],
     k: usize,
+    prior: Option<&[Vec<f32>]>,
     o: &TrainOptions,
 ) -> (Vec<Vec<f64>>, Vec<f64>, usize) {
     let d = x.first().map_or(0, |r| r.len());
-    let mut w = vec![vec![0.0f64; d]; k];
+    // Where training starts and where L2 pulls: the prior, else zero.
+    let w0: Vec<Vec<f64>> = match prior {
+        Some(rows) => rows
+            .iter()
+            .map(|r| r.iter().map(|&v| f64::from(v)).collect())
+            .collect(),
+        None => vec![vec![0.0f64; d]; k],
+    };
+    let mut w = w0.clone();
     let mut b = vec![0.0f64; k];
     let (mut mw, mut vw) = (vec![vec![0.0; d]; k], vec![vec![0.0; d]; k]);
     let (mut mb, mut vb) = (vec![0.0; k], vec![0.0; k]);
@@ -426,7 +442,9 @@ fn train(
             .sum::<f64>()
             / rows.len().max(1) as f64
     };
-    let mut best = (f64::INFINITY, w.clone(), b.clone(), 0usize);
+    let held_or_train = if held.is_empty() { train } else { held };
+    // Epoch 0 competes too: with a prior, no training may be the best.
+    let mut best = (loss(&w, &b, held_or_train), w.clone(), b.clone(), 0usize);
     let mut since_best = 0;
     let mut epochs = 0;
     let n = train.len().max(1) as f64;
@@ -448,7 +466,7 @@ fn train(
         let (c1, c2) = (1.0 - beta1.powi(step), 1.0 - beta2.powi(step));
         for c in 0..k {
             for j in 0..d {
-                let g = gw[c][j] + o.l2 * w[c][j];
+                let g = gw[c][j] + o.l2 * (w[c][j] - w0[c][j]);
                 mw[c][j] = beta1 * mw[c][j] + (1.0 - beta1) * g;
                 vw[c][j] = beta2 * vw[c][j] + (1.0 - beta2) * g * g;
                 w[c][j] -= o.learning_rate * (mw[c][j] / c1) / ((vw[c][j] / c2).sqrt() + eps);
@@ -458,7 +476,7 @@ fn train(
             vb[c] = beta2 * vb[c] + (1.0 - beta2) * g * g;
             b[c] -= o.learning_rate * (mb[c] / c1) / ((vb[c] / c2).sqrt() + eps);
         }
-        let held_loss = loss(&w, &b, if held.is_empty() { train } else { held });
+        let held_loss = loss(&w, &b, held_or_train);
         if held_loss < best.0 - 1e-9 {
             best = (held_loss, w.clone(), b.clone(), epoch);
             since_best = 0;
@@ -551,7 +569,26 @@ pub fn distill(
                 MIN_ROWS / 2
             )));
         }
-        let (w, b, epochs) = train(&x, &t, &train_i, &held_i, labels.len(), options);
+        let prior = options.priors.get(key.as_str());
+        if let Some(rows) = prior {
+            if rows.len() != labels.len() || rows.iter().any(|r| r.len() != dim) {
+                return Err(StudentError::new(format!(
+                    "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {} of {dim}",
+                    rows.len(),
+                    rows.first().map_or(0, Vec::len),
+                    labels.len()
+                )));
+            }
+        }
+        let (w, b, epochs) = train(
+            &x,
+            &t,
+            &train_i,
+            &held_i,
+            labels.len(),
+            prior.map(Vec::as_slice),
+            options,
+        );
         let head = Head {
             kind: q.kind().to_string(),
             hash: question_hash(q),

@@ -266,6 +266,49 @@ impl ZeroShot {
         })
     }
 
+    /// The zero-shot answer to `q` as the weight rows of a linear head over a
+    /// state's embedding, in a student head's label order (`false`/`true`,
+    /// option ids, levels): `softmax(W·x)` is exactly the zero-shot
+    /// distribution for the state embedded as `x`. [`distill`](crate::student::distill)
+    /// starts a head there when
+    /// [`TrainOptions::priors`](crate::student::TrainOptions::priors) holds it,
+    /// so a student trained on little data stays close to the zero-shot answer.
+    ///
+    /// Errors as [`decide`](ZeroShot::decide) does: a box question, a model failure.
+    ///
+    /// ```
+    /// use toolnexus::classifier::choice_over;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-zs-head-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// let local = toolnexus_local::ZeroShot::new(toolnexus_local::Embedder::load(&dir)?);
+    /// let q = choice_over("Which desk?", [("billing", "money moved"), ("shipping", "a parcel is late")]).into();
+    /// let w = local.linear_head("desk", &q)?;
+    /// assert_eq!((w.len(), w[0].len()), (2, local.embedder().dimension()));
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn linear_head(&self, key: &str, q: &Question) -> Result<Vec<Vec<f32>>, ClassifierError> {
+        let plan = plan(key, q)?;
+        let embedded = self
+            .inner
+            .embedder
+            .embed(plan.texts())
+            .map_err(|e| ClassifierError::custom(&e).with_source(e))?;
+        let scale = (1.0 / ZERO_SHOT_TEMPERATURE) as f32;
+        let mut rows: Vec<Vec<f32>> = embedded
+            .into_iter()
+            .map(|v| v.into_iter().map(|x| x * scale).collect())
+            .collect();
+        // The plan puts the statement first; a head's labels are `false`, `true`.
+        if let Plan::Noul(_) = plan {
+            rows.swap(0, 1);
+        }
+        Ok(rows)
+    }
+
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<[f32]>>> {
         // The cache holds finished vectors only: one a panicking thread left is whole.
         self.inner
@@ -625,6 +668,51 @@ mod tests {
         assert_eq!(
             fresh.usage.input_tokens as usize,
             state_tokens + option_tokens
+        );
+    }
+
+    #[test]
+    fn the_linear_head_is_the_zero_shot_answer() {
+        let (_dir, e) = tiny("zs-head");
+        let local = ZeroShot::new(e.clone());
+        let spam = Question::from(NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        });
+        let risk = Question::from(ScoreQuestion {
+            instructions: "How risky?".into(),
+            criteria: vec!["harmless".into(), "risky".into(), "destructive".into()],
+        });
+        let qs = Questions::from([
+            ("desk".to_string(), desk()),
+            ("spam".to_string(), spam),
+            ("risk".to_string(), risk),
+        ]);
+        let state = json!("my parcel is late");
+        let d = local.decide(&state, &qs).unwrap();
+        let x = &e.embed(&[state_text(&state)]).unwrap()[0];
+        let p = |key: &str| {
+            let w = local.linear_head(key, &qs[key]).unwrap();
+            let logits: Vec<f64> = w.iter().map(|r| crate::num::dot(r, x)).collect();
+            crate::num::softmax(&logits)
+        };
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        let desk = d.choice("desk").unwrap();
+        for (got, want) in p("desk").iter().zip(desk.probabilities.values()) {
+            close(*got, *want);
+        }
+        // Labels `false`, `true`: the second is the noul.
+        close(p("spam")[1], d.noul("spam").unwrap().noul);
+        let risk = d.score("risk").unwrap();
+        for (i, got) in p("risk").iter().enumerate() {
+            close(*got, risk.probabilities[&i.to_string()]);
+        }
+        let dent = Question::from(BoxQuestion {
+            instructions: "Where?".into(),
+        });
+        assert_eq!(
+            local.linear_head("dent", &dent).unwrap_err().kind(),
+            ErrorKind::Unsupported
         );
     }
 

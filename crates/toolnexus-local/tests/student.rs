@@ -181,3 +181,79 @@ fn distill_learns_a_teacher_and_picks_a_threshold_that_keeps_the_target() {
     assert_eq!(s.teacher_model, "teacher-1");
     assert!(report.table().contains("cascade threshold"));
 }
+
+/// Rows near two poles, the teacher sure of the pole's answer.
+fn polar_rows(embedder: &Embedder) -> Vec<TeacherRow> {
+    let texts: Vec<String> = (0..24)
+        .map(|i| {
+            if i % 2 == 0 {
+                format!("buy cheap pills now {i}")
+            } else {
+                format!("see you at lunch {i}")
+            }
+        })
+        .collect();
+    let vectors = embedder.embed(&texts).unwrap();
+    vectors
+        .into_iter()
+        .enumerate()
+        .map(|(i, embedding)| TeacherRow {
+            embedding,
+            decision: Decision::from_value(&json!({"model": "teacher-1", "answers": {
+                "spam": {"type": "noul", "noul": if i % 2 == 0 { 0.95 } else { 0.05 }}}}))
+            .unwrap(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_head_starts_from_its_prior_and_l2_pulls_toward_it() {
+    let (_dir, e) = tiny("prior");
+    let rows = polar_rows(&e);
+    let d = e.dimension();
+    let prior: Vec<Vec<f32>> = vec![
+        (0..d).map(|j| (j as f32 * 0.37).sin()).collect(),
+        (0..d).map(|j| (j as f32 * 0.11).cos()).collect(),
+    ];
+    let with_prior = |max_epochs| TrainOptions {
+        max_epochs,
+        priors: BTreeMap::from([("spam".to_string(), prior.clone())]),
+        ..Default::default()
+    };
+    // No epoch at all: the head is its prior, unchanged.
+    let (s, report) = distill(&rows, &spam(), e.model_hash(), &with_prior(0)).unwrap();
+    assert_eq!(s.questions["spam"].weights, prior);
+    assert_eq!(report.questions["spam"].epochs, 0);
+    // Training moves it, and starts where the prior is, not at zero.
+    let (s, _) = distill(&rows, &spam(), e.model_hash(), &with_prior(500)).unwrap();
+    let (scratch, _) = distill(&rows, &spam(), e.model_hash(), &TrainOptions::default()).unwrap();
+    let gap = |a: &[Vec<f32>]| -> f32 {
+        a.iter()
+            .flatten()
+            .zip(prior.iter().flatten())
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    };
+    assert!(
+        gap(&s.questions["spam"].weights) < gap(&scratch.questions["spam"].weights),
+        "a head trained from the prior stays nearer to it than one trained from zero"
+    );
+}
+
+#[test]
+fn a_prior_of_the_wrong_shape_is_named() {
+    let (_dir, e) = tiny("prior-shape");
+    let rows = polar_rows(&e);
+    let options = TrainOptions {
+        priors: BTreeMap::from([("spam".to_string(), vec![vec![0.0; 3]; 2])]),
+        ..Default::default()
+    };
+    let err = distill(&rows, &spam(), e.model_hash(), &options).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "distill: question \"spam\": the prior has 2 rows of 3 numbers; the head needs 2 of {}",
+            e.dimension()
+        )
+    );
+}

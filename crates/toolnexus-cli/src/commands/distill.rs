@@ -37,12 +37,37 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
         }
     };
     let embedder = style::embedder(a.model_dir.as_deref())?;
-    eprintln!("distill: embedding {} states from {source}", items.len());
+    eprintln!(
+        "distill: embedding {} states from {source}; heads start from {}",
+        items.len(),
+        if a.from_scratch {
+            "zero"
+        } else {
+            "the zero-shot answer"
+        }
+    );
     let rows = teacher_rows(&embedder, &items).map_err(|e| exit::usage(e.to_string()))?;
+    let priors = if a.from_scratch {
+        Default::default()
+    } else {
+        let zero_shot = toolnexus_local::ZeroShot::new(embedder.clone());
+        questions
+            .iter()
+            // A box question has no head: distill names it.
+            .filter(|(_, q)| !matches!(q, Question::Box(_)))
+            .map(|(key, q)| {
+                let head = zero_shot
+                    .linear_head(key, q)
+                    .map_err(|e| exit::usage(e.to_string()))?;
+                Ok((key.clone(), head))
+            })
+            .collect::<Result<_>>()?
+    };
     let options = TrainOptions {
         holdout: a.holdout,
         seed: a.seed,
         target_agreement: a.target_agreement,
+        priors,
         ..Default::default()
     };
     let (student, report) = distill(&rows, &questions, embedder.model_hash(), &options)
