@@ -118,25 +118,26 @@ fn local_distill_student_and_cascade_run_offline() {
         })
         .collect();
     std::fs::write(dir.join("states.jsonl"), states).unwrap();
-    let out = tn(
-        dir.path(),
-        &[
-            "batch",
-            "--cascade",
-            "--student",
-            &student,
-            "--model-dir",
-            &model,
-            "--tape",
-            &demo("tape.json"),
-            "--questions",
-            &questions,
-            "--states",
-            "states.jsonl",
-            "--out",
-            "batch.jsonl",
-        ],
-    );
+    // The student in front of the offline demo tape, for batch and assess.
+    let tape = demo("tape.json");
+    let cascade = [
+        "--cascade",
+        "--student",
+        &student,
+        "--model-dir",
+        &model,
+        "--tape",
+        &tape,
+        "--questions",
+        &questions,
+    ];
+    let args = [
+        &["batch"][..],
+        &cascade,
+        &["--states", "states.jsonl", "--out", "batch.jsonl"],
+    ]
+    .concat();
+    let out = tn(dir.path(), &args);
     assert_eq!(out.code, 0, "{out:?}");
     let line = out.stdout.lines().last().unwrap_or_default();
     let split = line
@@ -152,26 +153,14 @@ fn local_distill_student_and_cascade_run_offline() {
     // `assess run` over the cascade says who answered each row: the shares
     // add up to every answered row.
     let run = dir.join("cascade.run.jsonl").display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "assess",
-            "run",
-            "--cascade",
-            "--student",
-            &student,
-            "--model-dir",
-            &model,
-            "--tape",
-            &demo("tape.json"),
-            "--questions",
-            &questions,
-            "--examples",
-            &demo("labels.jsonl"),
-            "--out",
-            &run,
-        ],
-    );
+    let examples = demo("labels.jsonl");
+    let args = [
+        &["assess", "run"][..],
+        &cascade,
+        &["--examples", &examples, "--out", &run],
+    ]
+    .concat();
+    let out = tn(dir.path(), &args);
     assert_eq!(out.code, 0, "{out:?}");
     let line = out
         .stdout
