@@ -36,6 +36,13 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
             built.call
         ));
     }
+    if built.style == StyleName::Local {
+        status(
+            "heuristic: the zero-shot style compares the state with the question's own words on this machine; \
+             good for topical choices only, not calibrated"
+                .to_string(),
+        );
+    }
     if let Some(source) = &example {
         status(format!(
             "example: {source}; state {}",

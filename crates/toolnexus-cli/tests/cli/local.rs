@@ -39,6 +39,12 @@ fn local_distill_student_and_cascade_run_offline() {
     let d: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(d["model"], "local-minilm-zero-shot");
     assert_eq!(d["calibrated"], false);
+    // Said on stderr with --json, so stdout stays one decision.
+    assert!(
+        out.stderr.contains("heuristic: the zero-shot style"),
+        "{}",
+        out.stderr
+    );
 
     let student = dir.join("student.json").display().to_string();
     let out = tn(
