@@ -432,17 +432,17 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
     let mut failed_rows = 0;
     let mut by_model: BTreeMap<&str, usize> = BTreeMap::new();
     for r in &run.rows {
-        if let Some(d) = r.decision() {
-            *by_model.entry(d.model.as_str()).or_default() += 1;
-        }
         match r.decision() {
-            Some(d) => match d.usage.cost {
-                Some(c) => {
-                    cost.known_rows += 1;
-                    cost.known_total += c;
+            Some(d) => {
+                *by_model.entry(d.model.as_str()).or_default() += 1;
+                match d.usage.cost {
+                    Some(c) => {
+                        cost.known_rows += 1;
+                        cost.known_total += c;
+                    }
+                    None => cost.unknown_rows += 1,
                 }
-                None => cost.unknown_rows += 1,
-            },
+            }
             None => failed_rows += 1,
         }
         if let Some(ms) = r.latency_ms {
