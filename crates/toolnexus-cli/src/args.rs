@@ -18,8 +18,15 @@ Exit codes:
   3    evaluation failed (HTTP error, timeout, replay miss, incoherent answer),
        or a batch / tape record finished with at least one failed line, or an
        assess gate (--min/--max) or check found a regression or drift
-  4    I/O failure while writing: --out file, tape file, or binding --addr
-  130  interrupted by Ctrl-C (a batch resumes when rerun with the same arguments)
+  4    I/O failure: writing the --out file or a tape file (a full disk is
+       named), a --cache file that could not be opened, read or written
+       (reported at the end of the run), or binding --addr
+  5    nothing to judge: no question of the thresholds file matched the run
+       (assess check)
+  130  interrupted by Ctrl-C or SIGTERM (a batch, assess run or tape record
+       resumes when rerun with the same arguments)
+  141  standard output or standard error closed by its reader (`| head`):
+       the command stops quietly, as a process ended by SIGPIPE does
 
 API keys are read only from the environment variable named by --api-key-env
 (default TYPESAFE_API_KEY, or OPENROUTER_API_KEY with --backend openrouter) and

@@ -17,10 +17,17 @@ pub enum Exit {
     Usage,
     /// An evaluation failed (or some lines of a batch did).
     Eval,
-    /// Writing output failed, or the server could not bind.
+    /// Writing output failed, a cache could not be opened, read or written, or
+    /// the server could not bind.
     Io,
-    /// Stopped by Ctrl-C.
+    /// Nothing to judge: no question of a thresholds file matched the run
+    /// (`assess check`).
+    NoMatch,
+    /// Stopped by Ctrl-C or SIGTERM.
     Interrupted,
+    /// Standard output or standard error was closed by its reader (`| head`):
+    /// the command stops quietly, as a process ended by SIGPIPE does.
+    ClosedOutput,
 }
 
 impl Exit {
@@ -32,7 +39,9 @@ impl Exit {
             Exit::Usage => 2,
             Exit::Eval => 3,
             Exit::Io => 4,
+            Exit::NoMatch => 5,
             Exit::Interrupted => 130,
+            Exit::ClosedOutput => 141,
         }
     }
 }
@@ -91,6 +100,14 @@ pub fn io(text: impl fmt::Display) -> anyhow::Error {
     })
 }
 
+/// Nothing matched: no question of a thresholds file is in the run (exit 5).
+pub fn no_match(text: impl fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Failure {
+        exit: Exit::NoMatch,
+        message: one_line(text),
+    })
+}
+
 /// The exit code an error means: the first [`Failure`] in its chain, else internal.
 pub fn exit_of(e: &anyhow::Error) -> Exit {
     e.chain()
@@ -126,13 +143,15 @@ mod tests {
             Exit::Usage,
             Exit::Eval,
             Exit::Io,
+            Exit::NoMatch,
             Exit::Interrupted,
+            Exit::ClosedOutput,
         ]
         .iter()
         .map(|e| e.code())
         .collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 130]);
-        for c in ["0 ", "1 ", "2 ", "3 ", "4 ", "130 "] {
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130, 141]);
+        for c in ["0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "130 ", "141 "] {
             assert!(
                 crate::args::AFTER_HELP.contains(&format!("  {c}")),
                 "{c} is documented"
