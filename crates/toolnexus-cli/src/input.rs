@@ -97,6 +97,31 @@ pub fn parse_line(n: usize, text: &str) -> Result<Value, String> {
     })
 }
 
+/// Whether two paths name one file (same device and inode), whatever their
+/// spelling; a path that does not exist yet is no file at all.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Refuses an output that is one of the command's own inputs (exit 2, naming
+/// both flags): no command overwrites what it reads.
+pub fn refuse_overwrite(out_flag: &str, out: &Path, inputs: &[(&str, &Path)]) -> Result<()> {
+    for (flag, input) in inputs {
+        if same_file(out, input) {
+            return Err(exit::usage(format!(
+                "{out_flag} {}: is the {flag} input {}; refusing to overwrite an input (choose another {out_flag})",
+                out.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `--thresholds FILE` (from `toolnexus assess thresholds`) as per-question
 /// bands; a bad file is a usage error naming it and the key.
 pub fn read_thresholds(
@@ -131,6 +156,19 @@ mod tests {
             e.to_string(),
             "--state inline JSON: invalid JSON at line 2, column 8: expected value"
         );
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused() {
+        let dir = std::env::temp_dir().join(format!("toolnexus-cli-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = dir.join("run.jsonl");
+        std::fs::write(&run, "{}\n").unwrap();
+        let spelled = dir.join(".").join("run.jsonl");
+        let e = refuse_overwrite("--out", &spelled, &[("run", &run)]).unwrap_err();
+        assert!(e.to_string().contains("is the run input"), "{e}");
+        assert_eq!(crate::exit::exit_of(&e), crate::exit::Exit::Usage);
+        assert!(refuse_overwrite("--out", &dir.join("new.json"), &[("run", &run)]).is_ok());
     }
 
     #[test]
