@@ -42,6 +42,18 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Print no warnings (option descriptions too alike, answers dropped, a
+    /// cache that could not be read or written); errors still print.
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+}
+
+impl Command {
+    /// Whether the command is a long-running server that must outlive a
+    /// closed stdout or stderr.
+    pub fn is_server(&self) -> bool {
+        matches!(self, Command::Serve(_))
+    }
 }
 
 /// The subcommands.

@@ -32,30 +32,119 @@ mod exit;
 mod input;
 mod render;
 mod style;
+mod warnings;
 
 use exit::Exit;
 
 fn main() -> ExitCode {
+    stdio::reopen_closed();
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };
+    // Every command but `serve` stops quietly when its reader goes away
+    // (`| head`), as Unix filters do; a server keeps answering instead, and
+    // writes its log without caring whether anyone reads it.
+    if !cli.command.is_server() {
+        stdio::default_sigpipe();
+    }
+    stdio::panic_hook();
+    warnings::install(cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("toolnexus: error: cannot start the async runtime: {e}");
+            stdio::error_line(&format!(
+                "toolnexus: error: cannot start the async runtime: {e}"
+            ));
             return Exit::Internal.into();
         }
     };
-    match runtime.block_on(commands::run(cli)) {
-        Ok(code) => code.into(),
-        Err(e) => {
-            eprintln!("{}", exit::render(&e));
-            exit::exit_of(&e).into()
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(commands::run(cli))
+    }));
+    let code = match ran {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
+            stdio::error_line(&exit::render(&e));
+            exit::exit_of(&e)
         }
+        // The hook has printed the one line; no backtrace, no exit 101.
+        Err(_) => Exit::Internal,
+    };
+    // A cache that failed is not silent: the run's results stand, the exit says so.
+    let failures = warnings::cache_failures();
+    if failures > 0 && code == Exit::Success {
+        stdio::error_line(&format!(
+            "toolnexus: error: the cache failed {failures} time{} (see the warnings above); \
+             those decisions were asked of the style and not stored",
+            if failures == 1 { "" } else { "s" }
+        ));
+        return Exit::Io.into();
+    }
+    code.into()
+}
+
+/// The process's standard streams: never a panic over them.
+mod stdio {
+    use std::io::Write as _;
+
+    /// A standard stream that was closed when we started (`>&-`) is opened on
+    /// `/dev/null`, so the first file the command opens cannot take its number
+    /// and receive what was meant for the terminal.
+    pub fn reopen_closed() {
+        for fd in 0..=2 {
+            // SAFETY: fcntl(F_GETFD) only asks whether the descriptor is open.
+            let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
+            if closed {
+                let flags = if fd == 0 {
+                    libc::O_RDONLY
+                } else {
+                    libc::O_WRONLY
+                };
+                // SAFETY: a NUL-terminated path; open returns the lowest free
+                // descriptor, which is `fd` since the ones below it are open.
+                let _ = unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
+            }
+        }
+    }
+
+    /// SIGPIPE back to its default: a write to a closed pipe ends the process
+    /// quietly (status 141 in a shell) instead of returning EPIPE to a
+    /// `println!` that would panic. Sockets are unaffected (Rust sends with
+    /// MSG_NOSIGNAL), so HTTP clients still see their errors as errors.
+    pub fn default_sigpipe() {
+        // SAFETY: setting a signal's disposition to SIG_DFL has no preconditions.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
+
+    /// A panic prints one line naming it as an internal error (exit 1), never
+    /// a backtrace banner, and never panics itself on a closed stderr.
+    pub fn panic_hook() {
+        std::panic::set_hook(Box::new(|info| {
+            let what = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_string());
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            error_line(&format!(
+                "toolnexus: internal error: {what}{at} (a bug: please report it)"
+            ));
+        }));
+    }
+
+    /// One line on stderr; a closed stderr is not an error worth dying for.
+    pub fn error_line(text: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
     }
 }
 
@@ -81,7 +170,9 @@ fn parse_error(e: clap::Error) -> ExitCode {
                 Some(ContextValue::String(s)) => s.clone(),
                 _ => "an argument".to_string(),
             };
-            eprintln!("toolnexus: error: missing required {missing} (see toolnexus --help)");
+            stdio::error_line(&format!(
+                "toolnexus: error: missing required {missing} (see toolnexus --help)"
+            ));
             Exit::Usage.into()
         }
         _ => {
@@ -92,7 +183,7 @@ fn parse_error(e: clap::Error) -> ExitCode {
                 .find(|l| !l.is_empty())
                 .unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("toolnexus: error: {first} (see toolnexus --help)");
+            stdio::error_line(&format!("toolnexus: error: {first} (see toolnexus --help)"));
             Exit::Usage.into()
         }
     }

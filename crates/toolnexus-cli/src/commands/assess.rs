@@ -221,14 +221,16 @@ fn thresholds(a: ThresholdsArgs) -> Result<Exit> {
     o.holdout = a.holdout;
     o.gate = a.gate.clone();
     let r = choose_thresholds(&run, &o).map_err(bad)?;
+    // The file first: a reader that stops early (`| head`) ends the printing,
+    // never the saving.
+    if let Some(out) = &a.out {
+        r.save(out).map_err(write_failed)?;
+        eprintln!("wrote {}", out.display());
+    }
     if a.json {
         print!("{}", r.to_json());
     } else {
         print!("{}", r.table());
-    }
-    if let Some(out) = &a.out {
-        r.save(out).map_err(write_failed)?;
-        eprintln!("wrote {}", out.display());
     }
     Ok(Exit::Success)
 }
@@ -241,14 +243,14 @@ fn calibrate(a: CalibrateArgs) -> Result<Exit> {
         seed: a.seed,
     };
     let r = calibrate_run(&run, &o).map_err(bad)?;
+    if let Some(out) = &a.out {
+        r.file.save(out).map_err(write_failed)?;
+        eprintln!("wrote {}", out.display());
+    }
     if a.json {
         print!("{}", r.file.to_json());
     } else {
         print!("{}", r.table());
-    }
-    if let Some(out) = &a.out {
-        r.file.save(out).map_err(write_failed)?;
-        eprintln!("wrote {}", out.display());
     }
     Ok(Exit::Success)
 }

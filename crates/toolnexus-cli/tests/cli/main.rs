@@ -8,6 +8,7 @@ mod errors;
 mod eval;
 mod local;
 mod serve;
+mod streams;
 mod support;
 mod tape;
 mod tape_match;

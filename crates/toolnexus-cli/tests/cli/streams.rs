@@ -1,0 +1,243 @@
+//! A closed stdout or stderr (`toolnexus assess | head -1`, `batch 2>&1 | head`)
+//! ends a command quietly with the conventional status — killed by SIGPIPE,
+//! 141 in a shell — or its own exit code; never a panic, never exit 101.
+
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::Stdio;
+
+use crate::support::{TempDir, bulk_tape, spam_questions, toolnexus, wait};
+
+/// The shipped demo: questions, labelled set and recorded decisions.
+fn demo(name: &str) -> String {
+    format!(
+        "{}/../toolnexus/examples/assess/demo.{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// Which stream's reader has gone away.
+#[derive(Debug, Clone, Copy)]
+enum Closed {
+    Stdout,
+    Stderr,
+}
+
+/// Runs `args` with `closed` a pipe whose reading end is already closed; the
+/// other stream is captured. Returns the status and what stderr said.
+fn run_closed(
+    cwd: &std::path::Path,
+    args: &[&str],
+    closed: Closed,
+) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = toolnexus(cwd, args);
+    let captured = match closed {
+        Closed::Stdout => {
+            cmd.stdout(writer).stderr(Stdio::piped());
+            true
+        }
+        Closed::Stderr => {
+            cmd.stderr(writer).stdout(Stdio::null());
+            false
+        }
+    };
+    let mut child = cmd.spawn().unwrap();
+    let err = child.stderr.take();
+    let said = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut e) = err {
+            let _ = std::io::Read::read_to_string(&mut e, &mut s);
+        }
+        s
+    });
+    let status = wait(&mut child, crate::support::DEADLINE).unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("{args:?} with a closed {closed:?} did not finish");
+    });
+    let said = said.join().unwrap();
+    assert!(captured || said.is_empty());
+    (status, said)
+}
+
+/// Quiet and conventional: SIGPIPE, or a documented exit code; no panic.
+fn assert_quiet(args: &[&str], closed: Closed, status: std::process::ExitStatus, said: &str) {
+    assert_ne!(status.code(), Some(101), "{args:?} ({closed:?}): {said}");
+    assert!(
+        status.signal() == Some(libc_sigpipe()) || matches!(status.code(), Some(0..=5 | 130 | 141)),
+        "{args:?} ({closed:?}): {status:?} {said}"
+    );
+    assert!(!said.contains("panicked"), "{args:?} ({closed:?}): {said}");
+    assert!(
+        !said.contains("RUST_BACKTRACE"),
+        "{args:?} ({closed:?}): {said}"
+    );
+    assert!(
+        !said.contains("internal error"),
+        "{args:?} ({closed:?}): {said}"
+    );
+}
+
+/// SIGPIPE's number on every Unix this runs on.
+fn libc_sigpipe() -> i32 {
+    13
+}
+
+#[test]
+fn every_subcommand_with_a_closed_stdout_ends_quietly() {
+    let dir = TempDir::new("closed-stdout");
+    let tape = dir.join("bulk.tape.json");
+    bulk_tape(&tape, 30, true);
+    let tape = tape.display().to_string();
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let states: String = (0..30).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    let states = dir.write("states.jsonl", &states);
+    let run = dir.join("run.jsonl").display().to_string();
+    let run2 = dir.join("run2.jsonl").display().to_string();
+    let th = dir.join("th.json").display().to_string();
+    let cal = dir.join("cal.json").display().to_string();
+    let cache = dir.join("c.db").display().to_string();
+    let (qs, labels, demo_tape) = (
+        demo("questions.json"),
+        demo("labels.jsonl"),
+        demo("tape.json"),
+    );
+    let assess_run = |out: &str| -> Vec<String> {
+        [
+            "assess",
+            "run",
+            "--style",
+            "tape",
+            "--tape",
+            &demo_tape,
+            "--questions",
+            &qs,
+            "--examples",
+            &labels,
+            "--out",
+            out,
+            "--no-progress",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let batch = |out: &str| -> Vec<String> {
+        [
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            out,
+            "--cache",
+            &cache,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let mut cases: Vec<Vec<String>> = vec![
+        vec!["--help".into()],
+        vec!["--version".into()],
+        vec!["eval".into()],
+        vec!["eval".into(), "--json".into()],
+        batch(&dir.join("b1.jsonl").display().to_string()),
+        vec!["tape".into(), "show".into()],
+        vec!["tape".into(), "show".into(), tape.clone(), "--json".into()],
+        vec!["tape".into(), "replay".into()],
+        vec![
+            "tape".into(),
+            "replay".into(),
+            "--tape".into(),
+            tape.clone(),
+            "--json".into(),
+        ],
+        vec!["assess".into()],
+        assess_run(&run),
+        assess_run(&run2),
+    ];
+    let more: [&[&str]; 12] = [
+        &["assess", "report", &run],
+        &["assess", "report", &run, "--json"],
+        &[
+            "assess",
+            "thresholds",
+            &run,
+            "--target-accuracy",
+            "0.9",
+            "--out",
+            &th,
+        ],
+        &["assess", "calibrate", &run, "--out", &cal],
+        &["assess", "compare", &run, &run2],
+        &["assess", "check", &run, "--thresholds", &th],
+        &["cache", "stats", &cache],
+        &["cache", "stats", &cache, "--json"],
+        &["cache", "export", &cache],
+        &["cache", "clear", &cache],
+        &[
+            "distill",
+            "--tape",
+            &tape,
+            "--out",
+            "s.json",
+            "--model-dir",
+            "no-model",
+        ],
+        &["eval", "--style", "nope"],
+    ];
+    cases.extend(
+        more.iter()
+            .map(|a| a.iter().map(|s| s.to_string()).collect()),
+    );
+    for args in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, said) = run_closed(dir.path(), &args, Closed::Stdout);
+        assert_quiet(&args, Closed::Stdout, status, &said);
+    }
+    // What ran with a closed stdout still did its work: the run files exist.
+    assert!(std::path::Path::new(&run).exists());
+    assert!(std::path::Path::new(&th).exists());
+}
+
+#[test]
+fn a_closed_stderr_ends_a_chatty_command_quietly() {
+    let dir = TempDir::new("closed-stderr");
+    let tape = dir.join("bulk.tape.json");
+    bulk_tape(&tape, 30, true);
+    let tape = tape.display().to_string();
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let states: String = (0..30).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    let states = dir.write("states.jsonl", &states);
+    let out = dir.join("out.jsonl").display().to_string();
+    let cases: [&[&str]; 4] = [
+        &["eval"],
+        &["assess"],
+        &["eval", "--style", "nope"],
+        &[
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            &out,
+        ],
+    ];
+    for args in cases {
+        let (status, said) = run_closed(dir.path(), args, Closed::Stderr);
+        assert_quiet(args, Closed::Stderr, status, &said);
+    }
+}
