@@ -24,15 +24,82 @@ pub fn json_error(e: &serde_json::Error) -> String {
     )
 }
 
+/// [`json_error`] for an error in `text`, where an input that ends too soon is
+/// placed at its last character (serde_json says "column 0" of the line after).
+pub fn json_error_in(text: &str, e: &serde_json::Error) -> String {
+    if !e.is_eof() {
+        return json_error(e);
+    }
+    let end = text.trim_end();
+    let line = end.matches('\n').count() + 1;
+    let column = end.rsplit('\n').next().map_or(0, |l| l.chars().count());
+    let full = e.to_string();
+    let what = full
+        .rsplit_once(" at line ")
+        .map_or(full.as_str(), |(what, _)| what);
+    format!("invalid JSON: the input ends at line {line}, column {column}: {what}")
+}
+
+/// Parses JSON text the way every input of the command line is read: a UTF-8
+/// byte-order mark is skipped, a syntax error names its line and column, and
+/// an object with the same key twice (a question, an option, a state field) is
+/// an error naming the key — the library's strict parser, never "the last one
+/// wins".
+pub fn parse_json_text(text: &str) -> Result<Value, String> {
+    let text = strip_bom(text);
+    let v: Value = serde_json::from_str(text).map_err(|e| json_error_in(text, &e))?;
+    if has_objects(&v) {
+        toolnexus::classifier::parse_json_strict(text.as_bytes()).map_err(|e| {
+            let d = e.detail();
+            d.strip_prefix("JSON has ").map_or(d.to_string(), |rest| {
+                let rest = rest
+                    .replacen(" twice at line ", " appears twice, at line ", 1)
+                    .replacen(" column ", ", column ", 1);
+                format!("invalid JSON: {rest}")
+            })
+        })?;
+    }
+    Ok(v)
+}
+
+/// Whether a value holds an object anywhere (only those can repeat a key).
+fn has_objects(v: &Value) -> bool {
+    match v {
+        Value::Object(_) => true,
+        Value::Array(a) => a.iter().any(has_objects),
+        _ => false,
+    }
+}
+
+/// Text without a leading UTF-8 byte-order mark.
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// Reads a whole file as text; a failure is bad input (exit 2) naming the flag.
+/// A directory says so; `/dev/stdin`, `<(…)` and other streams are read to
+/// their end like any file.
 pub fn read_file(flag: &str, path: &Path) -> Result<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| exit::usage(format!("{flag} {}: cannot read: {e}", path.display())))
+    if path.is_dir() {
+        return Err(exit::usage(format!(
+            "{flag} {}: is a directory, not a file",
+            path.display()
+        )));
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| exit::usage(format!("{flag} {}: cannot read: {e}", path.display())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        exit::usage(format!(
+            "{flag} {}: not UTF-8 text (an invalid byte at offset {at})",
+            path.display()
+        ))
+    })
 }
 
 /// Whether `arg` reads as inline JSON rather than a path.
 fn looks_inline(arg: &str) -> bool {
-    let t = arg.trim_start();
+    let t = strip_bom(arg).trim_start();
     t.starts_with(['{', '[', '"'])
         || t == "null"
         || t == "true"
@@ -41,7 +108,9 @@ fn looks_inline(arg: &str) -> bool {
 }
 
 /// Reads a JSON value given as `-` (stdin), a file path, or inline JSON. An
-/// existing file wins over inline reading; a value that is neither names both.
+/// existing path wins over inline reading (a file, a directory — refused by
+/// name — or a stream such as `/dev/stdin` or `<(…)`); a value that is
+/// neither names both.
 pub fn read_json_arg(flag: &str, arg: &str) -> Result<Value> {
     let (text, source) = if arg == "-" {
         let mut s = String::new();
@@ -49,7 +118,7 @@ pub fn read_json_arg(flag: &str, arg: &str) -> Result<Value> {
             .read_to_string(&mut s)
             .map_err(|e| exit::usage(format!("{flag} -: cannot read standard input: {e}")))?;
         (s, "standard input".to_string())
-    } else if Path::new(arg).is_file() {
+    } else if Path::new(arg).exists() {
         (read_file(flag, Path::new(arg))?, arg.to_string())
     } else if looks_inline(arg) {
         (arg.to_string(), "inline JSON".to_string())
@@ -58,8 +127,21 @@ pub fn read_json_arg(flag: &str, arg: &str) -> Result<Value> {
             "{flag} {arg}: no such file (and not inline JSON)"
         )));
     };
-    serde_json::from_str(&text)
-        .map_err(|e| exit::usage(format!("{flag} {source}: {}", json_error(&e))))
+    parse_json_text(&text).map_err(|e| exit::usage(format!("{flag} {source}: {e}")))
+}
+
+/// A state is a string, an object or an array (as the System One wire and
+/// `serve` take it); a bare number, boolean or null is refused, naming it.
+pub fn check_state(v: &Value) -> Result<(), String> {
+    let kind = match v {
+        Value::String(_) | Value::Object(_) | Value::Array(_) => return Ok(()),
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+    };
+    Err(format!(
+        "a state is a string, an object or an array, not {kind} (quote it to send text: '\"…\"')"
+    ))
 }
 
 /// Reads and checks a question set: an object of key → wire question, within
@@ -69,8 +151,26 @@ pub fn read_questions(arg: &str) -> Result<Questions> {
     parse_questions(arg, &v)
 }
 
-/// Checks a question set already read as JSON.
+/// The fields a wire question may have; `x_…` extension fields are allowed too.
+const QUESTION_FIELDS: [&str; 3] = ["type", "instructions", "criteria"];
+
+/// Checks a question set already read as JSON. A field no question has (a
+/// misspelt `instructionz`) is an error naming the question and the field,
+/// not a question silently asked without it.
 pub fn parse_questions(source: &str, v: &Value) -> Result<Questions> {
+    if let Value::Object(questions) = v {
+        for (key, q) in questions {
+            let Value::Object(fields) = q else { continue };
+            if let Some(field) = fields
+                .keys()
+                .find(|f| !QUESTION_FIELDS.contains(&f.as_str()) && !f.starts_with("x_"))
+            {
+                return Err(exit::usage(format!(
+                    "--questions {source}: question {key:?}: unknown field {field:?} (a question has \"type\", \"instructions\" and \"criteria\")"
+                )));
+            }
+        }
+    }
     let questions =
         questions_from_wire(v).map_err(|e| exit::usage(format!("--questions {source}: {e}")))?;
     validate_questions(&questions)
@@ -87,14 +187,31 @@ pub fn jsonl_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 /// Parses one JSONL line: the error names the line (`line 7: invalid JSON at column 3: …`).
+/// A byte-order mark (on the first line of a file) is skipped; a key twice in
+/// an object is an error naming it.
 pub fn parse_line(n: usize, text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| {
+    let text = strip_bom(text);
+    let v: Value = serde_json::from_str(text).map_err(|e| {
         let full = e.to_string();
         let what = full
             .rsplit_once(" at line ")
             .map_or(full.as_str(), |(what, _)| what);
-        format!("line {n}: invalid JSON at column {}: {what}", e.column())
-    })
+        let column = if e.is_eof() {
+            text.trim_end().chars().count()
+        } else {
+            e.column()
+        };
+        format!("line {n}: invalid JSON at column {column}: {what}")
+    })?;
+    if has_objects(&v) {
+        toolnexus::classifier::parse_json_strict(text.as_bytes()).map_err(|e| {
+            let d = e.detail();
+            let d = d.strip_prefix("JSON has ").unwrap_or(d);
+            let d = d.split(" twice at line ").next().unwrap_or(d);
+            format!("line {n}: invalid JSON: {d} appears twice")
+        })?;
+    }
+    Ok(v)
 }
 
 /// Whether two paths name one file (same device and inode), whatever their
@@ -169,6 +286,56 @@ mod tests {
         assert!(e.to_string().contains("is the run input"), "{e}");
         assert_eq!(crate::exit::exit_of(&e), crate::exit::Exit::Usage);
         assert!(refuse_overwrite("--out", &dir.join("new.json"), &[("run", &run)]).is_ok());
+    }
+
+    #[test]
+    fn streams_directories_boms_and_repeated_keys_are_named() {
+        let dir =
+            std::env::temp_dir().join(format!("toolnexus-cli-input-s-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.display().to_string();
+        let e = read_json_arg("--questions", &d).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("--questions {d}: is a directory, not a file")
+        );
+        let bom = dir.join("bom.json");
+        std::fs::write(&bom, "\u{feff}{\"a\": 1}").unwrap();
+        assert_eq!(
+            read_json_arg("--state", &bom.display().to_string()).unwrap(),
+            serde_json::json!({"a": 1})
+        );
+        let e = read_json_arg("--questions", r#"{"q": {"type": "noul", "type": "score"}}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--questions inline JSON: invalid JSON: the key \"type\" appears twice, at line 1, column 29"
+        );
+        let e = read_json_arg(
+            "--questions",
+            "{\"q\": {\"type\": \"noul\",\n  \"instructions\": \"x\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--questions inline JSON: invalid JSON: the input ends at line 2, column 21: EOF while parsing an object"
+        );
+        let v = serde_json::json!({"s": {"type": "noul", "instructionz": "x"}});
+        let e = parse_questions("q.json", &v).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--questions q.json: question \"s\": unknown field \"instructionz\" (a question has \"type\", \"instructions\" and \"criteria\")"
+        );
+        let v = serde_json::json!({"s": {"type": "noul", "instructions": "x", "x_trace": 1}});
+        assert!(parse_questions("q.json", &v).is_ok());
+        assert_eq!(
+            parse_line(1, "\u{feff}{\"a\":1}").unwrap(),
+            serde_json::json!({"a": 1})
+        );
+        assert_eq!(
+            parse_line(3, r#"{"a":1,"a":2}"#).unwrap_err(),
+            "line 3: invalid JSON: the key \"a\" appears twice"
+        );
     }
 
     #[test]

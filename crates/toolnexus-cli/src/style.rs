@@ -96,6 +96,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             }
         }
     };
+    refuse_unused_flags(live, style, offline_reason.as_deref())?;
     if let (Some(m), false) = (args.tape_match, style == StyleName::Tape) {
         return Err(exit::usage(format!(
             "--match {m}: only --style tape matches recordings that way (this is --style {})",
@@ -157,6 +158,65 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 cascade: None,
             })
         }
+    }
+}
+
+/// A connection flag given to a style that has no use for it is an error
+/// naming the flag, never silently ignored (`--model` on a tape would
+/// otherwise look like it picked a model).
+fn refuse_unused_flags(live: &LiveArgs, style: StyleName, offline: Option<&str>) -> Result<()> {
+    // `--retries` is left out: `serve` sets its own default (none) for any style.
+    let given: [(&str, bool); 7] = [
+        ("--model", live.model.is_some()),
+        ("--base-url", live.base_url.is_some()),
+        ("--backend", live.backend.is_some()),
+        ("--api-key-env", live.api_key_env.is_some()),
+        ("--chat-style", live.chat_style.is_some()),
+        ("--logprobs", live.logprobs),
+        ("--timeout-ms", live.timeout_ms.is_some()),
+    ];
+    let takes = |flag: &str| match style {
+        StyleName::SystemOne => !matches!(flag, "--chat-style" | "--logprobs"),
+        StyleName::Llm => flag != "--backend",
+        // The Static style names its decisions' model after --model.
+        StyleName::Static => flag == "--model",
+        StyleName::Tape | StyleName::Local | StyleName::Student => false,
+    };
+    let Some((flag, _)) = given.iter().find(|(flag, set)| *set && !takes(flag)) else {
+        return Ok(());
+    };
+    // `--api-key-env` with no key set: the demo fallback explains itself below.
+    if let Some(why) = offline {
+        return Err(exit::usage(format!(
+            "{flag}: {why}, so this replays the built-in demo tape, which has no use for {flag}; \
+             set the key, or name the style with --style"
+        )));
+    }
+    let goes_with = match style {
+        StyleName::SystemOne => "--style llm",
+        StyleName::Llm => "--style systemone",
+        _ => "--style systemone or llm",
+    };
+    Err(exit::usage(format!(
+        "{flag}: --style {} has no use for it (it goes with {goes_with})",
+        style.as_str()
+    )))
+}
+
+/// How to get a real answer when a command fell back to the demo tape: the
+/// embedded model when it is on this machine, else how to fetch it; or the key.
+pub fn real_answer_hint(live: &LiveArgs) -> String {
+    let var = key_env(live);
+    let present = toolnexus_local::model_dir(None, &toolnexus::classifier::EnvSource::process())
+        .is_ok_and(|d| d.join("model.safetensors").is_file() && d.join("tokenizer.json").is_file());
+    if present {
+        format!(
+            "for a real answer use --style local (the embedded model, on this machine) or set {var}"
+        )
+    } else {
+        format!(
+            "for a real answer set {var}, or run `toolnexus model fetch` once and use --style local"
+        )
     }
 }
 

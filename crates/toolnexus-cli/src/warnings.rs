@@ -179,14 +179,4 @@ mod tests {
         };
         assert_eq!(t.render(), "question \"route\": descriptions too alike");
     }
-
-    #[test]
-    fn only_warnings_of_the_toolnexus_crates_are_taken() {
-        let w = Warnings::default();
-        tracing::subscriber::with_default(w, || {
-            assert!(tracing::enabled!(target: "toolnexus::cache", Level::WARN));
-            assert!(!tracing::enabled!(target: "toolnexus::cache", Level::INFO));
-            assert!(!tracing::enabled!(target: "hyper", Level::WARN));
-        });
-    }
 }

@@ -31,8 +31,16 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
         }
     };
     if let (Some(why), Some((_, label))) = (&built.offline_reason, &built.tape) {
+        // The user's own questions: the demo tape has none of their answers.
+        let hint = match &args.questions {
+            Some(_) => format!(
+                ", which answers only its own recordings; {}",
+                style::real_answer_hint(&args.style.live)
+            ),
+            None => String::new(),
+        };
         status(format!(
-            "offline: {why}; replaying {label} (call {:?})",
+            "offline: {why}; replaying {label} (call {:?}){hint}",
             built.call
         ));
     }
@@ -85,11 +93,12 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
 /// value names where an example came from.
 fn inputs(args: &EvalArgs, built: &Built) -> Result<(Questions, Value, Option<String>)> {
     match (&args.questions, &args.state) {
-        (Some(q), Some(s)) => Ok((
-            input::read_questions(q)?,
-            input::read_json_arg("--state", s)?,
-            None,
-        )),
+        (Some(q), Some(s)) => {
+            let questions = input::read_questions(q)?;
+            let state = input::read_json_arg("--state", s)?;
+            input::check_state(&state).map_err(|e| exit::usage(format!("--state {s}: {e}")))?;
+            Ok((questions, state, None))
+        }
         (Some(_), None) => Err(exit::usage("--state is required with --questions")),
         (None, Some(_)) => Err(exit::usage("--questions is required with --state")),
         (None, None) => {
