@@ -6,6 +6,7 @@ mod batch;
 mod cache;
 mod errors;
 mod eval;
+mod inputs;
 mod local;
 mod serve;
 mod streams;

@@ -1,0 +1,171 @@
+//! What a new user runs into first: input errors that name the real problem,
+//! a first run that explains itself, and the library's warnings said once.
+
+use std::process::Stdio;
+
+use crate::support::{TempDir, Upstream, tn, toolnexus};
+
+#[test]
+fn input_errors_name_the_real_problem() {
+    let dir = TempDir::new("inputs");
+    let q = dir.write(
+        "q.json",
+        r#"{"spam": {"type": "noul", "instructions": "Is this spam?"}}"#,
+    );
+    dir.write("bom.json", "\u{feff}{\"spam\": {\"type\": \"noul\"}}");
+    std::fs::create_dir(dir.join("qdir")).unwrap();
+    dir.write(
+        "twice.json",
+        "{\"spam\": {\"type\": \"noul\",\n  \"type\": \"score\"}}",
+    );
+    dir.write(
+        "option.json",
+        r#"{"desk": {"type": "choice", "instructions": "?", "criteria": {"a": "x", "a": "y"}}}"#,
+    );
+    dir.write(
+        "field.json",
+        r#"{"spam": {"type": "noul", "instrucions": "Is this spam?"}}"#,
+    );
+    dir.write("short.json", "{\"spam\": {\"type\": \"noul\",\n");
+
+    #[rustfmt::skip]
+    let cases: &[(&[&str], &str)] = &[
+        (&["eval", "--questions", "qdir", "--state", "{}"], "--questions qdir: is a directory, not a file"),
+        (&["eval", "--questions", "twice.json", "--state", "{}"], "--questions twice.json: invalid JSON: the key \"type\" appears twice, at line 2, column 8"),
+        (&["eval", "--questions", "option.json", "--state", "{}"], "invalid JSON: the key \"a\" appears twice"),
+        (&["eval", "--questions", "field.json", "--state", "{}"], "question \"spam\": unknown field \"instrucions\""),
+        (&["eval", "--questions", "short.json", "--state", "{}"], "--questions short.json: invalid JSON: the input ends at line 1, column 25"),
+        (&["eval", "--questions", &q, "--state", "42"], "--state 42: a state is a string, an object or an array, not a number"),
+        (&["eval", "--questions", &q, "--state", "true"], "not a boolean"),
+        (&["eval", "--questions", &q, "--state", "null"], "not null"),
+        (&["eval", "--style", "tape", "--model", "jev-1.13"], "--model: --style tape has no use for it"),
+        (&["eval", "--style", "static", "--base-url", "http://127.0.0.1:9"], "--base-url: --style static has no use for it"),
+        (&["eval", "--style", "local", "--base-url", "http://127.0.0.1:9"], "--base-url: --style local has no use for it"),
+        (&["eval", "--model", "jev-1.13"], "--model: no TYPESAFE_API_KEY set, so this replays the built-in demo tape"),
+    ];
+    for (args, want) in cases {
+        let out = tn(dir.path(), args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(want),
+            "{args:?}: want {want:?}, got {}",
+            out.stderr
+        );
+    }
+
+    // A byte-order mark is accepted; /dev/stdin is read as a stream.
+    let mut cmd = toolnexus(
+        dir.path(),
+        &[
+            "eval",
+            "--questions",
+            "bom.json",
+            "--state",
+            "/dev/stdin",
+            "--json",
+        ],
+    );
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"\"hello\"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // It got past reading both (the demo tape has no such recording: exit 3).
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("no recorded decision"), "{stderr}");
+}
+
+#[test]
+fn a_first_run_with_own_questions_says_how_to_get_a_real_answer() {
+    let dir = TempDir::new("inputs-first");
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--questions",
+            r#"{"spam": {"type": "noul", "instructions": "Is this spam?"}}"#,
+            "--state",
+            "\"win a prize now\"",
+        ],
+    );
+    let first = out.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("offline: no TYPESAFE_API_KEY set; replaying the built-in demo tape"),
+        "{out:?}"
+    );
+    assert!(first.contains("for a real answer"), "{first}");
+    assert!(first.contains("TYPESAFE_API_KEY"), "{first}");
+    assert!(first.contains("--style local"), "{first}");
+}
+
+/// A choice whose options carry no description, answered with an extra key
+/// nobody asked, over several states: each warning once, `--quiet` none.
+#[test]
+fn library_warnings_are_printed_once_each_and_quiet_silences_them() {
+    let dir = TempDir::new("inputs-warn");
+    let upstream = Upstream::start(|_| {
+        (
+            200,
+            vec![],
+            r#"{"model": "m", "answers": {
+                "route": {"type": "choice", "choice": "a", "probabilities": {"a": 0.7, "b": 0.3}, "confidence": 0.7},
+                "surprise": {"type": "noul", "noul": 0.5}}}"#
+                .to_string(),
+        )
+    });
+    let q = dir.write(
+        "q.json",
+        r#"{"route": {"type": "choice", "instructions": "Where to?", "criteria": {"a": null, "b": null}}}"#,
+    );
+    let states = dir.write("s.jsonl", "\"one\"\n\"two\"\n\"three\"\n");
+    for quiet in [false, true] {
+        let out_file = dir
+            .join(&format!("out-{quiet}.jsonl"))
+            .display()
+            .to_string();
+        let mut args = vec![
+            "batch",
+            "--style",
+            "systemone",
+            "--base-url",
+            &upstream.base_url,
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            &out_file,
+            "--no-progress",
+            "--concurrency",
+            "1",
+        ];
+        if quiet {
+            args.push("--quiet");
+        }
+        let out = tn(dir.path(), &args);
+        assert_eq!(out.code, 0, "{out:?}");
+        let warnings: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("toolnexus: warning: "))
+            .collect();
+        if quiet {
+            assert!(warnings.is_empty(), "{}", out.stderr);
+            continue;
+        }
+        assert_eq!(warnings.len(), 2, "{}", out.stderr);
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("\"route\"") && w.contains("description")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("surprise")),
+            "{warnings:?}"
+        );
+    }
+}
