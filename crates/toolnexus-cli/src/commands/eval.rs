@@ -44,13 +44,6 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
             built.call
         ));
     }
-    if built.style == StyleName::Local {
-        status(
-            "heuristic: the zero-shot style compares the state with the question's own words on this machine; \
-             good for topical choices only, not calibrated"
-                .to_string(),
-        );
-    }
     if let Some(source) = &example {
         status(format!(
             "example: {source}; state {}",
@@ -64,6 +57,19 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
         .evaluate_ctx(ctx, state, &questions)
         .await
         .map_err(|e| exit::eval(format!("{} ({})", e, style::describe(&built))))?;
+    // Said after the answer, so it agrees with the decision's own `calibrated`
+    // (a --calibration file may have applied).
+    if built.style == StyleName::Local {
+        status(format!(
+            "heuristic: the zero-shot style compares the state with the question's own words on this machine; \
+             good for topical choices only, {}",
+            if decision.calibrated {
+                "calibrated by --calibration"
+            } else {
+                "not calibrated"
+            }
+        ));
+    }
 
     match (args.json, &bands) {
         (true, None) => println!("{}", render::decision_json(&decision)),
@@ -75,7 +81,10 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
             })
         ),
         (false, _) => {
-            if example.is_some() || built.offline_reason.is_some() {
+            if example.is_some()
+                || built.offline_reason.is_some()
+                || built.style == StyleName::Local
+            {
                 println!();
             }
             print!("{}", render::decision_table(&decision));
