@@ -90,7 +90,7 @@ pub use content::{Content, IntoDescription};
 pub(crate) use decision::check_coherence;
 pub use decision::{
     BoxAnswer, BoxCoordinates, ChoiceAnswer, Decision, DecisionAnswer, NEAR_UNIFORM_TOLERANCE,
-    NoulAnswer, ScoreAnswer, near_uniform,
+    NoulAnswer, ScoreAnswer, choice_confidence, near_uniform, score_confidence,
 };
 pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,

@@ -36,6 +36,76 @@ pub fn near_uniform(probabilities: &BTreeMap<String, f64>) -> bool {
     near_uniform_values(probabilities.values().copied(), probabilities.len())
 }
 
+/// The confidence of a choice over `n` options whose top probability is `m`,
+/// by TypeSafe's documented formula: `(m − 1/n) / (1 − 1/n)`, so a flat
+/// distribution is 0 and a certain one 1, whatever `n` (1 when `n ≤ 1`).
+/// Clamped to [0, 1] against rounding; a NaN probability gives NaN (never a
+/// confident-looking number). Every style that computes a choice distribution
+/// itself (the local styles, log-probability Llm mode, the calibrating
+/// wrapper) reports this, so a confidence means the same thing whoever
+/// produced it; a decoded `confidence` is taken as sent.
+///
+/// ```
+/// use toolnexus::classifier::choice_confidence;
+///
+/// assert_eq!(choice_confidence(&[1.0]), 1.0);
+/// assert_eq!(choice_confidence(&[0.5, 0.5]), 0.0);
+/// assert!((choice_confidence(&[0.7, 0.3]) - 0.4).abs() < 1e-12);
+/// assert!((choice_confidence(&[0.6, 0.3, 0.1]) - 0.4).abs() < 1e-12);
+/// ```
+pub fn choice_confidence(probabilities: &[f64]) -> f64 {
+    let n = probabilities.len();
+    if n <= 1 {
+        return 1.0;
+    }
+    if probabilities.iter().any(|p| p.is_nan()) {
+        return f64::NAN;
+    }
+    let m = probabilities.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let uniform = 1.0 / n as f64;
+    ((m - uniform) / (1.0 - uniform)).clamp(0.0, 1.0)
+}
+
+/// The confidence of a score over `n` ordered levels with probabilities
+/// `p[0..n]` (lowest level first), by TypeSafe's documented formula:
+/// `max(0, 1 − Σ pᵢ·|i − k| / U(n))`, where `k` is the mode (the first most
+/// probable level on a tie) and `U(n) = Σᵢ |i − (n−1)/2| / n` is the expected
+/// distance from the middle under a flat distribution (1 when `n ≤ 1`). All
+/// mass on one level is 1; mass spread as far as a flat distribution is 0.
+/// A NaN probability gives NaN.
+///
+/// ```
+/// use toolnexus::classifier::score_confidence;
+///
+/// assert_eq!(score_confidence(&[0.0, 1.0, 0.0]), 1.0);
+/// assert_eq!(score_confidence(&[0.5, 0.5]), 0.0);
+/// // n = 3: U = 2/3; mode 0; spread 0.3·1 + 0.1·2 = 0.5; 1 − 0.5 / (2/3) = 0.25.
+/// assert!((score_confidence(&[0.6, 0.3, 0.1]) - 0.25).abs() < 1e-12);
+/// ```
+pub fn score_confidence(probabilities: &[f64]) -> f64 {
+    let n = probabilities.len();
+    if n <= 1 {
+        return 1.0;
+    }
+    if probabilities.iter().any(|p| p.is_nan()) {
+        return f64::NAN;
+    }
+    let mut k = 0;
+    for (i, &p) in probabilities.iter().enumerate() {
+        if p > probabilities[k] {
+            k = i;
+        }
+    }
+    let middle = (n as f64 - 1.0) / 2.0;
+    let flat: f64 = (0..n).map(|i| (i as f64 - middle).abs()).sum::<f64>() / n as f64;
+    let spread: f64 = probabilities
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| p * (i as f64 - k as f64).abs())
+        .sum();
+    (1.0 - spread / flat).clamp(0.0, 1.0)
+}
+
 pub(crate) fn near_uniform_values(values: impl Iterator<Item = f64>, n: usize) -> bool {
     match n {
         0 => false,
@@ -631,6 +701,43 @@ fn check_answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SPEC §16's formulas, by hand: n = 1, 2, 3, 10; ties at the mode.
+    #[test]
+    fn confidence_follows_the_documented_formulas() {
+        #[rustfmt::skip]
+        let choice: &[(&[f64], f64)] = &[
+            (&[1.0], 1.0),
+            (&[0.5, 0.5], 0.0),
+            (&[0.9, 0.1], 0.8),           // (0.9 − 0.5) / 0.5
+            (&[0.2, 0.5, 0.3], 0.25),     // (0.5 − 1/3) / (2/3)
+            (&[0.4, 0.4, 0.2], 0.1),      // a tie at the top: (0.4 − 1/3) / (2/3)
+            (&[0.1; 10], 0.0),
+            (&[0.55, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05], 0.5), // (0.55 − 0.1) / 0.9
+        ];
+        for (p, want) in choice {
+            let got = choice_confidence(p);
+            assert!((got - want).abs() < 1e-12, "choice {p:?}: {got} != {want}");
+        }
+        #[rustfmt::skip]
+        let score: &[(&[f64], f64)] = &[
+            (&[1.0], 1.0),
+            (&[0.5, 0.5], 0.0),           // U(2) = 0.5, mode 0, spread 0.5
+            (&[0.8, 0.2], 0.6),           // 1 − 0.2 / 0.5
+            (&[0.25, 0.5, 0.25], 0.25),   // U(3) = 2/3, spread 0.5
+            (&[0.4, 0.2, 0.4], 0.0),      // tie at the mode: the first (0); spread 0.2 + 0.8 = 1.0 ≥ U
+            (&[0.2, 0.4, 0.4], 0.1),      // tie: mode 1; spread 0.2 + 0.4 = 0.6; 1 − 0.6 / (2/3)
+            (&[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], 1.0),
+            (&[0.1; 10], 0.0),            // flat: spread from mode 0 is 4.5 > U(10) = 2.5
+            (&[0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0], 0.8), // mode 4, spread 0.5, 1 − 0.5 / 2.5
+        ];
+        for (p, want) in score {
+            let got = score_confidence(p);
+            assert!((got - want).abs() < 1e-12, "score {p:?}: {got} != {want}");
+        }
+        assert!(choice_confidence(&[f64::NAN, 0.5]).is_nan());
+        assert!(score_confidence(&[0.5, f64::NAN]).is_nan());
+    }
 
     fn p(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()

@@ -750,12 +750,14 @@ async fn logprob_mode_derives_distributions_from_answer_tokens() {
     assert_eq!(desk.choice, "billing");
     assert!(close(desk.probabilities["billing"], 0.7 / 0.9));
     assert!(close(desk.probabilities["shipping"], 0.2 / 0.9));
-    assert!(close(desk.confidence, 0.7 / 0.9));
+    // SPEC §16: (m − 1/n) / (1 − 1/n) with m = 7/9, n = 2.
+    assert!(close(desk.confidence, (0.7 / 0.9 - 0.5) / 0.5));
     assert!(!desk.near_uniform);
     let urgency = d.score("urgency").unwrap();
     assert!(close(urgency.score, 0.5 + 2.0 * 0.3));
     assert!(close(urgency.probabilities["0"], 0.2));
-    assert!(close(urgency.confidence, 0.5));
+    // Mode 1, spread 0.2 + 0.3 = 0.5 over U(3) = 2/3.
+    assert!(close(urgency.confidence, 0.25));
     assert_eq!(urgency.levels(), ["can wait", "today", "now"]);
 }
 

@@ -5,8 +5,8 @@
 //! | kind | answer tokens | answer |
 //! |---|---|---|
 //! | noul | `yes`, `no` (any case) | `noul` = P(yes) / (P(yes) + P(no)) |
-//! | choice | `A`, `B`, … one letter per option in id order (at most 26) | probabilities over ids, the most likely id, confidence = its probability |
-//! | score | `0` … `n−1` | probabilities over levels, score = expected level, confidence = the top probability |
+//! | choice | `A`, `B`, … one letter per option in id order (at most 26) | probabilities over ids, the most likely id, confidence by [`choice_confidence`] |
+//! | score | `0` … `n−1` | probabilities over levels, score = expected level, confidence by [`score_confidence`] |
 //!
 //! The first generated position whose alternatives name any answer token is
 //! read; the mass of tokens that are not answer tokens is dropped and the rest
@@ -21,7 +21,7 @@ use super::prompt::{self, render_question};
 use crate::canonical::write_canonical;
 use crate::classifier::{
     ChoiceAnswer, Decision, DecisionAnswer, NoulAnswer, Question, Questions, ScoreAnswer,
-    near_uniform,
+    choice_confidence, near_uniform, score_confidence,
 };
 use crate::client::{ChatMessage, ChatReply, Client, RequestShape, TokenLogprob};
 use crate::context::EvalContext;
@@ -174,7 +174,7 @@ pub(crate) fn answer_from(q: &Question, p: &[f64]) -> DecisionAnswer {
                 choice: c.criteria.keys().nth(best).cloned().unwrap_or_default(),
                 near_uniform: near_uniform(&probabilities),
                 probabilities,
-                confidence: top,
+                confidence: choice_confidence(p),
             })
         }
         Question::Score(s) => DecisionAnswer::Score(ScoreAnswer {
@@ -190,7 +190,7 @@ pub(crate) fn answer_from(q: &Question, p: &[f64]) -> DecisionAnswer {
                 .enumerate()
                 .map(|(i, x)| (i.to_string(), *x))
                 .collect(),
-            confidence: top,
+            confidence: score_confidence(p),
         }),
         // `constrained_prompt` refuses a box question before any request is made,
         // so no distribution over labels exists for one.
@@ -352,10 +352,9 @@ mod tests {
         let DecisionAnswer::Choice(c) = answer_from(&q, &[0.2, 0.5, 0.3]) else {
             panic!()
         };
-        assert_eq!(
-            (c.choice.as_str(), c.confidence, c.near_uniform),
-            ("b", 0.5, false)
-        );
+        // SPEC §16: (0.5 − 1/3) / (1 − 1/3) = 0.25, not the top probability.
+        assert_eq!((c.choice.as_str(), c.near_uniform), ("b", false));
+        assert!((c.confidence - 0.25).abs() < 1e-12, "{}", c.confidence);
         let q: Question = ScoreQuestion {
             instructions: "?".into(),
             criteria: vec!["l".into(), "m".into(), "h".into()],
@@ -364,7 +363,9 @@ mod tests {
         let DecisionAnswer::Score(s) = answer_from(&q, &[0.25, 0.5, 0.25]) else {
             panic!()
         };
-        assert_eq!((s.score, s.confidence), (1.0, 0.5));
+        // Mode 1, spread 0.5, U(3) = 2/3: 1 − 0.75 = 0.25.
+        assert_eq!(s.score, 1.0);
+        assert!((s.confidence - 0.25).abs() < 1e-12, "{}", s.confidence);
         assert_eq!(s.levels(), ["l", "m", "h"]);
         let q: Question = NoulQuestion::default().into();
         let DecisionAnswer::Noul(n) = answer_from(&q, &[0.8, 0.2]) else {
