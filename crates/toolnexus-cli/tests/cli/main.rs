@@ -8,6 +8,7 @@ mod errors;
 mod eval;
 mod local;
 mod serve;
+mod serve_bounds;
 mod support;
 mod tape;
 mod tape_match;
