@@ -882,10 +882,10 @@ fn failure(e: &ClassifierError, hints: &Hints) -> Response {
         }
         _ => problem(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
     };
-    if let Some(d) = e.retry_after() {
-        if let Ok(v) = HeaderValue::from_str(&retry_after_secs(d).to_string()) {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(d) = e.retry_after()
+        && let Ok(v) = HeaderValue::from_str(&retry_after_secs(d).to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
     }
     upstream_id(&mut resp, e.request_id());
     resp
