@@ -306,6 +306,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         body_timeout: args.body_timeout,
         log_misses: args.log_misses,
     });
+    let stop = shutdown();
     // The first line is what scripts and tests read to find the server.
     say(format_args!("listening on http://{addr}"));
     if let Some(why) = &built.offline_reason {
@@ -337,7 +338,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         shutdown_grace: args.shutdown_grace,
     };
     let wire: Arc<dyn conn::Wire> = app.clone();
-    let stopped = conn::serve(listener, router(app), limits, wire, shutdown()).await;
+    let stopped = conn::serve(listener, router(app), limits, wire, stop).await;
     if stopped.cut > 0 {
         let s = if stopped.cut == 1 { "" } else { "s" };
         log(format_args!(
@@ -475,25 +476,49 @@ fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
-async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on Ctrl-C or, on Unix, SIGTERM. The handlers are installed
+/// here, before the address is printed, so a signal sent as soon as the
+/// address is known still stops the server gracefully.
+fn shutdown() -> impl Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    async move {
+        #[cfg(unix)]
+        {
+            let (mut int, mut term) = signals;
+            let int = async {
+                match int.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            };
+            let term = async {
+                match term.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = int => {},
+                _ = term => {},
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

@@ -253,6 +253,39 @@ fn idle_and_slow_connections_leave_a_normal_request_answered_and_idle_ones_close
 }
 
 #[test]
+fn a_head_trickled_a_byte_at_a_time_is_cut_at_the_header_timeout() {
+    let dir = TempDir::new("serve-slow-head");
+    let server = Served::start(dir.path(), &["--style", "static", "--header-timeout", "1s"]);
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut writer = s.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..600 {
+            std::thread::sleep(Duration::from_millis(100));
+            if writer.write_all(b"a").is_err() {
+                return true;
+            }
+        }
+        false
+    });
+    let started = Instant::now();
+    assert!(
+        closed_within(&mut s, Duration::from_secs(30)),
+        "a head still arriving after --header-timeout 1s kept its connection (the idle timeout is 60s)"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(s);
+    let _ = trickle.join();
+    let r = request(&server.addr, "GET", "/v1/models", &[], b"");
+    assert_eq!(r.status, 200, "{r:?}");
+}
+
+#[test]
 fn a_slow_body_holds_a_concurrency_slot_no_longer_than_the_body_timeout() {
     let dir = TempDir::new("serve-slow-slot");
     let server = Served::start(

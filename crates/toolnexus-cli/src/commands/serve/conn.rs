@@ -152,6 +152,8 @@ struct Activity {
     first_byte: AtomicU64,
     /// Requests handed to the router and not yet answered.
     in_flight: AtomicUsize,
+    /// Woken when a first byte moves the deadline closer.
+    moved: tokio::sync::Notify,
 }
 
 impl Activity {
@@ -161,6 +163,7 @@ impl Activity {
             waiting_since: AtomicU64::new(0),
             first_byte: AtomicU64::new(NONE),
             in_flight: AtomicUsize::new(0),
+            moved: tokio::sync::Notify::new(),
         }
     }
 
@@ -169,13 +172,13 @@ impl Activity {
     }
 
     fn received(&self) {
-        if self.first_byte.load(Ordering::Relaxed) == NONE {
-            let _ = self.first_byte.compare_exchange(
-                NONE,
-                self.now_ms(),
-                Ordering::SeqCst,
-                Ordering::Relaxed,
-            );
+        if self.first_byte.load(Ordering::Relaxed) == NONE
+            && self
+                .first_byte
+                .compare_exchange(NONE, self.now_ms(), Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.moved.notify_one();
         }
     }
 
@@ -256,6 +259,7 @@ async fn connection(
             .unwrap_or_else(|| Instant::now() + recheck);
         tokio::select! {
             _ = conn.as_mut() => break,
+            _ = activity.moved.notified() => {}
             _ = tokio::time::sleep_until(wake) => {
                 if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
                     break;
