@@ -1,8 +1,8 @@
 //! The command line, as clap derive types. Parsing only: every value here is
 //! checked and turned into library options in [`crate::style`] and the commands.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -430,9 +430,11 @@ pub struct ShowArgs {
 /// `toolnexus serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// The address to listen on; port 0 picks a free port (the bound address is printed).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
-    pub addr: SocketAddr,
+    /// The address to listen on, HOST:PORT: an IP address or a host name
+    /// (`localhost:8787`; of the addresses a name resolves to, loopback ones
+    /// are tried first); port 0 picks a free port (the bound address is printed).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8787")]
+    pub addr: String,
     /// Largest request body accepted, in bytes (larger: HTTP 413).
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
@@ -448,10 +450,37 @@ pub struct ServeArgs {
     /// question's bands (the body stays the System One wire).
     #[arg(long, value_name = "FILE")]
     pub thresholds: Option<PathBuf>,
-    /// At most this many evaluations in flight; beyond it a request is shed at
-    /// once with 529 and `Retry-After: 1` (the SDKs retry it).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_concurrency: Option<u32>,
+    /// At most this many evaluations in flight (default 64); beyond it a
+    /// request is shed at once with 529 and `Retry-After: 1` (the SDKs retry it).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrency: u32,
+    /// At most this many connections open at once (default 512); one beyond it
+    /// is answered 529 and closed at once, never queued.
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Once a request's first byte has arrived, its whole head (request line
+    /// and headers) must arrive within this time, or the connection is closed
+    /// (default 10s; a number with ms, s or m, bare = seconds).
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_serve_time)]
+    pub header_timeout: Duration,
+    /// A request's whole body must arrive within this time of its head, or it
+    /// is answered 408 and the connection closed; a slow body holds a
+    /// --max-concurrency slot no longer (default 30s).
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_serve_time)]
+    pub body_timeout: Duration,
+    /// A connection waiting for a request (fresh or kept alive) that sends
+    /// nothing for this long is closed (default 60s).
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_serve_time)]
+    pub idle_timeout: Duration,
+    /// On Ctrl-C or SIGTERM: stop accepting, let requests in flight finish for
+    /// at most this long, then close what is still open and exit (default 10s).
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_serve_time)]
+    pub shutdown_grace: Duration,
+    /// Log why a replay missed (the nearest recording, which may quote
+    /// recorded states and questions) to stderr; the client's 404 only ever
+    /// names the call.
+    #[arg(long)]
+    pub log_misses: bool,
     /// A decision cache (SQLite file, shareable with `batch --cache`): hits are
     /// answered without asking the style and carry `x-toolnexus-cache: hit`.
     #[arg(long, value_name = "FILE")]
@@ -464,6 +493,29 @@ pub struct ServeArgs {
     /// Where decisions come from (default with no key set: static over the built-in demo tape).
     #[command(flatten)]
     pub style: StyleArgs,
+}
+
+/// A time for `serve`'s bounds: a number with `ms`, `s` or `m`, bare = seconds;
+/// more than zero.
+fn parse_serve_time(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&t[..i], t[i..].trim()),
+        None => (t, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a time (e.g. 250ms, 10s, 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (want ms, s or m)")),
+    };
+    if !(secs > 0.0 && secs <= 86_400.0 * 365.0) {
+        return Err(format!("{s:?}: want more than zero and at most a year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// `toolnexus assess`: a subcommand, or none for the offline demo.
@@ -671,5 +723,17 @@ mod tests {
             first.contains("unknown style \"chat\" (want systemone|llm|static|tape|local|student)"),
             "{first}"
         );
+    }
+
+    #[test]
+    fn serve_times_take_a_unit_and_refuse_nonsense() {
+        assert_eq!(parse_serve_time("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_serve_time("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_serve_time("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_serve_time("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_serve_time("1.5s"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "0", "0s", "-1s", "10h", "s", "1e9"] {
+            assert!(parse_serve_time(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -29,15 +29,28 @@
 //! - With `--fallback-base-url URL` (repeatable), an unavailable System One
 //!   endpoint (timeout, transport, 5xx, 529, 429 after retries) passes the
 //!   request to the next; 4xx, decode and coherence errors answer as they are.
-//! - With `--max-concurrency N`, a request beyond N evaluations in flight is
-//!   shed at once: 529 `overloaded_error` with `Retry-After: 1`, its body
+//! - A request beyond `--max-concurrency` evaluations in flight (default 64)
+//!   is shed at once: 529 `overloaded_error` with `Retry-After: 1`, its body
 //!   unread. With `--cache FILE`, hits carry `x-toolnexus-cache: hit`.
-//! - Ctrl-C or SIGTERM stops accepting, lets requests in flight finish, and exits 0.
+//! - Every connection is bounded (see [`conn`]): `--max-connections`,
+//!   `--header-timeout`, `--idle-timeout`; a body that has not arrived within
+//!   `--body-timeout` is a 408 and frees its slot. The errors the HTTP layer
+//!   answers by itself (a 431 for headers too large, a 400 for a broken head)
+//!   carry the same wire error body.
+//! - A replay miss is a 404 naming the call only: never the recorded or the
+//!   requested state or questions (`--log-misses` puts why it missed in the
+//!   server's log). `GET /v1/models` never shows a file path.
+//! - Output never stops the server: a closed stdout or stderr (the access log,
+//!   the start-up lines) is ignored and requests are still answered.
+//! - Ctrl-C or SIGTERM stops accepting, lets requests in flight finish for at
+//!   most `--shutdown-grace` (default 10 s), closes what is left, and exits 0.
 
 mod body;
+mod conn;
 mod request;
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +59,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{Extension, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -95,7 +108,28 @@ struct App {
     /// `--thresholds`: per-question bands for the verdicts header.
     bands: Option<BTreeMap<String, Bands>>,
     /// `--max-concurrency`: a slot per evaluation in flight, and the limit.
-    slots: Option<(Arc<tokio::sync::Semaphore>, u32)>,
+    slots: (Arc<tokio::sync::Semaphore>, u32),
+    /// `--body-timeout`: the whole body within this time of the head.
+    body_timeout: Duration,
+    /// `--log-misses`: why a replay missed goes to the log.
+    log_misses: bool,
+}
+
+/// The request id of the request being answered (set around every request).
+#[derive(Clone)]
+struct RequestId(String);
+
+/// One line on stdout, ignoring failure: a closed stdout never stops serve.
+fn say(line: impl std::fmt::Display) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// One line on stderr (the server's log), ignoring failure: a closed stderr
+/// never stops serve.
+fn log(line: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// `req_` + 24 hex digits: 8 from the start time, 16 from a bijective mix of a
@@ -195,10 +229,13 @@ fn listed_models(built: &style::Built) -> Vec<(String, String)> {
             "answers on this machine with a student distilled from a teacher (uncalibrated)"
         }
     };
-    let mut out = vec![(
-        model.clone(),
-        format!("toolnexus serve, {}: {what}", style::describe(built)),
-    )];
+    // Not style::describe: that names the tape file, and a client has no
+    // business knowing paths on the server.
+    let served = match built.style {
+        StyleName::Tape => format!("style tape, call {:?}", built.call),
+        other => format!("style {}, model {model}", other.as_str()),
+    };
+    let mut out = vec![(model.clone(), format!("toolnexus serve, {served}: {what}"))];
     if built.style != StyleName::SystemOne && model != SDK_DEFAULT_MODEL {
         out.push((
             SDK_DEFAULT_MODEL.to_string(),
@@ -243,9 +280,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         .as_deref()
         .map(crate::input::read_thresholds)
         .transpose()?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| exit::io(format!("--addr {}: cannot listen: {e}", args.addr)))?;
+    let listener = listen(&args.addr).await?;
     let addr: SocketAddr = listener
         .local_addr()
         .map_err(|e| exit::io(format!("--addr {}: {e}", args.addr)))?;
@@ -264,40 +299,159 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         key,
         ids: RequestIds::new(),
         bands,
-        slots: args
-            .max_concurrency
-            .map(|n| (Arc::new(tokio::sync::Semaphore::new(n as usize)), n)),
+        slots: (
+            Arc::new(tokio::sync::Semaphore::new(args.max_concurrency as usize)),
+            args.max_concurrency,
+        ),
+        body_timeout: args.body_timeout,
+        log_misses: args.log_misses,
     });
+    let stop = shutdown();
     // The first line is what scripts and tests read to find the server.
-    println!("listening on http://{addr}");
+    say(format_args!("listening on http://{addr}"));
     if let Some(why) = &built.offline_reason {
-        println!("offline: {why}; serving recorded decisions");
+        say(format_args!("offline: {why}; serving recorded decisions"));
     }
-    println!(
+    say(format_args!(
         "serving {}: POST http://{addr}/v1/systemone, GET http://{addr}/v1/models",
         style::describe(&built)
-    );
-    println!(
+    ));
+    say(format_args!(
         "official SDKs take the API root as base URL and append /v1/systemone: TypeSafeClient(base_url=\"http://{addr}\") or TYPESAFE_BASE_URL=http://{addr}"
-    );
-    println!(
+    ));
+    say(format_args!(
         "the toolnexus library and CLI take it with /v1: base_url \"http://{addr}/v1\", --base-url http://{addr}/v1"
-    );
+    ));
     match &args.require_key_env {
-        Some(var) => println!(
+        Some(var) => say(format_args!(
             "requests must carry Authorization: Bearer <the value of {}>",
             var.trim()
-        ),
-        None => println!(
-            "no authentication (--require-key-env VAR to require a key): keep it on loopback"
-        ),
+        )),
+        None => {
+            say("no authentication (--require-key-env VAR to require a key): keep it on loopback")
+        }
     }
-    axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown())
-        .await
-        .map_err(|e| exit::io(format!("serve: {e}")))?;
-    eprintln!("serve: stopped");
+    let limits = conn::Limits {
+        max_connections: args.max_connections as usize,
+        header_timeout: args.header_timeout,
+        idle_timeout: args.idle_timeout,
+        shutdown_grace: args.shutdown_grace,
+    };
+    let wire: Arc<dyn conn::Wire> = app.clone();
+    let stopped = conn::serve(listener, router(app), limits, wire, stop).await;
+    if stopped.cut > 0 {
+        let s = if stopped.cut == 1 { "" } else { "s" };
+        log(format_args!(
+            "serve: {} connection{s} still busy after --shutdown-grace {:?}: closed",
+            stopped.cut, args.shutdown_grace
+        ));
+    }
+    log("serve: stopped");
     Ok(Exit::Success)
+}
+
+/// Binds `--addr`: HOST:PORT, the host an IP address or a name; of the
+/// addresses a name resolves to, IPv4 loopback is tried first, then IPv6
+/// loopback, then the others in the resolver's order.
+async fn listen(addr: &str) -> Result<tokio::net::TcpListener> {
+    let has_port = addr
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if !has_port {
+        return Err(exit::usage(format!(
+            "--addr {addr:?}: want HOST:PORT, e.g. 127.0.0.1:8787 or localhost:8787 (port 0 picks a free one)"
+        )));
+    }
+    let mut candidates: Vec<SocketAddr> = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| exit::usage(format!("--addr {addr}: cannot resolve the host: {e}")))?
+        .collect();
+    candidates.sort_by_key(|a| match (a.ip().is_loopback(), a.is_ipv4()) {
+        (true, true) => 0,
+        (true, false) => 1,
+        _ => 2,
+    });
+    let mut last = None;
+    for a in &candidates {
+        match tokio::net::TcpListener::bind(a).await {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(format!("{a}: {e}")),
+        }
+    }
+    Err(exit::io(format!(
+        "--addr {addr}: cannot listen: {}",
+        last.unwrap_or_else(|| "the host resolves to no address".into())
+    )))
+}
+
+/// The HTTP layer's own answers, the refusal beyond the connection cap and
+/// the log, in this server's wire.
+impl conn::Wire for App {
+    fn automatic(&self, status: u16) -> Option<Vec<u8>> {
+        let (reason, error_type, message) = match status {
+            431 => (
+                "Request Header Fields Too Large",
+                "request_header_fields_too_large",
+                "request headers too large",
+            ),
+            414 => ("URI Too Long", "uri_too_long", "request URI too long"),
+            400 => (
+                "Bad Request",
+                "invalid_request",
+                "malformed HTTP request head",
+            ),
+            _ => return None,
+        };
+        let id = self.ids.next();
+        log(format_args!("serve: {id} - - {status} 0ms ({message})"));
+        Some(raw_problem(
+            status,
+            reason,
+            error_type,
+            message,
+            &[(REQUEST_ID_HEADER, &id)],
+        ))
+    }
+
+    fn over_capacity(&self, limit: usize) -> Vec<u8> {
+        let message = format!(
+            "overloaded: {limit} connections open (--max-connections {limit}); retry after 1 s"
+        );
+        let id = self.ids.next();
+        raw_problem(
+            529,
+            "Site Overloaded",
+            "overloaded_error",
+            &message,
+            &[(REQUEST_ID_HEADER, &id), ("retry-after", "1")],
+        )
+    }
+
+    fn log(&self, line: &str) {
+        log(line);
+    }
+}
+
+/// A whole HTTP/1.1 error response with the wire error body, closing the connection.
+fn raw_problem(
+    status: u16,
+    reason: &str,
+    error_type: &str,
+    message: &str,
+    headers: &[(&str, &str)],
+) -> Vec<u8> {
+    let body = json!({"detail": {"message": message, "error_type": error_type}}).to_string();
+    let mut head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body.as_bytes());
+    out
 }
 
 fn router(app: Arc<App>) -> Router {
@@ -322,25 +476,49 @@ fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
-async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on Ctrl-C or, on Unix, SIGTERM. The handlers are installed
+/// here, before the address is printed, so a signal sent as soon as the
+/// address is known still stops the server gracefully.
+fn shutdown() -> impl Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    async move {
+        #[cfg(unix)]
+        {
+            let (mut int, mut term) = signals;
+            let int = async {
+                match int.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            };
+            let term = async {
+                match term.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = int => {},
+                _ = term => {},
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -369,8 +547,9 @@ fn authorised(key: &[u8], headers: &HeaderMap) -> bool {
 }
 
 /// Around every request: the key check, the request id, the access log line.
-async fn around(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+async fn around(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let id = app.ids.next();
+    req.extensions_mut().insert(RequestId(id.clone()));
     let started = Instant::now();
     let method = req.method().clone();
     let path: String = req.uri().path().chars().take(120).collect();
@@ -391,11 +570,11 @@ async fn around(State(app): State<Arc<App>>, req: Request, next: Next) -> Respon
         .and_then(|v| v.to_str().ok())
         .map(|v| format!(" upstream {v}"))
         .unwrap_or_default();
-    eprintln!(
+    log(format_args!(
         "serve: {id} {method} {path:?} {} {}ms{upstream}",
         resp.status().as_u16(),
         started.elapsed().as_millis()
-    );
+    ));
     resp
 }
 
@@ -444,7 +623,23 @@ async fn request_body(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(Bytes, Vec<body::Part>), Response> {
-    let raw = body::read(body, app.max_body).await.map_err(body_problem)?;
+    let raw = match tokio::time::timeout(app.body_timeout, body::read(body, app.max_body)).await {
+        Ok(read) => read.map_err(body_problem)?,
+        Err(_) => {
+            // The rest of the body is never read: the connection closes.
+            let mut resp = problem(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                format!(
+                    "the request body did not arrive within {:?} (--body-timeout)",
+                    app.body_timeout
+                ),
+            );
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(resp);
+        }
+    };
     let encoding = match headers.get(header::CONTENT_ENCODING) {
         None => None,
         Some(v) => Some(
@@ -500,25 +695,28 @@ async fn request_body(
     }
 }
 
-async fn systemone(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+async fn systemone(
+    State(app): State<Arc<App>>,
+    Extension(RequestId(id)): Extension<RequestId>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     // Shed before reading the body: an overloaded server does no work for it.
-    let _slot = match &app.slots {
-        Some((slots, limit)) => match Arc::clone(slots).try_acquire_owned() {
-            Ok(slot) => Some(slot),
-            Err(_) => {
-                let mut resp = problem(
-                    StatusCode::from_u16(529).expect("529 is a valid status"),
-                    "overloaded_error",
-                    format!(
-                        "overloaded: {limit} evaluations in flight (--max-concurrency {limit}); retry after 1 s"
-                    ),
-                );
-                resp.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return resp;
-            }
-        },
-        None => None,
+    let (slots, limit) = &app.slots;
+    let _slot = match Arc::clone(slots).try_acquire_owned() {
+        Ok(slot) => slot,
+        Err(_) => {
+            let mut resp = problem(
+                StatusCode::from_u16(529).expect("529 is a valid status"),
+                "overloaded_error",
+                format!(
+                    "overloaded: {limit} evaluations in flight (--max-concurrency {limit}); retry after 1 s"
+                ),
+            );
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return resp;
+        }
     };
     let (json_bytes, parts) = match request_body(&app, &headers, body).await {
         Ok(b) => b,
@@ -567,8 +765,27 @@ async fn systemone(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
             }
             resp
         }
+        Err(e) if e.is_miss() => {
+            if app.log_misses {
+                log(format_args!("serve: {id} miss: {e}"));
+            }
+            miss(&app, &e)
+        }
         Err(e) => failure(&e, &hints),
     }
+}
+
+/// A replay miss: 404 naming the call only. The library's message says which
+/// recording came nearest and how it differs, quoting recorded and requested
+/// states and questions: that is for the server's log, not for any client.
+fn miss(app: &App, e: &ClassifierError) -> Response {
+    let message = match e.kind() {
+        ErrorKind::TapeMiss => ClassifierError::tape_miss(&app.call).to_string(),
+        _ => ClassifierError::static_miss().to_string(),
+    };
+    let mut resp = problem(StatusCode::NOT_FOUND, "not_recorded", message);
+    upstream_id(&mut resp, e.request_id());
+    resp
 }
 
 /// The library request for a parsed one. The System One style gets everything;
@@ -672,9 +889,6 @@ fn failure(e: &ClassifierError, hints: &Hints) -> Response {
             msg: e.detail().to_string(),
             kind: "value_error",
         }]),
-        ErrorKind::StaticMiss | ErrorKind::TapeMiss => {
-            problem(StatusCode::NOT_FOUND, "not_recorded", e.to_string())
-        }
         ErrorKind::Timeout => problem(
             StatusCode::GATEWAY_TIMEOUT,
             "upstream_timeout",
@@ -693,10 +907,10 @@ fn failure(e: &ClassifierError, hints: &Hints) -> Response {
         }
         _ => problem(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
     };
-    if let Some(d) = e.retry_after() {
-        if let Ok(v) = HeaderValue::from_str(&retry_after_secs(d).to_string()) {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(d) = e.retry_after()
+        && let Ok(v) = HeaderValue::from_str(&retry_after_secs(d).to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
     }
     upstream_id(&mut resp, e.request_id());
     resp

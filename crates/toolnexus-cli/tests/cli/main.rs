@@ -9,6 +9,7 @@ mod eval;
 mod inputs;
 mod local;
 mod serve;
+mod serve_bounds;
 mod streams;
 mod support;
 mod tape;

@@ -314,10 +314,10 @@ fn unzstd(input: &[u8], cap: usize) -> Result<Vec<u8>, BodyError> {
             frame.get_checksum_from_data(),
             frame.get_calculated_checksum(),
         );
-        if let (Some(sent), Some(computed)) = sums {
-            if sent != computed {
-                return Err(bad("frame checksum does not match its content".into()));
-            }
+        if let (Some(sent), Some(computed)) = sums
+            && sent != computed
+        {
+            return Err(bad("frame checksum does not match its content".into()));
         }
         rest = tail;
     }
