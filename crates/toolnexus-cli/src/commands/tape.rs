@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolnexus::classifier::{
     Classifier, ClassifierError, Decision, EvalContext, Questions, canonical_json, questions_wire,
 };
-use toolnexus::judge::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeMatch, TapeOutcome};
+use toolnexus::judge::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeMatch, TapeOutcome};
 
 use crate::args::{RecordArgs, ReplayArgs, ShowArgs, StyleArgs, StyleName};
 use crate::exit::{self, Exit};
@@ -71,7 +71,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     } else {
         Tape::new()
     };
-    let folded = journal.fold_into(&tape)?;
+    let folded = journal.fold()?;
     if folded.torn > 0 {
         eprintln!(
             "tape record: dropped a torn final line ({}) from {} left by an interrupted run; its call is asked again",
@@ -79,10 +79,10 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
             journal.path.display()
         );
     }
-    if folded.entries > 0 {
+    if !folded.entries.is_empty() {
         eprintln!(
             "tape record: folded {} left in {} by an interrupted run into the tape",
-            count(folded.entries, "recording", "recordings"),
+            count(folded.entries.len(), "recording", "recordings"),
             journal.path.display()
         );
     }
@@ -90,7 +90,16 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         tape.set_note(note.clone());
     }
 
-    let plan = plan(&tape, &args.call, &questions, states, args.rerun_errors);
+    let plan = plan(
+        &tape,
+        &folded.entries,
+        &args.call,
+        &questions,
+        states,
+        args.rerun_errors,
+    );
+    // This run's recordings, folded ones first, in the order they arrived.
+    let mut arrived: Vec<TapeEntry> = folded.entries;
     if plan.skipped > 0 {
         let failures = match plan.failed_before {
             0 => String::new(),
@@ -110,7 +119,6 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         );
     }
 
-    let before = tape.len();
     let total = plan.pending.len();
     let mut queue = plan.pending.into_iter().peekable();
     let mut tasks = tokio::task::JoinSet::new();
@@ -160,9 +168,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                         journal_error = Some(e);
                     }
                 }
-                for entry in one.entries() {
-                    tape.record(entry);
-                }
+                arrived.extend(one.entries());
                 match result {
                     Ok(d) => println!("recorded {what}: decision from {}", d.model),
                     Err(e) => {
@@ -175,6 +181,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         }
     }
 
+    let new = put_in_order(&tape, arrived, &args.call, &plan.order);
     tape.save(&args.tape).map_err(|e| {
         exit::io(format!(
             "--tape: {e} (the recordings of this run stay in {}; rerun to fold them in)",
@@ -195,7 +202,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         "tape record: saved {} to {} ({} new, {} recorded, {} skipped as already recorded)",
         count(tape.len(), "entry", "entries"),
         args.tape.display(),
-        tape.len().saturating_sub(before),
+        new,
         count(failed, "failure", "failures"),
         count(plan.skipped, "state", "states"),
     );
@@ -234,8 +241,39 @@ async fn ask(
     (what, one, result)
 }
 
+/// Records this run's entries into the tape in the order of `--states`
+/// (`order`: their keys under `call`), whatever order the calls finished in, so the
+/// recording order [`TapeMatch::Sequence`] replays, and the file's bytes, do
+/// not depend on `--concurrency`; entries of other states (a journal of an
+/// earlier run over other states) follow in the order they arrived. Returns how
+/// many entries are new on the tape.
+fn put_in_order(tape: &Tape, arrived: Vec<TapeEntry>, call: &str, order: &[String]) -> usize {
+    let before = tape.len();
+    let mut by_key: HashMap<(String, String), TapeEntry> = HashMap::new();
+    let mut first_seen = Vec::new();
+    for e in arrived {
+        let key = (e.call_name.clone(), entry_key(&e.questions, &e.state));
+        if by_key.insert(key.clone(), e).is_none() {
+            first_seen.push(key);
+        }
+    }
+    for key in order {
+        if let Some(e) = by_key.remove(&(call.to_string(), key.clone())) {
+            tape.record(e);
+        }
+    }
+    for key in first_seen {
+        if let Some(e) = by_key.remove(&key) {
+            tape.record(e);
+        }
+    }
+    tape.len() - before
+}
+
 /// What a run asks: the states not yet on the tape.
 struct Plan {
+    /// The keys of every state of the run, in `--states` order, once each.
+    order: Vec<String>,
     pending: Vec<(String, Value)>,
     /// States already recorded under the call name and questions.
     skipped: usize,
@@ -256,6 +294,7 @@ fn entry_key(questions: &Questions, state: &Value) -> String {
 
 fn plan(
     tape: &Tape,
+    folded: &[TapeEntry],
     call: &str,
     questions: &Questions,
     states: Vec<(String, Value)>,
@@ -263,11 +302,13 @@ fn plan(
 ) -> Plan {
     let recorded: HashMap<String, bool> = tape
         .call_entries(call)
-        .into_iter()
+        .iter()
+        .chain(folded.iter().filter(|e| e.call_name == call))
         .map(|e| (entry_key(&e.questions, &e.state), e.outcome.is_decision()))
         .collect();
     let mut seen = HashSet::new();
     let mut plan = Plan {
+        order: Vec::new(),
         pending: Vec::new(),
         skipped: 0,
         failed_before: 0,
@@ -276,7 +317,10 @@ fn plan(
     for (what, state) in states {
         let key = entry_key(questions, &state);
         match recorded.get(&key) {
-            _ if !seen.insert(key.clone()) => plan.repeated += 1,
+            _ if !seen.insert(key.clone()) => {
+                plan.repeated += 1;
+                continue;
+            }
             Some(true) => plan.skipped += 1,
             Some(false) if !rerun_errors => {
                 plan.skipped += 1;
@@ -284,6 +328,7 @@ fn plan(
             }
             _ => plan.pending.push((what, state)),
         }
+        plan.order.push(key);
     }
     plan
 }
@@ -340,9 +385,10 @@ struct Journal {
     tape_name: String,
 }
 
-/// What [`Journal::fold_into`] found.
+/// What [`Journal::fold`] found.
 struct Folded {
-    entries: usize,
+    /// The recordings, in the order they were journalled.
+    entries: Vec<TapeEntry>,
     /// Bytes of a torn final line removed.
     torn: usize,
 }
@@ -401,10 +447,10 @@ impl Journal {
         )
     }
 
-    /// Reads what an earlier run left and records it into `tape`; writes the
-    /// header into a new journal. A torn final line is cut off; a file that is
-    /// not this tape's journal is refused, naming it.
-    fn fold_into(&mut self, tape: &Tape) -> Result<Folded> {
+    /// Reads the recordings an earlier run left; writes the header into a new
+    /// journal. A torn final line is cut off; a file that is not this tape's
+    /// journal is refused, naming it.
+    fn fold(&mut self) -> Result<Folded> {
         let shown = self.path.display().to_string();
         let mut bytes = Vec::new();
         self.file
@@ -418,7 +464,7 @@ impl Journal {
             ))
         };
         let mut folded = Folded {
-            entries: 0,
+            entries: Vec::new(),
             torn: bytes.len() - complete,
         };
         if complete == 0 && !header.as_bytes().starts_with(&bytes) {
@@ -450,10 +496,7 @@ impl Journal {
             }
             let text = std::str::from_utf8(raw).map_err(|_| foreign(i + 2, "not UTF-8"))?;
             let one = Tape::from_json(text).map_err(|e| foreign(i + 2, &e.to_string()))?;
-            for entry in one.entries() {
-                tape.record(entry);
-                folded.entries += 1;
-            }
+            folded.entries.extend(one.entries());
         }
         if folded.torn > 0 {
             self.file

@@ -570,3 +570,34 @@ fn replay_without_call_reads_the_demo_tape_and_a_users_tape_alike() {
         .collect();
     assert_eq!(seen.len(), 2);
 }
+
+#[test]
+fn record_keeps_the_order_of_states_whatever_order_the_calls_finish_in() {
+    let dir = TempDir::new("tape-order");
+    // Later states answer sooner: with all 30 in flight they finish in reverse.
+    let up = Fake::builder()
+        .handler(move |_, req| {
+            let n = req.json()["state"]["n"].as_u64().unwrap_or(0);
+            let body = json!({
+                "model": "jev-1.13",
+                "answers": {"spam": {"type": "noul", "noul": spam_p(n as usize)}}
+            });
+            Reply::value(200, body).delayed(Duration::from_millis(20 * (30 - n)))
+        })
+        .start_on_thread();
+    let args = record_args(&dir, &up, "30");
+    let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tn(dir.path(), &arg_refs);
+    assert_eq!(out.code, 0, "{out:?}");
+    let order: Vec<u64> = Tape::load(dir.join("rec.tape.json"))
+        .unwrap()
+        .call_entries("rec")
+        .iter()
+        .map(|e| e.state["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        (0..30).collect::<Vec<_>>(),
+        "recording order is --states order"
+    );
+}
