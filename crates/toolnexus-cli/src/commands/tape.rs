@@ -18,6 +18,13 @@ use crate::exit::{self, Exit};
 use crate::style::{self, Fallback};
 use crate::{demo, input, render};
 
+/// A tape error after `--tape `: its text without the leading `tape: `, which
+/// would say "tape" twice.
+fn tape_error(e: &toolnexus::judge::TapeError) -> String {
+    let text = e.to_string();
+    text.strip_prefix("tape: ").unwrap_or(&text).to_string()
+}
+
 /// `"1 state"`, `"2 states"`.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -65,7 +72,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
             Ok(t) => t,
             Err(e) => {
                 journal.discard_if_new();
-                return Err(exit::usage(format!("--tape: {e}")));
+                return Err(exit::usage(format!("--tape {}", tape_error(&e))));
             }
         }
     } else {
@@ -159,14 +166,15 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                 };
                 asked += 1;
                 // The journal first: once the line is on disk the recording survives a kill.
-                if journal_error.is_none() && !one.is_empty() {
-                    if let Err(e) = journal.append(&one) {
-                        eprintln!(
-                            "tape record: cannot write {}: {e}; starting no new call",
-                            journal.path.display()
-                        );
-                        journal_error = Some(e);
-                    }
+                if journal_error.is_none()
+                    && !one.is_empty()
+                    && let Err(e) = journal.append(&one)
+                {
+                    eprintln!(
+                        "tape record: cannot write {}: {e}; starting no new call",
+                        journal.path.display()
+                    );
+                    journal_error = Some(e);
                 }
                 arrived.extend(one.entries());
                 match result {
@@ -184,7 +192,8 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     let new = put_in_order(&tape, arrived, &args.call, &plan.order);
     tape.save(&args.tape).map_err(|e| {
         exit::io(format!(
-            "--tape: {e} (the recordings of this run stay in {}; rerun to fold them in)",
+            "--tape {} (the recordings of this run stay in {}; rerun to fold them in)",
+            tape_error(&e),
             journal.path.display()
         ))
     })?;
