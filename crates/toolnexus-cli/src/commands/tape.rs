@@ -144,7 +144,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                 signalled += 1;
                 if signalled == 1 {
                     eprintln!(
-                        "tape record: interrupted: starting no new call; finishing {} in flight (again to abandon them)",
+                        "tape record: interrupted: starting no new call; finishing {} in flight (a second Ctrl-C abandons them)",
                         count(tasks.len(), "call", "calls")
                     );
                 } else {
@@ -161,8 +161,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                 }
             }
             Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
-                let Ok((what, one, result)) = joined else {
-                    continue; // abandoned after a second signal: nothing was recorded
+                let (what, one, result) = match joined {
+                    Ok(done) => done,
+                    Err(e) if e.is_panic() => {
+                        failed += 1;
+                        eprintln!("tape record: a call ended in an internal error; the next run asks its state again");
+                        continue;
+                    }
+                    Err(_) => continue, // abandoned after a second signal: nothing was recorded
                 };
                 asked += 1;
                 // The journal first: once the line is on disk the recording survives a kill.
@@ -179,10 +185,13 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                 arrived.extend(one.entries());
                 match result {
                     Ok(d) => println!("recorded {what}: decision from {}", d.model),
+                    Err(e) if one.is_empty() => {
+                        failed += 1;
+                        println!("{what}: failed, not recorded: {e}");
+                    }
                     Err(e) => {
                         failed += 1;
-                        let note = if one.is_empty() { " (not recorded)" } else { "" };
-                        println!("recorded {what}: failure{note}: {e}");
+                        println!("recorded {what}: failure: {e}");
                     }
                 }
             }
