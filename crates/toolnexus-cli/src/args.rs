@@ -360,8 +360,14 @@ pub enum TapeCommand {
 
 /// `toolnexus tape record`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("style", |a| a
+    .help("The live style to record from: systemone (the default) or llm")
+    .value_parser(parse_record_style)))]
 pub struct RecordArgs {
     /// The tape file to record into (created, or added to when it exists).
+    /// Each recording is first appended to FILE.journal and flushed to disk, so
+    /// a killed run loses at most the calls in flight; the next run folds the
+    /// journal into the tape before asking anything.
     #[arg(long, value_name = "FILE")]
     pub tape: PathBuf,
     /// The call name to record under.
@@ -378,15 +384,37 @@ pub struct RecordArgs {
         required_unless_present = "states"
     )]
     pub state: Option<String>,
-    /// Many states: one JSON state per line.
+    /// Many states: one JSON state per line. States already on the tape under
+    /// the same call name and questions are not asked again (resume).
     #[arg(long, value_name = "FILE")]
     pub states: Option<PathBuf>,
+    /// Calls in flight at once. Ctrl-C or SIGTERM starts no new call, lets
+    /// those in flight finish (a second signal abandons them), saves the tape
+    /// and exits 130.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub concurrency: u32,
+    /// Ask again the states whose recording on the tape is a failure.
+    #[arg(long)]
+    pub rerun_errors: bool,
     /// A note saved with the tape (what was recorded, from where, why).
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
-    /// The live style and its connection settings (systemone or llm).
+    /// The live style and its connection settings.
     #[command(flatten)]
     pub live: LiveArgs,
+}
+
+/// `tape record` records from a live style only.
+fn parse_record_style(s: &str) -> Result<StyleName, String> {
+    match parse_style(s) {
+        Ok(style @ (StyleName::SystemOne | StyleName::Llm)) => Ok(style),
+        Ok(other) => Err(format!(
+            "style {:?} is not live: tape record records from systemone or llm",
+            other.as_str()
+        )),
+        Err(_) => Err(format!("unknown style {s:?} (want systemone|llm)")),
+    }
 }
 
 /// `toolnexus tape replay`.

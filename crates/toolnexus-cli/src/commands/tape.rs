@@ -1,23 +1,54 @@
 //! `toolnexus tape record | replay | show`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use toolnexus::classifier::{EvalContext, Questions};
-use toolnexus::judge::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeMatch, TapeOutcome};
+use toolnexus::classifier::{
+    Classifier, ClassifierError, Decision, EvalContext, Questions, canonical_json, questions_wire,
+};
+use toolnexus::judge::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeMatch, TapeOutcome};
 
 use crate::args::{RecordArgs, ReplayArgs, ShowArgs, StyleArgs, StyleName};
 use crate::exit::{self, Exit};
 use crate::style::{self, Fallback};
 use crate::{demo, input, render};
 
-/// `tape record`: evaluates live through [`Tape::recorder`] and saves the tape
-/// atomically. An existing tape is added to (a new recording of the same call,
-/// questions and state replaces the old one). Failures are recorded as data.
+/// A tape error after `--tape `: its text without the leading `tape: `, which
+/// would say "tape" twice.
+fn tape_error(e: &toolnexus::judge::TapeError) -> String {
+    let text = e.to_string();
+    text.strip_prefix("tape: ").unwrap_or(&text).to_string()
+}
+
+/// `"1 state"`, `"2 states"`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `tape record`: evaluates live, at most `--concurrency` calls at a time,
+/// and saves the tape atomically. An existing tape is added to; states it
+/// already holds under the call name and questions are skipped (with
+/// `--rerun-errors`, recorded failures are asked again and replaced).
+/// Failures are recorded as data.
+///
+/// Invariants:
+/// - Every finished call is appended to the journal (`FILE.journal`) in one
+///   write and flushed to disk before anything else happens with it, so a
+///   kill loses at most the calls in flight.
+/// - A run first folds a journal left by an earlier run into the tape; the
+///   journal is removed only once the tape holding its entries is saved.
+/// - Ctrl-C or SIGTERM starts no new call, lets those in flight finish (a
+///   second signal abandons them), saves and exits 130.
 pub async fn record(args: RecordArgs) -> Result<Exit> {
+    // Before anything is asked, so no signal between here and the end is lost.
+    let mut signals = Signals::new()?;
     let style = args.live.style.unwrap_or(StyleName::SystemOne);
-    let questions = input::read_questions(&args.questions)?;
+    let questions = Arc::new(input::read_questions(&args.questions)?);
     let states: Vec<(String, Value)> = match (&args.state, &args.states) {
         (Some(s), _) => vec![("--state".to_string(), input::read_json_arg("--state", s)?)],
         (None, Some(path)) => {
@@ -33,75 +64,589 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         (None, None) => return Err(exit::usage("--state or --states is required")),
     };
     let live = style::live_classifier(&args.live, style)?;
+    // The journal is locked before the tape is read: a second run on the same
+    // tape stops here instead of saving over the first one's recordings.
+    let mut journal = Journal::open(&args.tape)?;
     let tape = if args.tape.exists() {
-        Tape::load(&args.tape).map_err(|e| exit::usage(format!("--tape: {e}")))?
+        match Tape::load(&args.tape) {
+            Ok(t) => t,
+            Err(e) => {
+                journal.discard_if_new();
+                return Err(exit::usage(format!("--tape {}", tape_error(&e))));
+            }
+        }
     } else {
         Tape::new()
     };
+    let folded = journal.fold()?;
+    if folded.torn > 0 {
+        eprintln!(
+            "tape record: dropped a torn final line ({}) from {} left by an interrupted run; its call is asked again",
+            count(folded.torn, "byte", "bytes"),
+            journal.path.display()
+        );
+    }
+    if !folded.entries.is_empty() {
+        eprintln!(
+            "tape record: folded {} left in {} by an interrupted run into the tape",
+            count(folded.entries.len(), "recording", "recordings"),
+            journal.path.display()
+        );
+    }
     if let Some(note) = &args.note {
         tape.set_note(note.clone());
     }
-    let before = tape.len();
-    let recorder = tape.recorder(live);
-    let mut failed = 0;
-    for (what, state) in states {
-        let ctx = EvalContext::new().with_call_name(args.call.clone());
-        match recorder.evaluate_ctx(ctx, state, &questions).await {
-            Ok(d) => println!("recorded {what}: decision from {}", d.model),
-            Err(e) => {
-                failed += 1;
-                println!("recorded {what}: failure: {e}");
+
+    let plan = plan(
+        &tape,
+        &folded.entries,
+        &args.call,
+        &questions,
+        states,
+        args.rerun_errors,
+    );
+    // This run's recordings, folded ones first, in the order they arrived.
+    let mut arrived: Vec<TapeEntry> = folded.entries;
+    if plan.skipped > 0 {
+        let failures = match plan.failed_before {
+            0 => String::new(),
+            1 => "; 1 of them is a recorded failure (--rerun-errors asks it again)".to_string(),
+            n => format!("; {n} of them are recorded failures (--rerun-errors asks them again)"),
+        };
+        eprintln!(
+            "tape record: skipped {} already recorded under call {:?} with these questions{failures}",
+            count(plan.skipped, "state", "states"),
+            args.call
+        );
+    }
+    if plan.repeated > 0 {
+        eprintln!(
+            "tape record: {} of --states repeated an earlier one: asked once",
+            count(plan.repeated, "line", "lines")
+        );
+    }
+
+    let total = plan.pending.len();
+    let mut queue = plan.pending.into_iter().peekable();
+    let mut tasks = tokio::task::JoinSet::new();
+    let limit = args.concurrency.max(1) as usize;
+    let (mut asked, mut failed, mut signalled) = (0usize, 0usize, 0u32);
+    let mut journal_error: Option<std::io::Error> = None;
+    loop {
+        let launch = signalled == 0 && journal_error.is_none() && tasks.len() < limit;
+        let launch = launch && queue.peek().is_some();
+        if !launch && tasks.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            () = signals.recv() => {
+                signalled += 1;
+                if signalled == 1 {
+                    eprintln!(
+                        "tape record: interrupted: starting no new call; finishing {} in flight (a second Ctrl-C abandons them)",
+                        count(tasks.len(), "call", "calls")
+                    );
+                } else {
+                    eprintln!(
+                        "tape record: abandoning {} in flight",
+                        count(tasks.len(), "call", "calls")
+                    );
+                    tasks.abort_all();
+                }
+            }
+            () = std::future::ready(()), if launch => {
+                if let Some((what, state)) = queue.next() {
+                    tasks.spawn(ask(live.clone(), args.call.clone(), questions.clone(), what, state));
+                }
+            }
+            Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                let (what, one, result) = match joined {
+                    Ok(done) => done,
+                    Err(e) if e.is_panic() => {
+                        failed += 1;
+                        eprintln!("tape record: a call ended in an internal error; the next run asks its state again");
+                        continue;
+                    }
+                    Err(_) => continue, // abandoned after a second signal: nothing was recorded
+                };
+                asked += 1;
+                // The journal first: once the line is on disk the recording survives a kill.
+                if journal_error.is_none()
+                    && !one.is_empty()
+                    && let Err(e) = journal.append(&one)
+                {
+                    eprintln!(
+                        "tape record: cannot write {}: {e}; starting no new call",
+                        journal.path.display()
+                    );
+                    journal_error = Some(e);
+                }
+                arrived.extend(one.entries());
+                match result {
+                    Ok(d) => println!("recorded {what}: decision from {}", d.model),
+                    Err(e) if one.is_empty() => {
+                        failed += 1;
+                        println!("{what}: failed, not recorded: {e}");
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        println!("recorded {what}: failure: {e}");
+                    }
+                }
             }
         }
     }
-    tape.save(&args.tape)
-        .map_err(|e| exit::io(format!("--tape: {e}")))?;
-    println!(
-        "tape: saved {} entries to {} ({} new, {failed} failed calls recorded as failures)",
-        tape.len(),
+
+    let new = put_in_order(&tape, arrived, &args.call, &plan.order);
+    tape.save(&args.tape).map_err(|e| {
+        exit::io(format!(
+            "--tape {} (the recordings of this run stay in {}; rerun to fold them in)",
+            tape_error(&e),
+            journal.path.display()
+        ))
+    })?;
+    if let Some(e) = journal_error {
+        return Err(exit::io(format!(
+            "--tape {}: cannot write its journal {}: {e} (the tape is saved with {} of this run; rerun to record the rest)",
+            args.tape.display(),
+            journal.path.display(),
+            count(asked, "call", "calls")
+        )));
+    }
+    journal.remove()?;
+    let left = total - asked;
+    let summary = format!(
+        "tape record: saved {} to {} ({} new, {} recorded, {} skipped as already recorded)",
+        count(tape.len(), "entry", "entries"),
         args.tape.display(),
-        tape.len().saturating_sub(before)
+        new,
+        count(failed, "failure", "failures"),
+        count(plan.skipped, "state", "states"),
     );
-    Ok(if failed > 0 {
+    if signalled > 0 {
+        println!("{summary}");
+        eprintln!(
+            "tape record: interrupted with {} not asked; rerun the same command to record them",
+            count(left, "state", "states")
+        );
+        return Ok(Exit::Interrupted);
+    }
+    println!("{summary}");
+    Ok(if failed + plan.failed_before > 0 {
         Exit::Eval
     } else {
         Exit::Success
     })
 }
 
+/// One call through a recorder of its own: the tape it returns holds exactly
+/// the entry the library records for the call (none when it was refused or
+/// cancelled before the live classifier answered).
+async fn ask(
+    live: Classifier,
+    call: String,
+    questions: Arc<Questions>,
+    what: String,
+    state: Value,
+) -> (String, Tape, Result<Decision, ClassifierError>) {
+    let one = Tape::new();
+    let ctx = EvalContext::new().with_call_name(call);
+    let result = one
+        .recorder(live)
+        .evaluate_ctx(ctx, state, &questions)
+        .await;
+    (what, one, result)
+}
+
+/// Records this run's entries into the tape in the order of `--states`
+/// (`order`: their keys under `call`), whatever order the calls finished in, so the
+/// recording order [`TapeMatch::Sequence`] replays, and the file's bytes, do
+/// not depend on `--concurrency`; entries of other states (a journal of an
+/// earlier run over other states) follow in the order they arrived. Returns how
+/// many entries are new on the tape.
+fn put_in_order(tape: &Tape, arrived: Vec<TapeEntry>, call: &str, order: &[String]) -> usize {
+    let before = tape.len();
+    let mut by_key: HashMap<(String, String), TapeEntry> = HashMap::new();
+    let mut first_seen = Vec::new();
+    for e in arrived {
+        let key = (e.call_name.clone(), entry_key(&e.questions, &e.state));
+        if by_key.insert(key.clone(), e).is_none() {
+            first_seen.push(key);
+        }
+    }
+    for key in order {
+        if let Some(e) = by_key.remove(&(call.to_string(), key.clone())) {
+            tape.record(e);
+        }
+    }
+    for key in first_seen {
+        if let Some(e) = by_key.remove(&key) {
+            tape.record(e);
+        }
+    }
+    tape.len() - before
+}
+
+/// What a run asks: the states not yet on the tape.
+struct Plan {
+    /// The keys of every state of the run, in `--states` order, once each.
+    order: Vec<String>,
+    pending: Vec<(String, Value)>,
+    /// States already recorded under the call name and questions.
+    skipped: usize,
+    /// Of those, recorded failures (not asked again without `--rerun-errors`).
+    failed_before: usize,
+    /// States equal to an earlier one of the same run.
+    repeated: usize,
+}
+
+/// An entry's identity within a call name: canonical questions and state (the
+/// tape's own key, so "already recorded" means what replay means).
+fn entry_key(questions: &Questions, state: &Value) -> String {
+    let mut key = canonical_json(&questions_wire(questions));
+    key.push('\n');
+    key.push_str(&canonical_json(state));
+    key
+}
+
+fn plan(
+    tape: &Tape,
+    folded: &[TapeEntry],
+    call: &str,
+    questions: &Questions,
+    states: Vec<(String, Value)>,
+    rerun_errors: bool,
+) -> Plan {
+    let recorded: HashMap<String, bool> = tape
+        .call_entries(call)
+        .iter()
+        .chain(folded.iter().filter(|e| e.call_name == call))
+        .map(|e| (entry_key(&e.questions, &e.state), e.outcome.is_decision()))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut plan = Plan {
+        order: Vec::new(),
+        pending: Vec::new(),
+        skipped: 0,
+        failed_before: 0,
+        repeated: 0,
+    };
+    for (what, state) in states {
+        let key = entry_key(questions, &state);
+        match recorded.get(&key) {
+            _ if !seen.insert(key.clone()) => {
+                plan.repeated += 1;
+                continue;
+            }
+            Some(true) => plan.skipped += 1,
+            Some(false) if !rerun_errors => {
+                plan.skipped += 1;
+                plan.failed_before += 1;
+            }
+            _ => plan.pending.push((what, state)),
+        }
+        plan.order.push(key);
+    }
+    plan
+}
+
+/// Ctrl-C and (on Unix) SIGTERM, listened to from the start of a run.
+struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen =
+                |kind| signal(kind).map_err(|e| anyhow::anyhow!("cannot listen for signals: {e}"));
+            Ok(Signals {
+                int: listen(SignalKind::interrupt())?,
+                term: listen(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The next Ctrl-C or SIGTERM (cancel-safe).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// The first line of a journal.
+const JOURNAL_FORMAT: &str = "toolnexus.tape-journal";
+
+/// `FILE.journal`: the recordings of a run not yet saved in the tape `FILE`.
+/// Its first line names the format and the tape; every other line is a
+/// one-entry tape in compact JSON, read back with the tape's strict loader.
+/// The file is locked for the whole run.
+struct Journal {
+    path: PathBuf,
+    file: File,
+    /// The tape's file name, as the header names it.
+    tape_name: String,
+}
+
+/// What [`Journal::fold`] found.
+struct Folded {
+    /// The recordings, in the order they were journalled.
+    entries: Vec<TapeEntry>,
+    /// Bytes of a torn final line removed.
+    torn: usize,
+}
+
+impl Journal {
+    /// Opens (creating) and locks the journal of the tape at `tape`.
+    fn open(tape: &Path) -> Result<Journal> {
+        let tape_name = tape
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| exit::usage(format!("--tape {}: not a file path", tape.display())))?;
+        let mut name = tape.as_os_str().to_owned();
+        name.push(".journal");
+        let path = PathBuf::from(name);
+        let shown = path.display().to_string();
+        // The journal can be removed between our open and our lock by a run
+        // that just finished: lock the file the path names, not an unlinked one.
+        for _ in 0..8 {
+            let file = OpenOptions::new()
+                .read(true)
+                .append(true)
+                .create(true)
+                .open(&path)
+                .map_err(|e| exit::io(format!("--tape: cannot open its journal {shown}: {e}")))?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(exit::usage(format!(
+                        "--tape {}: another tape record is recording into it (its journal {shown} is locked)",
+                        tape.display()
+                    )));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(exit::io(format!(
+                        "--tape: cannot lock its journal {shown}: {e}"
+                    )));
+                }
+            }
+            if same_file(&file, &path) {
+                return Ok(Journal {
+                    path,
+                    file,
+                    tape_name,
+                });
+            }
+        }
+        Err(exit::io(format!(
+            "--tape: its journal {shown} keeps being replaced by another run"
+        )))
+    }
+
+    fn header(&self) -> String {
+        format!(
+            "{}\n",
+            json!({"format": JOURNAL_FORMAT, "version": 1, "tape": self.tape_name})
+        )
+    }
+
+    /// Reads the recordings an earlier run left; writes the header into a new
+    /// journal. A torn final line is cut off; a file that is not this tape's
+    /// journal is refused, naming it.
+    fn fold(&mut self) -> Result<Folded> {
+        let shown = self.path.display().to_string();
+        let mut bytes = Vec::new();
+        self.file
+            .read_to_end(&mut bytes)
+            .map_err(|e| exit::io(format!("--tape: cannot read its journal {shown}: {e}")))?;
+        let header = self.header();
+        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let foreign = |line: usize, why: &str| {
+            exit::usage(format!(
+                "{shown} line {line}: not a journal of tape record ({why}); refusing to fold it into the tape (move it away if it is not needed)"
+            ))
+        };
+        let mut folded = Folded {
+            entries: Vec::new(),
+            torn: bytes.len() - complete,
+        };
+        if complete == 0 && !header.as_bytes().starts_with(&bytes) {
+            // Not even a torn header: someone else's file.
+            return Err(foreign(1, "it does not start with a journal header"));
+        }
+        let mut lines = bytes[..complete].split(|b| *b == b'\n');
+        if complete > 0 {
+            let first = lines.next().unwrap_or_default();
+            let v: Value =
+                serde_json::from_slice(first).map_err(|e| foreign(1, &input::json_error(&e)))?;
+            if v.get("format").and_then(Value::as_str) != Some(JOURNAL_FORMAT) {
+                return Err(foreign(1, "no journal header"));
+            }
+            if v.get("version").and_then(Value::as_u64) != Some(1) {
+                return Err(foreign(1, "a journal version this build does not read"));
+            }
+            let owner = v.get("tape").and_then(Value::as_str).unwrap_or_default();
+            if owner != self.tape_name {
+                return Err(exit::usage(format!(
+                    "{shown}: this journal belongs to the tape {owner:?}, not to {:?}; refusing to fold it (move it away, or record into {owner:?})",
+                    self.tape_name
+                )));
+            }
+        }
+        for (i, raw) in lines.enumerate() {
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let text = std::str::from_utf8(raw).map_err(|_| foreign(i + 2, "not UTF-8"))?;
+            let one = Tape::from_json(text).map_err(|e| foreign(i + 2, &e.to_string()))?;
+            folded.entries.extend(one.entries());
+        }
+        if folded.torn > 0 {
+            self.file
+                .set_len(complete as u64)
+                .map_err(|e| exit::io(format!("{shown}: cannot cut a torn final line: {e}")))?;
+        }
+        if complete == 0 {
+            self.write_line(&header)
+                .map_err(|e| exit::io(format!("--tape: cannot write its journal {shown}: {e}")))?;
+            sync_dir(&self.path);
+        }
+        Ok(folded)
+    }
+
+    /// Appends the one entry of `one`: one write, then flushed to disk.
+    fn append(&mut self, one: &Tape) -> std::io::Result<()> {
+        let v: Value = serde_json::from_str(&one.to_json()).map_err(std::io::Error::other)?;
+        self.write_line(&format!("{v}\n"))
+    }
+
+    fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        self.file.write_all(line.as_bytes())?;
+        self.file.sync_data()
+    }
+
+    /// Removes a journal this run created and never wrote to.
+    fn discard_if_new(self) {
+        if self.file.metadata().is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
+    /// Removes the journal once the tape holding its entries is saved.
+    fn remove(self) -> Result<()> {
+        std::fs::remove_file(&self.path).map_err(|e| {
+            exit::io(format!(
+                "cannot remove the journal {} after saving the tape: {e}",
+                self.path.display()
+            ))
+        })
+    }
+}
+
+/// Whether `path` still names the open `file`.
+fn same_file(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (file.metadata(), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
+    }
+}
+
+/// Makes a new directory entry durable (best effort).
+fn sync_dir(path: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
 /// `tape replay`: one given state, or every recorded entry of the call (in
-/// recording order), matched as `--match` says.
+/// recording order), matched as `--match` says. Without `--call`, the built-in
+/// demo tape and a user's tape are read the same way: a tape with one call
+/// name replays it; with several, every call is replayed in turn (or, for one
+/// given state, `--call` is required).
 pub async fn replay(args: ReplayArgs) -> Result<Exit> {
-    let style_args = StyleArgs {
+    let mut calls = Vec::new();
+    if args.call.is_none() {
+        let (tape, label) = style::load_tape(args.tape.as_deref())?;
+        calls = tape.call_names();
+        if calls.len() > 1 && args.questions.is_some() {
+            return Err(exit::usage(format!(
+                "--call is required with --state: {label} has calls {}",
+                demo::names(&calls)
+            )));
+        }
+    }
+    let mut style_args = StyleArgs {
         tape: args.tape.clone(),
-        call: args.call.clone(),
+        call: args.call.clone().or_else(|| calls.first().cloned()),
         tape_match: args.tape_match,
         ..Default::default()
     };
-    let mut style_args = style_args;
     style_args.live.style = Some(StyleName::Tape);
     let built = style::build(&style_args, Fallback::SystemOne)?;
     let (tape, label) = built
         .tape
         .clone()
         .ok_or_else(|| anyhow::anyhow!("tape style without a tape"))?;
+    if calls.is_empty() {
+        calls = vec![built.call.clone()];
+    }
 
-    let cases: Vec<(Questions, Value)> = match (&args.questions, &args.state) {
+    let cases: Vec<(usize, String, Questions, Value)> = match (&args.questions, &args.state) {
         (Some(q), Some(s)) => vec![(
+            0,
+            built.call.clone(),
             input::read_questions(q)?,
             input::read_json_arg("--state", s)?,
         )],
         // Recording order, so `--match sequence` replays each entry in its place.
-        _ => tape
-            .call_entries(&built.call)
-            .into_iter()
-            .map(|e| (e.questions, e.state))
+        _ => calls
+            .iter()
+            .flat_map(|call| {
+                tape.call_entries(call)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, e)| (i, call.clone(), e.questions, e.state))
+            })
             .collect(),
     };
     let mut decisions = Vec::new();
     let mut failed = 0;
-    for (i, (questions, state)) in cases.into_iter().enumerate() {
-        let ctx = EvalContext::new().with_call_name(built.call.clone());
+    for (n, (i, call, questions, state)) in cases.into_iter().enumerate() {
+        let ctx = EvalContext::new().with_call_name(call.clone());
         let shown = render::compact(&state, 100);
         let result = built.classifier.evaluate_ctx(ctx, state, &questions).await;
         if args.json {
@@ -114,10 +659,10 @@ pub async fn replay(args: ReplayArgs) -> Result<Exit> {
             }
             continue;
         }
-        if i > 0 {
+        if n > 0 {
             println!();
         }
-        println!("call {:?} entry {i}: state {shown}", built.call);
+        println!("call {call:?} entry {i}: state {shown}");
         match result {
             Ok(d) => print!("{}", render::decision_table(&d)),
             Err(e) => {
@@ -133,10 +678,11 @@ pub async fn replay(args: ReplayArgs) -> Result<Exit> {
             Some(m) if m != TapeMatch::Exact => format!(" (--match {m})"),
             _ => String::new(),
         };
-        println!(
-            "\nreplayed offline from {label}, call {:?}{mode}: {failed} failed",
-            built.call
-        );
+        let which = match calls.as_slice() {
+            [one] => format!("call {one:?}"),
+            many => format!("calls {}", demo::names(many)),
+        };
+        println!("\nreplayed offline from {label}, {which}{mode}: {failed} failed");
     }
     if failed > 0 && args.questions.is_some() {
         return Err(exit::eval(format!(
@@ -193,7 +739,9 @@ pub fn show(args: ShowArgs) -> Result<Exit> {
     let (d, f) = calls
         .values()
         .fold((0, 0), |(d, f), c| (d + c.decisions, f + c.failures));
-    println!("tape      {label}");
+    // The label reads "tape FILE" in sentences; here the row already says tape.
+    let source = label.strip_prefix("tape ").unwrap_or(&label);
+    println!("tape      {source}");
     println!("format    {TAPE_FORMAT}, version {TAPE_VERSION}");
     println!(
         "note      {}",
@@ -203,7 +751,12 @@ pub fn show(args: ShowArgs) -> Result<Exit> {
             tape.note()
         }
     );
-    println!("entries   {} ({d} decisions, {f} failures)", tape.len());
+    println!(
+        "entries   {} ({}, {})",
+        tape.len(),
+        count(d, "decision", "decisions"),
+        count(f, "failure", "failures")
+    );
     println!(
         "models    {}",
         demo::names(&models.into_iter().collect::<Vec<_>>())
@@ -212,10 +765,10 @@ pub fn show(args: ShowArgs) -> Result<Exit> {
     let width = calls.keys().map(String::len).max().unwrap_or(0);
     for (name, c) in &calls {
         println!(
-            "  {name:<width$}  {} entries ({} decisions, {} failures)",
-            c.decisions + c.failures,
-            c.decisions,
-            c.failures
+            "  {name:<width$}  {} ({}, {})",
+            count(c.decisions + c.failures, "entry", "entries"),
+            count(c.decisions, "decision", "decisions"),
+            count(c.failures, "failure", "failures")
         );
     }
     Ok(Exit::Success)
