@@ -315,6 +315,29 @@ fn a_foreign_out_file_is_refused_and_left_byte_for_byte() {
         }
     }
 
+    // A directory is named as one.
+    std::fs::create_dir(dir.join("results")).unwrap();
+    let out = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            "results",
+            "--tape",
+            &tape,
+        ],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("--out results: is a directory"),
+        "{}",
+        out.stderr
+    );
+
     // --out naming the --states file, however spelled.
     let before = std::fs::read(dir.join("in.jsonl")).unwrap();
     let out = tn(
@@ -382,6 +405,15 @@ fn resume_refuses_changed_inputs_unless_restart() {
         );
     }
     assert_eq!(header["fingerprint"]["style"], "tape", "{header}");
+    // The states digest is the one `sha256sum` prints, where it is installed.
+    if let Ok(sum) = std::process::Command::new("sha256sum")
+        .arg(&states)
+        .output()
+    {
+        let hex = String::from_utf8_lossy(&sum.stdout);
+        let hex = hex.split_whitespace().next().unwrap_or_default();
+        assert_eq!(header["fingerprint"]["states"], format!("sha256:{hex}"));
+    }
 
     // The states file changed: refused, untouched.
     std::fs::write(dir.join("in.jsonl"), plain_states(n + 1)).unwrap();
@@ -428,7 +460,7 @@ fn resume_refuses_changed_inputs_unless_restart() {
 #[test]
 fn two_batches_on_one_out_file_cannot_both_run() {
     let dir = TempDir::new("batch-lock");
-    let n = 6;
+    let n = 12;
     let up = slow_upstream(Duration::from_millis(250));
     let base = up.base_url();
     let q = dir.write("q.json", &spam_questions().to_string());
@@ -533,8 +565,7 @@ fn run_bounded(cmd: std::process::Command, limit: Duration) -> Option<crate::sup
     std::thread::spawn(move || {
         let _ = tx.send(run(cmd));
     });
-    let got = rx.recv_timeout(limit).ok();
-    got
+    rx.recv_timeout(limit).ok()
 }
 
 #[test]
@@ -579,6 +610,32 @@ fn out_dash_and_dev_stdout_stream_the_results_to_stdout() {
         );
     }
     assert!(!dir.join("-").exists(), "no file named -");
+
+    // A stream has nothing to start over or rewrite.
+    for flag in ["--restart", "--rerun-errors"] {
+        let out = tn(
+            dir.path(),
+            &[
+                "batch",
+                "--questions",
+                &q,
+                "--states",
+                &states,
+                "--out",
+                "-",
+                "--tape",
+                &tape,
+                flag,
+            ],
+        );
+        assert_eq!(out.code, 2, "{flag}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!("{flag}: --out - is a stream")),
+            "{}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "{flag}: {}", out.stdout);
+    }
 }
 
 #[test]
@@ -619,7 +676,7 @@ fn a_full_disk_is_exit_4_naming_the_file_and_enospc() {
 #[test]
 fn sigterm_stops_a_batch_as_ctrl_c_does() {
     let dir = TempDir::new("batch-sigterm");
-    let n = 8;
+    let n = 20;
     let up = slow_upstream(Duration::from_millis(200));
     let base = up.base_url();
     let q = dir.write("q.json", &spam_questions().to_string());
