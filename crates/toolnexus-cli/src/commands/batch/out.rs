@@ -256,6 +256,15 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
         write_header(&mut file)?;
         return Ok(fresh(file, false));
     }
+    if is_torn_header(&bytes, fingerprint) {
+        // A run that could not finish writing its header (a full disk): ours,
+        // and holding nothing yet.
+        file.set_len(0)
+            .map_err(|e| exit::io(format!("--out {shown}: cannot start over: {}", cause(&e))))?;
+        write_header(&mut file)?;
+        eprintln!("batch: {shown} held only a torn header line; started over");
+        return Ok(fresh(file, false));
+    }
 
     let earlier = read_header(path, &bytes)?;
     if plan.restart {
@@ -278,8 +287,8 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
     if plan.rerun_errors && !results.errors.is_empty() {
         let mut body = Vec::with_capacity(results.end);
         body.extend_from_slice(&bytes[..results.header_end]);
-        for (n, raw) in &results.lines {
-            if !results.errors.contains(n) {
+        for (_, is_error, raw) in &results.lines {
+            if !is_error {
                 body.extend_from_slice(raw);
                 body.push(b'\n');
             }
@@ -368,6 +377,16 @@ fn open_locked(path: &Path) -> Result<File> {
     )))
 }
 
+/// Whether the file holds only the start of the header this run writes (a run
+/// stopped by a full disk while writing it): long enough to name the format,
+/// no newline, and every byte what this run would write.
+fn is_torn_header(bytes: &[u8], fingerprint: &Fingerprint) -> bool {
+    const NAMED: &[u8] = br#"{"toolnexus":"batch","#;
+    bytes.len() >= NAMED.len()
+        && !bytes.contains(&b'\n')
+        && fingerprint.header().as_bytes().starts_with(bytes)
+}
+
 /// The fingerprint of the header line that proves the file is ours; anything
 /// else is refused (exit 2) and the file left as it is.
 fn read_header(path: &Path, bytes: &[u8]) -> Result<Fingerprint> {
@@ -421,10 +440,11 @@ struct Results<'a> {
     header_end: usize,
     /// Bytes up to the end of the last complete line.
     end: usize,
-    /// Each result line's input line and raw bytes (no newline).
-    lines: Vec<(usize, &'a [u8])>,
+    /// Each result line's input line, whether it is an error, and its raw
+    /// bytes (no newline).
+    lines: Vec<(usize, bool, &'a [u8])>,
     done: BTreeSet<usize>,
-    /// Input lines answered with an error.
+    /// Input lines answered with an error and by no decision line.
     errors: BTreeSet<usize>,
 }
 
@@ -464,21 +484,32 @@ fn read_results<'a>(path: &Path, bytes: &'a [u8], last_line: usize) -> Result<Re
             .and_then(Value::as_u64)
             .filter(|n| *n >= 1)
             .ok_or_else(|| bad("no \"line\" number"))? as usize;
-        match (v.get("decision"), v.get("error")) {
-            (Some(_), _) => {}
-            (None, Some(_)) => {
-                results.errors.insert(n);
-            }
+        let is_error = match (v.get("decision"), v.get("error")) {
+            (Some(_), _) => false,
+            (None, Some(_)) => true,
             (None, None) => return Err(bad("neither \"decision\" nor \"error\"")),
-        }
+        };
         if n > last_line {
             return Err(exit::usage(format!(
                 "--out {shown}: line {k} answers input line {n}, but --states has {last_line} lines; left untouched"
             )));
         }
         results.done.insert(n);
-        results.lines.push((n, raw));
+        results.lines.push((n, is_error, raw));
     }
+    // A line answered by a decision somewhere in the file is no error to redo.
+    let decided: BTreeSet<usize> = results
+        .lines
+        .iter()
+        .filter(|(_, is_error, _)| !is_error)
+        .map(|(n, _, _)| *n)
+        .collect();
+    results.errors = results
+        .lines
+        .iter()
+        .filter(|(n, is_error, _)| *is_error && !decided.contains(n))
+        .map(|(n, _, _)| *n)
+        .collect();
     Ok(results)
 }
 
@@ -488,6 +519,9 @@ fn read_results<'a>(path: &Path, bytes: &'a [u8], last_line: usize) -> Result<Re
 /// permissions are kept).
 fn rewrite(path: &Path, old: &File, body: &[u8]) -> Result<File> {
     let shown = path.display();
+    // Beside the file itself: a symbolic link named by --out stays one.
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = real.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -609,9 +643,11 @@ mod tests {
     #[test]
     fn a_file_that_is_not_ours_is_refused_untouched() {
         let f = fp(b"a\n");
+        // Another run's header without its newline: not provably ours.
+        let other = fp(b"b\n").header();
         for (name, body) in [
             ("hello.txt", &b"hello"[..]),
-            ("header-only.txt", f.header().trim_end().as_bytes()),
+            ("other-header.txt", other.trim_end().as_bytes()),
             ("blank.txt", b"\n"),
             ("old.jsonl", b"{\"line\":1,\"error\":\"x\"}\n{\"li"),
         ] {
@@ -633,13 +669,32 @@ mod tests {
     }
 
     #[test]
+    fn a_torn_header_of_this_run_starts_over_and_nothing_shorter_does() {
+        let f = fp(b"a\n");
+        let header = f.header();
+        let p = temp("torn-header.jsonl", &header.as_bytes()[..40]);
+        let r = open(&p, &f, PLAN).unwrap();
+        drop(r);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), header);
+        for short in [&b"{"[..], b"{\"toolnexus\""] {
+            let p = temp("short.jsonl", short);
+            assert!(open(&p, &f, PLAN).is_err());
+            assert_eq!(std::fs::read(&p).unwrap(), short);
+        }
+    }
+
+    #[test]
     fn rerun_errors_rewrites_the_file_without_its_error_lines() {
         let f = fp(b"a\nb\nc\n");
         let mut body = f.header().into_bytes();
         body.extend_from_slice(
-            b"{\"line\":2,\"decision\":{}}\n{\"line\":1,\"error\":\"x\"}\n{\"line\":3,\"error\":\"y\"}\n",
+            b"{\"line\":2,\"decision\":{}}\n{\"line\":1,\"error\":\"x\"}\n{\"line\":3,\"error\":\"y\"}\n{\"line\":2,\"error\":\"z\"}\n",
         );
-        let p = temp("rerun.jsonl", &body);
+        let real = temp("rerun.jsonl", &body);
+        // Named through a symbolic link, which stays one.
+        let p = real.with_file_name("rerun-link.jsonl");
+        let _ = std::fs::remove_file(&p);
+        std::os::unix::fs::symlink(&real, &p).unwrap();
         let plan = Plan {
             rerun_errors: true,
             ..PLAN
@@ -651,6 +706,12 @@ mod tests {
         let mut want = f.header();
         want.push_str("{\"line\":2,\"decision\":{}}\n{\"line\":1,\"decision\":{}}\n");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), want);
+        assert!(
+            std::fs::symlink_metadata(&p)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         // The lock is held on the new file too.
         let e = open(&p, &f, PLAN).err().unwrap();
         assert!(e.to_string().contains("another batch"), "{e}");
