@@ -60,7 +60,10 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     };
     let mut interrupt = watch(SignalKind::interrupt(), "Ctrl-C")?;
     let mut terminate = watch(SignalKind::terminate(), "SIGTERM")?;
-    if args.out.as_os_str() != "-" {
+    // A stream (`-`, a terminal, a FIFO) is never overwritten: only a regular
+    // file, or one yet to be created, can be an input written over.
+    let regular = std::fs::metadata(&args.out).map_or(true, |m| m.is_file());
+    if args.out.as_os_str() != "-" && regular {
         let mut inputs: Vec<(&str, &Path)> = vec![
             ("--states", args.states.as_path()),
             ("--questions", Path::new(&args.questions)),

@@ -675,7 +675,18 @@ fn a_full_disk_is_exit_4_naming_the_file_and_enospc() {
 
 #[test]
 fn sigterm_stops_a_batch_as_ctrl_c_does() {
-    let dir = TempDir::new("batch-sigterm");
+    stopped_by("TERM");
+}
+
+#[test]
+fn ctrl_c_stops_a_batch_and_a_rerun_finishes_it() {
+    stopped_by("INT");
+}
+
+/// Stops a batch with this signal mid-run: exit 130, every finished result
+/// written, and the rerun asks only what is missing.
+fn stopped_by(signal: &str) {
+    let dir = TempDir::new("batch-signal");
     let n = 20;
     let up = slow_upstream(Duration::from_millis(200));
     let base = up.base_url();
@@ -697,7 +708,7 @@ fn sigterm_stops_a_batch_as_ctrl_c_does() {
     }
     let pid = child.0.id().to_string();
     let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
+        .args([&format!("-{signal}"), &pid])
         .status()
         .unwrap();
     assert!(sent.success());
