@@ -9,7 +9,7 @@
 //!
 //! - absent or zero bytes: a fresh file; the header is written first;
 //! - anything else without our header (a one-line note without a newline,
-//!   blank lines, another tool's JSON, an out file of an older version) is
+//!   blank lines, another program's JSON, an out file of an older version) is
 //!   refused and left byte for byte as it was, `--restart` or not;
 //! - our header with another fingerprint (the states file's bytes, the
 //!   canonical questions, the style or the model changed) is refused naming
