@@ -284,6 +284,7 @@ pub struct EvalArgs {
 
 /// `toolnexus batch`.
 #[derive(Debug, Clone, Args)]
+#[command(after_help = BATCH_AFTER_HELP)]
 pub struct BatchArgs {
     /// Questions: a JSON file (or inline JSON) of key -> wire question.
     #[arg(long, value_name = "FILE|JSON")]
@@ -291,10 +292,25 @@ pub struct BatchArgs {
     /// Input: one JSON state per line (blank lines are skipped).
     #[arg(long, value_name = "FILE")]
     pub states: PathBuf,
-    /// Output: one result per line, {"line":n,"decision":{..}} or {"line":n,"error":".."}.
-    /// If it exists, lines already in it are skipped (resume).
+    /// Output: a header line
+    /// {"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:..","questions":"sha256:..","style":"..","model":".."}},
+    /// then one result per line, {"line":n,"decision":{..}} or {"line":n,"error":".."}.
+    /// If it exists and its header matches this run, lines already in it are
+    /// skipped (resume); a file without the header, or written for other
+    /// states, questions, style or model, is refused and left untouched. The
+    /// file is locked while the run writes it. `-` (or any path that is not a
+    /// regular file, e.g. /dev/stdout) streams the result lines, without a
+    /// header, resume or lock.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Start the --out file over: its results are discarded and every state is
+    /// asked again (it must still be a batch out file; any other file is refused).
+    #[arg(long)]
+    pub restart: bool,
+    /// Ask again the states whose line in the --out file is an error: the file
+    /// is first replaced, atomically, by one without those lines.
+    #[arg(long, conflicts_with = "restart")]
+    pub rerun_errors: bool,
     /// States in flight at once.
     #[arg(long, value_name = "N", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -324,6 +340,21 @@ pub struct BatchArgs {
     #[command(flatten)]
     pub style: StyleArgs,
 }
+
+/// Shown after `toolnexus batch --help`.
+const BATCH_AFTER_HELP: &str = "\
+Exit codes:
+  0    every line of the --out file is a decision
+  2    bad input; an --out file that is not a batch out file, was written for
+       other inputs (see --restart), is one of the inputs, or is locked by
+       another batch run: it is left untouched
+  3    at least one line of the --out file is an error, also when this run had
+       nothing left to do (--rerun-errors asks those states again)
+  4    the --out file could not be opened, written or synced (a full disk is
+       named: no space left on device)
+  130  interrupted by Ctrl-C or SIGTERM: what finished is written; rerun the
+       same command to resume
+  141  standard output closed by its reader (--out - | head)";
 
 /// `toolnexus cache …`: inspect a decision cache file.
 #[derive(Debug, Subcommand)]

@@ -2,23 +2,37 @@
 //! bounded concurrency, an optional requests-per-minute limit, progress, and
 //! resume.
 //!
-//! Invariants:
-//! - Each output line names its input line: `{"line":n,"decision":{..}}` or
+//! The out file (see [`out`] for the format) is this command's own:
+//! - A regular out file starts with a header line,
+//!   `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…"}}`:
+//!   the SHA-256 of the states file's bytes and of the canonical questions, the
+//!   style and the model. Readers of result lines skip it (it has no `"line"`).
+//!   A file without it is never truncated, appended to or replaced; nor is an
+//!   input of the run (`--out` naming `--states` is refused).
+//! - Each result line names its input line: `{"line":n,"decision":{..}}` or
 //!   `{"line":n,"error":".."}` (with `--thresholds`, decision lines also carry
-//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`), and is written with one `write` call, newline
-//!   included, as soon as its state finishes. A kill can therefore tear only the
-//!   final line.
-//! - On start the existing out file is read: every complete result line counts as
-//!   done and is skipped; a torn final line (no newline) is truncated away and its
-//!   state redone. So a run restarted with the same arguments does no state twice
-//!   and loses none.
+//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`), and is
+//!   written with one `write` call, newline included, as soon as its state
+//!   finishes. A kill can therefore tear only the final line.
+//! - The file is locked for the whole run: a second run on it exits 2 at once.
+//! - On start every complete result line counts as done and is skipped; a torn
+//!   final line is truncated away and its state redone. So a run restarted with
+//!   the same arguments does no state twice and loses none. A run over changed
+//!   inputs (states, questions, style or model) is refused unless `--restart`.
 //! - A failed state (bad JSON on its line included) is written as an error line;
-//!   it never aborts the run. To retry failures, delete their lines from the out
-//!   file and rerun.
+//!   it never aborts the run. The run exits 3 while any line of the file is an
+//!   error, even when nothing was left to do; `--rerun-errors` removes them
+//!   (atomically: a temporary file beside it, then a rename) and asks again.
+//! - `--out -` writes results to standard output, and a path that is not a
+//!   regular file (`/dev/stdout`, a FIFO, a device) is a stream: no header, no
+//!   resume, no lock. The summary goes to stderr whenever results go to stdout.
+//! - Ctrl-C and SIGTERM stop starting states; what finished is written (exit 130).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
-use std::io::{IsTerminal as _, Write as _};
+mod out;
+mod sha256;
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +41,7 @@ use anyhow::Result;
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
+use tokio::signal::unix::{SignalKind, signal};
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::judge::Bands;
 use toolnexus::limit::{Limiter, LimiterOptions};
@@ -38,6 +53,34 @@ use crate::{input, render};
 
 /// Runs `toolnexus batch`.
 pub async fn run(mut args: BatchArgs) -> Result<Exit> {
+    // Ctrl-C and SIGTERM are watched from the start: one that arrives while
+    // the run sets up still stops it before any state is asked.
+    let watch = |kind: SignalKind, name: &str| {
+        signal(kind).map_err(|e| anyhow::anyhow!("batch: cannot watch for {name}: {e}"))
+    };
+    let mut interrupt = watch(SignalKind::interrupt(), "Ctrl-C")?;
+    let mut terminate = watch(SignalKind::terminate(), "SIGTERM")?;
+    // A stream (`-`, a terminal, a FIFO) is never overwritten: only a regular
+    // file, or one yet to be created, can be an input written over.
+    let regular = std::fs::metadata(&args.out).map_or(true, |m| m.is_file());
+    if args.out.as_os_str() != "-" && regular {
+        let mut inputs: Vec<(&str, &Path)> = vec![
+            ("--states", args.states.as_path()),
+            ("--questions", Path::new(&args.questions)),
+        ];
+        for (flag, path) in [
+            ("--thresholds", &args.thresholds),
+            ("--cache", &args.cache),
+            ("--tape", &args.style.tape),
+            ("--student", &args.style.student),
+            ("--calibration", &args.style.calibration),
+        ] {
+            if let Some(p) = path {
+                inputs.push((flag, p.as_path()));
+            }
+        }
+        input::refuse_overwrite("--out", &args.out, &inputs)?;
+    }
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let text = input::read_file("--states", &args.states)?;
     let lines: Vec<(usize, &str)> = input::jsonl_lines(&text).collect();
@@ -58,6 +101,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             built.style.as_str()
         )));
     }
+    let fingerprint = out::Fingerprint::new(
+        text.as_bytes(),
+        &questions,
+        built.style.as_str(),
+        built.classifier.model(),
+    );
     if let Some(path) = &args.cache {
         let cache = crate::commands::cache::open(path)?;
         built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
@@ -77,27 +126,34 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         );
     }
 
-    let resumed = resume(&args.out, last_line)?;
-    let done_before: BTreeSet<usize> = resumed.done;
-    if resumed.truncated > 0 {
+    let plan = out::Plan {
+        restart: args.restart,
+        rerun_errors: args.rerun_errors,
+        last_line,
+    };
+    let mut opened = out::open(&args.out, &fingerprint, plan)?;
+    let shown = args.out.display();
+    if opened.truncated > 0 {
         eprintln!(
-            "batch: dropped a torn final line ({} bytes) from {} left by an interrupted run; its state is redone",
-            resumed.truncated,
-            args.out.display()
+            "batch: dropped a torn final line ({} bytes) from {shown} left by an interrupted run; its state is redone",
+            opened.truncated,
+        );
+    }
+    if opened.restarted {
+        eprintln!("batch: --restart: {shown} started over; every state is asked again");
+    }
+    if opened.rerun > 0 {
+        eprintln!(
+            "batch: --rerun-errors: {} removed from {shown}; their states are asked again",
+            count(opened.rerun, "error line")
         );
     }
     let pending: Vec<(usize, String)> = lines
         .iter()
-        .filter(|(n, _)| !done_before.contains(n))
+        .filter(|(n, _)| !opened.done.contains(n))
         .map(|(n, l)| (*n, l.to_string()))
         .collect();
     let skipped = lines.len() - pending.len();
-
-    let mut out = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&args.out)
-        .map_err(|e| exit::io(format!("--out {}: cannot open: {e}", args.out.display())))?;
 
     let mut progress = Progress::new(pending.len() as u64, args.no_progress);
     // A live style is paced by its limiter; recorded styles by the pacer.
@@ -129,13 +185,14 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         })
         .buffer_unordered(args.concurrency as usize);
 
+    let write_failed =
+        |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
     let (mut ok, mut failed, mut hits) = (0usize, 0usize, 0usize);
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
     let interrupted = loop {
         let next = tokio::select! {
             biased;
-            _ = &mut ctrl_c => break true,
+            _ = interrupt.recv() => break true,
+            _ = terminate.recv() => break true,
             next = results.next() => next,
         };
         let Some((n, result)) = next else {
@@ -145,8 +202,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             Ok((fields, _)) => format!("{{\"line\":{n},{fields}}}\n"),
             Err(e) => format!("{{\"line\":{n},\"error\":{}}}\n", Value::from(e.as_str())),
         };
-        write_record(&mut out, &record)
-            .map_err(|e| exit::io(format!("--out {}: cannot write: {e}", args.out.display())))?;
+        if let Err(e) = opened.sink.write(&record) {
+            if opened.is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(Exit::ClosedOutput);
+            }
+            return Err(write_failed(e));
+        }
         match result {
             Ok((_, hit)) => {
                 ok += 1;
@@ -158,6 +219,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     };
     progress.finish(ok, failed);
     drop(results);
+    if let Err(e) = opened.sink.finish() {
+        if opened.is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Ok(Exit::ClosedOutput);
+        }
+        return Err(write_failed(e));
+    }
 
     if interrupted {
         eprintln!(
@@ -179,15 +246,43 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         ),
         None => String::new(),
     };
-    println!(
-        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}; results in {}",
-        args.out.display()
+    let place = if opened.is_stdout && args.out.as_os_str() == "-" {
+        "standard output".to_string()
+    } else {
+        shown.to_string()
+    };
+    // Every error line the file holds, this run's and earlier ones.
+    let errors = opened.errors + failed;
+    let held = if errors > 0 && !opened.is_stream {
+        format!(
+            ", which holds {}: rerun with --rerun-errors to ask them again",
+            count(errors, "error line")
+        )
+    } else {
+        String::new()
+    };
+    let summary = format!(
+        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}; results in {place}{held}"
     );
-    Ok(if failed > 0 {
+    if opened.is_stdout {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
+    Ok(if errors > 0 {
         Exit::Eval
     } else {
         Exit::Success
     })
+}
+
+/// `1 error line`, `3 error lines`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// What every state of the batch is asked with.
@@ -227,83 +322,6 @@ impl Asked<'_> {
         }
         Ok((fields, done.cache_hit))
     }
-}
-
-/// One result line, in one write, then flushed.
-fn write_record(out: &mut File, record: &str) -> std::io::Result<()> {
-    out.write_all(record.as_bytes())?;
-    out.flush()
-}
-
-/// What an existing out file says is already done.
-#[derive(Debug)]
-struct Resumed {
-    done: BTreeSet<usize>,
-    /// Bytes of a torn final line removed.
-    truncated: u64,
-}
-
-/// Reads the out file of an earlier run: the input lines it already answers.
-/// A torn final line is truncated away; any other line that is not a result
-/// line is bad input (the file is not this command's output).
-fn resume(path: &Path, last_line: usize) -> Result<Resumed> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Resumed {
-                done: BTreeSet::new(),
-                truncated: 0,
-            });
-        }
-        Err(e) => {
-            return Err(exit::io(format!(
-                "--out {}: cannot read: {e}",
-                path.display()
-            )));
-        }
-    };
-    let shown = path.display();
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let mut done = BTreeSet::new();
-    for (i, raw) in bytes[..complete].split(|b| *b == b'\n').enumerate() {
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let k = i + 1;
-        let bad = |why: &str| {
-            exit::usage(format!(
-                "--out {shown}: line {k} is not a batch result line ({why}); refusing to resume into it"
-            ))
-        };
-        let v: Value = serde_json::from_slice(raw).map_err(|e| bad(&input::json_error(&e)))?;
-        let n = v
-            .get("line")
-            .and_then(Value::as_u64)
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| bad("no \"line\" number"))? as usize;
-        if v.get("decision").is_none() && v.get("error").is_none() {
-            return Err(bad("neither \"decision\" nor \"error\""));
-        }
-        if n > last_line {
-            return Err(exit::usage(format!(
-                "--out {shown}: line {k} answers input line {n}, but --states has {last_line} lines: is it the output of another input?"
-            )));
-        }
-        done.insert(n);
-    }
-    let truncated = (bytes.len() - complete) as u64;
-    if truncated > 0 {
-        OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|f| f.set_len(complete as u64))
-            .map_err(|e| {
-                exit::io(format!(
-                    "--out {shown}: cannot truncate a torn final line: {e}"
-                ))
-            })?;
-    }
-    Ok(Resumed { done, truncated })
 }
 
 /// Spaces evaluation starts evenly: at most `n` per minute, no bursts.
@@ -408,39 +426,6 @@ fn progress_line(ok: usize, failed: usize, total: u64, elapsed: Duration) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn temp(name: &str, body: &[u8]) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("toolnexus-cli-batch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
-        std::fs::write(&p, body).unwrap();
-        p
-    }
-
-    #[test]
-    fn a_torn_final_line_is_truncated_and_redone() {
-        let p = temp(
-            "torn.jsonl",
-            b"{\"line\":2,\"decision\":{}}\n{\"line\":1,\"error\":\"x\"}\n{\"line\":3,\"deci",
-        );
-        let r = resume(&p, 3).unwrap();
-        assert_eq!(r.done, BTreeSet::from([1, 2]));
-        assert_eq!(r.truncated, 15);
-        assert!(std::fs::read(&p).unwrap().ends_with(b"\"x\"}\n"));
-    }
-
-    #[test]
-    fn a_foreign_out_file_is_refused() {
-        let p = temp("foreign.jsonl", b"hello\n");
-        let e = resume(&p, 3).unwrap_err();
-        assert!(
-            e.to_string().contains("line 1 is not a batch result line"),
-            "{e}"
-        );
-        let p = temp("other.jsonl", b"{\"line\":9,\"error\":\"x\"}\n");
-        let e = resume(&p, 3).unwrap_err();
-        assert!(e.to_string().contains("--states has 3 lines"), "{e}");
-    }
 
     #[tokio::test(start_paused = true)]
     async fn the_pacer_spaces_starts_evenly() {

@@ -340,11 +340,12 @@ pub fn bulk_tape(path: &Path, n: usize, with_cost: bool) {
     tape.save(path).unwrap();
 }
 
-/// The parsed lines of a batch out file.
+/// The parsed result lines of a batch out file (its header line left out).
 pub fn out_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .filter(|v| v.get("toolnexus").is_none())
         .collect()
 }
