@@ -107,8 +107,11 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         built.style.as_str(),
         built.classifier.model(),
     );
-    if let Some(path) = &args.cache {
-        let cache = crate::commands::cache::open(path)?;
+    // A cache that cannot be opened is a warning and exit 4 at the end, never
+    // a silent run without one; a file that is not a cache is exit 2 now.
+    if let Some(path) = &args.cache
+        && let Some(cache) = crate::commands::cache::open_for_run(path)?
+    {
         built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
     }
     let bands = args
@@ -233,9 +236,13 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         );
         return Ok(Exit::Interrupted);
     }
-    let from_cache = match &args.cache {
-        Some(_) => format!(" ({hits} from the cache, not sent)"),
-        None => String::new(),
+    let from_cache = match (&args.cache, crate::warnings::cache_failures()) {
+        (Some(_), 0) => format!(" ({hits} from the cache, not sent)"),
+        (Some(_), n) => format!(
+            " ({hits} from the cache; it failed {n} time{}, see the warnings)",
+            if n == 1 { "" } else { "s" }
+        ),
+        (None, _) => String::new(),
     };
     // A cascade's split: the student's answers never reached the judge behind it.
     let local = match &built.cascade {

@@ -271,8 +271,11 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         }
         built.classifier = toolnexus::compose::fallback(built.classifier, next);
     }
-    if let Some(path) = &args.cache {
-        let cache = crate::commands::cache::open(path)?;
+    // A cache that cannot be opened is a warning and exit 4 at the end, never
+    // a silent run without one; a file that is not a cache is exit 2 now.
+    if let Some(path) = &args.cache
+        && let Some(cache) = crate::commands::cache::open_for_run(path)?
+    {
         built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
     }
     let bands = args

@@ -169,3 +169,61 @@ fn library_warnings_are_printed_once_each_and_quiet_silences_them() {
         );
     }
 }
+
+/// A cache that cannot be opened: a warning naming it, the run goes on
+/// without it, the summary says so, and the exit is 4 — never zero hits as if
+/// nothing happened.
+#[test]
+fn a_cache_that_cannot_be_opened_is_a_warning_and_exit_4() {
+    let dir = TempDir::new("inputs-cache");
+    let tape = dir.join("bulk.tape.json");
+    crate::support::bulk_tape(&tape, 3, false);
+    let q = dir.write("q.json", &crate::support::spam_questions().to_string());
+    let states = dir.write("s.jsonl", "{\"n\": 0}\n{\"n\": 1}\n{\"n\": 2}\n");
+    let cache = dir.join("no/such/dir/c.db").display().to_string();
+    let out_file = dir.join("out.jsonl").display().to_string();
+    let tape = tape.display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            &out_file,
+            "--cache",
+            &cache,
+            "--no-progress",
+        ],
+    );
+    assert_eq!(out.code, 4, "{out:?}");
+    let warning = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("toolnexus: warning: --cache "))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(warning.contains("no/such/dir/c.db"), "{warning}");
+    assert!(
+        out.stdout.contains("it failed 1 time, see the warnings"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("toolnexus: error: the cache failed"),
+        "{}",
+        out.stderr
+    );
+    // Every state was still answered.
+    assert_eq!(
+        crate::support::out_lines(std::path::Path::new(&out_file)).len(),
+        3
+    );
+}

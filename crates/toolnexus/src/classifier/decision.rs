@@ -61,7 +61,10 @@ pub fn choice_confidence(probabilities: &[f64]) -> f64 {
     if probabilities.iter().any(|p| p.is_nan()) {
         return f64::NAN;
     }
-    let m = probabilities.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let m = probabilities
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
     let uniform = 1.0 / n as f64;
     ((m - uniform) / (1.0 - uniform)).clamp(0.0, 1.0)
 }
