@@ -214,7 +214,7 @@ fn required_key(var: Option<&str>) -> Result<Option<Vec<u8>>> {
 
 /// The models `GET /v1/models` lists: the one that answers, and for styles
 /// other than System One the SDKs' default name as an alias of it.
-fn listed_models(built: &style::Built) -> Vec<(String, String)> {
+fn listed_models(built: &style::Built, calibration: bool) -> Vec<(String, String)> {
     let model = built.classifier.model().to_string();
     let what = match built.style {
         StyleName::SystemOne => "forwards each request to the System One backend behind it",
@@ -234,6 +234,14 @@ fn listed_models(built: &style::Built) -> Vec<(String, String)> {
     let served = match built.style {
         StyleName::Tape => format!("style tape, call {:?}", built.call),
         other => format!("style {}, model {model}", other.as_str()),
+    };
+    // A --calibration file may make "uncalibrated" untrue for the questions it covers.
+    let what = match calibration {
+        true => what.replace(
+            "(uncalibrated)",
+            "(uncalibrated, but for the questions a --calibration file covers)",
+        ),
+        false => what.to_string(),
     };
     let mut out = vec![(model.clone(), format!("toolnexus serve, {served}: {what}"))];
     if built.style != StyleName::SystemOne && model != SDK_DEFAULT_MODEL {
@@ -295,7 +303,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         classifier: built.classifier.clone(),
         call: built.call.clone(),
         forwards: built.style == StyleName::SystemOne,
-        models: listed_models(&built),
+        models: listed_models(&built, args.style.calibration.is_some()),
         started_on: civil_date(started),
         delay: Duration::from_millis(args.delay_ms),
         max_body: args.max_body_bytes,
@@ -313,7 +321,10 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     // The first line is what scripts and tests read to find the server.
     say(format_args!("listening on http://{addr}"));
     if let Some(why) = &built.offline_reason {
-        say(format_args!("offline: {why}; serving recorded decisions"));
+        say(format_args!(
+            "offline: {why}; serving the recorded decisions of the built-in demo tape; {}",
+            style::real_answer_hint(&args.style.live)
+        ));
     }
     say(format_args!(
         "serving {}: POST http://{addr}/v1/systemone, GET http://{addr}/v1/models",

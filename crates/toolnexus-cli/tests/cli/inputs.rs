@@ -227,3 +227,33 @@ fn a_cache_that_cannot_be_opened_is_a_warning_and_exit_4() {
         3
     );
 }
+
+/// Plain `toolnexus serve` with no key and no style says at start-up that it
+/// serves the demo tape and how to get real answers.
+#[test]
+fn plain_serve_with_no_key_says_how_to_get_a_real_answer() {
+    use std::io::BufRead as _;
+    let dir = TempDir::new("inputs-serve");
+    let mut cmd = toolnexus(dir.path(), &["serve", "--addr", "127.0.0.1:0"]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = crate::support::Guard(cmd.spawn().unwrap());
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.starts_with("offline:") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("serve said it is offline");
+    assert!(line.contains("built-in demo tape"), "{line}");
+    assert!(line.contains("for a real answer"), "{line}");
+    assert!(line.contains("TYPESAFE_API_KEY"), "{line}");
+}
