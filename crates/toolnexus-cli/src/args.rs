@@ -13,11 +13,15 @@ Exit codes:
   1    unexpected internal error
   2    usage or bad input: unknown flag or style, missing required flag, input
        file missing or unreadable, invalid JSON (with line and column), invalid
-       questions, unreadable tape, an --out file that is not a batch result file,
-       a bad labelled example or run file (with file:line:col)
+       questions, unreadable tape, an --out file that is not this batch's out
+       file (another program's, other inputs', or locked by another batch), a
+       tape journal that is not this tape's or a tape another tape record is
+       recording into, an output that is one of the command's inputs, a bad
+       labelled example or run file (with file:line:col)
   3    evaluation failed (HTTP error, timeout, replay miss, incoherent answer),
-       or a batch / tape record finished with at least one failed line, or an
-       assess gate (--min/--max) or check found a regression or drift
+       or a batch out file holds an error line (also when nothing was left to
+       do), or tape record finished with a failed call, or an assess gate
+       (--min/--max) or check found a regression or drift
   4    I/O failure: writing the --out file or a tape file (a full disk is
        named), a --cache file that could not be opened, read or written
        (reported at the end of the run), or binding --addr

@@ -144,7 +144,13 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
         }
         StyleName::Tape | StyleName::Static => {
             let (tape, label) = load_tape(args.tape.as_deref())?;
-            let call = pick_call(&tape, &label, args.call.as_deref(), style)?;
+            let call = pick_call(
+                &tape,
+                &label,
+                args.call.as_deref(),
+                style,
+                offline_reason.is_some(),
+            )?;
             let classifier = match style {
                 StyleName::Tape => tape.replayer_with(args.tape_match.unwrap_or_default()),
                 _ => static_classifier(&tape, &label, live)?,
@@ -250,13 +256,21 @@ pub fn load_tape(path: Option<&Path>) -> Result<(Tape, String)> {
         None => Ok((demo::demo_tape()?, demo::DEMO_LABEL.to_string())),
         Some(p) => {
             let tape = Tape::load(p).map_err(|e| exit::usage(format!("--tape: {e}")))?;
-            Ok((tape, format!("tape {}", p.display())))
+            Ok((tape, p.display().to_string()))
         }
     }
 }
 
-/// The call name to replay: `--call`, else the demo's default, else the tape's only one.
-fn pick_call(tape: &Tape, label: &str, call: Option<&str>, style: StyleName) -> Result<String> {
+/// The call name to replay: `--call`, else the tape's only one — the same
+/// rule for the built-in demo tape and a user's. Only the offline fallback (no
+/// style named, no key) picks the demo's first call by itself.
+fn pick_call(
+    tape: &Tape,
+    label: &str,
+    call: Option<&str>,
+    style: StyleName,
+    fallback: bool,
+) -> Result<String> {
     let names = tape.call_names();
     if let Some(c) = call {
         if style == StyleName::Tape && !names.iter().any(|n| n == c) {
@@ -267,7 +281,7 @@ fn pick_call(tape: &Tape, label: &str, call: Option<&str>, style: StyleName) -> 
         }
         return Ok(c.to_string());
     }
-    if label == demo::DEMO_LABEL {
+    if fallback && label == demo::DEMO_LABEL {
         return Ok(demo::DEMO_CALL.to_string());
     }
     match names.as_slice() {

@@ -107,6 +107,8 @@ fn local_distill_student_and_cascade_run_offline() {
             &model,
             "--style",
             "tape",
+            "--call",
+            "triage",
             "--json",
         ],
     );

@@ -94,7 +94,8 @@ fn tape_replay_match_sequence_replays_in_recording_order() {
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
-        out.stdout.contains("replayed offline from tape ")
+        out.stdout
+            .contains(&format!("replayed offline from {tape}, "))
             && out
                 .stdout
                 .contains("call \"bulk\" (--match sequence): 0 failed"),
@@ -129,6 +130,9 @@ fn match_is_for_the_tape_style_and_a_bad_mode_names_the_three() {
     let out = tn(dir.path(), &["eval", "--help"]);
     assert!(out.stdout.contains("--match <MODE>"), "{}", out.stdout);
     // --match alone implies the tape style (here over the built-in demo tape).
-    let out = tn(dir.path(), &["eval", "--match", "sequence", "--json"]);
+    let out = tn(
+        dir.path(),
+        &["eval", "--match", "sequence", "--call", "triage", "--json"],
+    );
     assert_eq!(out.code, 0, "{out:?}");
 }
