@@ -59,6 +59,7 @@ mod backend {
     pub(crate) mod systemone;
 }
 mod canonical;
+mod choice_options;
 mod content;
 mod decision;
 mod options;
@@ -96,6 +97,7 @@ pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,
     MetricFn, RecordedDecision,
 };
+pub use choice_options::ChoiceOptions;
 pub use question::{
     BoxQuestion, ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS,
     NoulCriteria, NoulQuestion, Question, Questions, ScoreQuestion, choice_over,

@@ -66,8 +66,9 @@ fn write_question(out: &mut String, q: &Question) {
             }
         }
         Question::Choice(c) => {
+            // Identity, not what is sent: the ids sorted, whatever the caller's order.
             out.push_str("\"criteria\":{");
-            for (j, (id, meaning)) in c.criteria.iter().enumerate() {
+            for (j, (id, meaning)) in c.criteria.sorted().into_iter().enumerate() {
                 if j > 0 {
                     out.push(',');
                 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::choice_options::ChoiceOptions;
 use super::content::{Content, IntoDescription, json_kind};
 use crate::error::{ClassifierError, msg};
 
@@ -60,28 +61,33 @@ pub struct NoulCriteria {
 /// An option's description may be `None` (null on the wire): the model then reads
 /// the option by its name alone, which works only when the name says it all.
 ///
+/// The options keep the order they were given in, and that order is what every
+/// style sends to the model ([`ChoiceOptions`]); identity (tapes, cache keys,
+/// question hashes) is canonical and ignores it.
+///
 /// ```
 /// use toolnexus::classifier::{ChoiceQuestion, Content};
 ///
 /// let q = ChoiceQuestion {
 ///     instructions: "Which team owns this ticket?".into(),
 ///     criteria: [
-///         ("billing".to_string(), Some(Content::from("money moved"))),
 ///         ("other".to_string(), None),
+///         ("billing".to_string(), Some(Content::from("money moved"))),
 ///     ]
 ///     .into(),
 /// };
 /// assert_eq!(q.criteria["billing"].as_ref().unwrap(), "money moved");
 /// assert_eq!(q.criteria["other"], None);
+/// assert_eq!(q.criteria.keys().next().unwrap(), "other");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChoiceQuestion {
     /// What to decide.
     pub instructions: Content,
     /// Option id → what picking it would MEAN, or `None` for an option read by
-    /// its name. The descriptions are the only thing that tells the options apart
-    /// to the model (see [`degenerate_criteria`]).
-    pub criteria: BTreeMap<String, Option<Content>>,
+    /// its name, in the caller's order. The descriptions are the only thing that
+    /// tells the options apart to the model (see [`degenerate_criteria`]).
+    pub criteria: ChoiceOptions,
 }
 
 /// Place the state on an ordered rubric of 2..=10 levels.
@@ -376,7 +382,8 @@ fn read_question(v: &Value) -> Result<Question, String> {
                     "choice question \"criteria\" is not an object of option id to meaning".into(),
                 );
             };
-            let mut out = BTreeMap::new();
+            // In the order the wire gave them (serde_json keeps it).
+            let mut out = ChoiceOptions::new();
             for (id, meaning) in c {
                 let meaning = match meaning {
                     Value::Null => None,
@@ -512,44 +519,46 @@ pub fn validate_questions(questions: &Questions) -> Result<(), ClassifierError> 
 /// Detection only: `evaluate` warns once per question key and sends the request
 /// unchanged. It cannot tell a good encoding from a subtly wrong one. Options
 /// with no description at all (`None`) are read by their names, which is the
-/// same as a description equal to the id.
+/// same as a description equal to the id. It takes the options as a
+/// [`ChoiceOptions`] or any map of id → description.
 ///
 /// ```
-/// use std::collections::BTreeMap;
-/// use toolnexus::classifier::{Content, degenerate_criteria};
+/// use toolnexus::classifier::{ChoiceOptions, Content, degenerate_criteria};
 ///
-/// let ids_only: BTreeMap<String, Option<Content>> =
+/// let ids_only: ChoiceOptions =
 ///     [("yes".into(), Some("yes".into())), ("no".into(), Some("no".into()))].into();
 /// assert!(degenerate_criteria(&ids_only).is_some());
 ///
-/// let described: BTreeMap<String, Option<Content>> = [
+/// let described: ChoiceOptions = [
 ///     ("yes".into(), Some("the user agreed".into())),
 ///     ("no".into(), Some("anything else".into())),
 /// ]
 /// .into();
 /// assert_eq!(degenerate_criteria(&described), None);
 /// ```
-pub fn degenerate_criteria(criteria: &BTreeMap<String, Option<Content>>) -> Option<&'static str> {
-    if criteria.len() < 2 {
+pub fn degenerate_criteria<'a, I>(criteria: I) -> Option<&'static str>
+where
+    I: IntoIterator<Item = (&'a String, &'a Option<Content>)>,
+{
+    let options: Vec<(&String, &Option<Content>)> = criteria.into_iter().collect();
+    if options.len() < 2 {
         return None;
     }
-    if criteria.values().all(Option::is_none) {
+    let values = || options.iter().map(|(_, d)| *d);
+    if values().all(Option::is_none) {
         return Some("no option has a description, so each is read by its name alone");
     }
-    if criteria
-        .values()
-        .all(|d| d.as_ref().is_none_or(Content::is_blank))
-    {
+    if values().all(|d| d.as_ref().is_none_or(Content::is_blank)) {
         return Some("every option's description is empty");
     }
-    if criteria.iter().all(|(id, d)| {
+    if options.iter().all(|(id, d)| {
         d.as_ref()
             .is_none_or(|d| d.as_str().map(str::trim) == Some(id.as_str()))
     }) {
         return Some("every option's description is just its own id");
     }
     let norm = |d: &Option<Content>| d.as_ref().map(|c| c.render().trim().to_string());
-    let mut it = criteria.values();
+    let mut it = values();
     let first = it.next().map(norm);
     if it.all(|d| Some(norm(d)) == first) {
         return Some("every option has the same description");

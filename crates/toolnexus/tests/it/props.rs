@@ -130,7 +130,7 @@ fn question() -> impl Strategy<Value = Question> {
         )
             .prop_map(|(instructions, criteria)| ChoiceQuestion {
                 instructions,
-                criteria
+                criteria: criteria.into()
             }
             .into()),
         (content(), prop::collection::vec(content(), 0..12)).prop_map(
