@@ -7,6 +7,7 @@ mod cache;
 mod errors;
 mod eval;
 mod local;
+mod model;
 mod serve;
 mod support;
 mod tape;
