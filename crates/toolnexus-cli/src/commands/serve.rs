@@ -241,7 +241,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     let bands = args
         .thresholds
         .as_deref()
-        .map(crate::input::read_thresholds)
+        .map(|p| crate::input::read_thresholds(p, None))
         .transpose()?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
