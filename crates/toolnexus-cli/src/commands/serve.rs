@@ -96,6 +96,35 @@ struct App {
     bands: Option<BTreeMap<String, Bands>>,
     /// `--max-concurrency`: a slot per evaluation in flight, and the limit.
     slots: Option<(Arc<tokio::sync::Semaphore>, u32)>,
+    /// `--thresholds`: the wording each cut was picked on, to warn once per
+    /// question a request asks reworded.
+    reworded: Option<Reworded>,
+}
+
+/// The questions of a thresholds file, and those already said to be reworded.
+struct Reworded {
+    path: std::path::PathBuf,
+    thresholds: toolnexus::judge::Thresholds,
+    warned: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl Reworded {
+    /// Says on stderr (once per question, as eval and batch say it) which
+    /// questions of `asked` were reworded since their cut was picked.
+    fn check(&self, asked: &toolnexus::classifier::Questions) {
+        let new: toolnexus::classifier::Questions = {
+            let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+            self.thresholds
+                .reworded(asked)
+                .into_iter()
+                .filter(|k| warned.insert(k.clone()))
+                .map(|k| (k.clone(), asked[&k].clone()))
+                .collect()
+        };
+        if !new.is_empty() {
+            let _ = crate::input::read_thresholds(&self.path, Some(&new));
+        }
+    }
 }
 
 /// `req_` + 24 hex digits: 8 from the start time, 16 from a bijective mix of a
@@ -243,6 +272,15 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         .as_deref()
         .map(|p| crate::input::read_thresholds(p, None))
         .transpose()?;
+    let reworded = match &args.thresholds {
+        Some(p) => Some(Reworded {
+            path: p.clone(),
+            thresholds: toolnexus::judge::Thresholds::load(p)
+                .map_err(|e| exit::usage(format!("--thresholds: {e}")))?,
+            warned: Default::default(),
+        }),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| exit::io(format!("--addr {}: cannot listen: {e}", args.addr)))?;
@@ -264,6 +302,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         key,
         ids: RequestIds::new(),
         bands,
+        reworded,
         slots: args
             .max_concurrency
             .map(|n| (Arc::new(tokio::sync::Semaphore::new(n as usize)), n)),
@@ -542,6 +581,9 @@ async fn systemone(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
         Err(errors) => return unprocessable(&errors),
     };
     drop(parts);
+    if let Some(r) = &app.reworded {
+        r.check(&parsed.questions);
+    }
     let eval = match eval_request(&app, parsed) {
         Ok(r) => r,
         Err(invalid) => return unprocessable(&[invalid]),

@@ -700,3 +700,66 @@ fn a_thresholds_file_records_hashes_and_a_reworded_question_is_a_warning() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stderr.contains("reworded"), "{}", out.stderr);
 }
+
+#[test]
+fn serve_with_thresholds_warns_once_when_a_request_asks_a_reworded_question() {
+    use std::io::BufRead as _;
+    let dir = TempDir::new("assess-serve-reworded");
+    let run = demo_run(&dir);
+    let th = dir.join("th.json").display().to_string();
+    pick_thresholds(&dir, &run, &th);
+    let tape = demo("tape.json");
+    let log = dir.join("serve.log");
+    let mut cmd = crate::support::toolnexus(
+        dir.path(),
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--style",
+            "static",
+            "--tape",
+            &tape,
+            "--thresholds",
+            &th,
+        ],
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut child = crate::support::Guard(cmd.spawn().unwrap());
+    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("{first}"))
+        .trim()
+        .to_string();
+    std::thread::spawn(move || for _ in lines {});
+
+    let mut questions: Value =
+        serde_json::from_str(&std::fs::read_to_string(demo("questions.json")).unwrap()).unwrap();
+    let state = serde_json::json!({"message": "where is my parcel?"});
+    let ask = |questions: &Value| {
+        let body = serde_json::json!({"questions": questions, "state": state}).to_string();
+        request(
+            &addr,
+            "POST",
+            "/v1/systemone",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    };
+    // The wording the cuts were picked on: no warning.
+    ask(&questions);
+    questions["urgency"]["instructions"] = "How quickly must we act?".into();
+    for _ in 0..3 {
+        ask(&questions);
+    }
+    drop(child);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let warning = format!(
+        "warning: --thresholds {th}: question \"urgency\" was reworded since its cut was picked"
+    );
+    assert_eq!(text.matches(&warning).count(), 1, "{text}");
+    assert!(!text.contains("\"desk\" was reworded"), "{text}");
+}
