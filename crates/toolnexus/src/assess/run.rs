@@ -249,10 +249,10 @@ impl Run {
     pub fn models(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for r in &self.rows {
-            if let Some(d) = r.decision() {
-                if !out.contains(&d.model) {
-                    out.push(d.model.clone());
-                }
+            if let Some(d) = r.decision()
+                && !out.contains(&d.model)
+            {
+                out.push(d.model.clone());
             }
         }
         out
@@ -296,11 +296,12 @@ fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
     // built to survive. It is left out and its line number kept, so readers
     // can say so.
     let mut torn_line = None;
-    if let Some(&(line_no, raw)) = lines.last() {
-        if !raw.ends_with('\n') && serde_json::from_str::<Value>(raw.trim_end()).is_err() {
-            torn_line = Some(line_no);
-            lines.pop();
-        }
+    if let Some(&(line_no, raw)) = lines.last()
+        && !raw.ends_with('\n')
+        && serde_json::from_str::<Value>(raw.trim_end()).is_err()
+    {
+        torn_line = Some(line_no);
+        lines.pop();
     }
     // Rows parse independently: split the lines over the machine's cores
     // (the first error by line number wins, as a sequential read would).

@@ -560,12 +560,12 @@ impl ThresholdReport {
                 out.insert(k.clone(), bands_of(&p.kind, c));
             }
         }
-        if let Some(g) = &self.gate {
-            if let Some(c) = cut_of(&g.pick) {
-                for k in &g.keys {
-                    let kind = self.questions.get(k).map_or("gate", |p| p.kind.as_str());
-                    out.insert(k.clone(), bands_of(kind, c));
-                }
+        if let Some(g) = &self.gate
+            && let Some(c) = cut_of(&g.pick)
+        {
+            for k in &g.keys {
+                let kind = self.questions.get(k).map_or("gate", |p| p.kind.as_str());
+                out.insert(k.clone(), bands_of(kind, c));
             }
         }
         out
