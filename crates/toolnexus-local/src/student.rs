@@ -687,13 +687,13 @@ pub fn distill(
         let mut has = vec![false; rows.len()];
         let mut legend = BTreeMap::new();
         for (i, r) in rows.iter().enumerate() {
-            if let Some(a) = r.decision.answers.get(key) {
-                if let (Some(target), true) = (target_of(a, &labels), a.answer_type() == q.kind()) {
-                    t[i] = target;
-                    has[i] = true;
-                    if let (DecisionAnswer::Score(s), true) = (a, legend.is_empty()) {
-                        legend = s.legend.clone();
-                    }
+            if let Some(a) = r.decision.answers.get(key)
+                && let (Some(target), true) = (target_of(a, &labels), a.answer_type() == q.kind())
+            {
+                t[i] = target;
+                has[i] = true;
+                if let (DecisionAnswer::Score(s), true) = (a, legend.is_empty()) {
+                    legend = s.legend.clone();
                 }
             }
         }
@@ -728,15 +728,15 @@ pub fn distill(
             )));
         }
         let prior = options.priors.get(key.as_str());
-        if let Some(rows) = prior {
-            if rows.len() != labels.len() || rows.iter().any(|r| r.len() != dim) {
-                return Err(StudentError::new(format!(
-                    "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {} of {dim}",
-                    rows.len(),
-                    rows.first().map_or(0, Vec::len),
-                    labels.len()
-                )));
-            }
+        if let Some(rows) = prior
+            && (rows.len() != labels.len() || rows.iter().any(|r| r.len() != dim))
+        {
+            return Err(StudentError::new(format!(
+                "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {} of {dim}",
+                rows.len(),
+                rows.first().map_or(0, Vec::len),
+                labels.len()
+            )));
         }
         let (w, b, epochs) = train(
             &x,
@@ -1317,7 +1317,7 @@ mod tests {
     }
 
     fn split(i: usize) -> f64 {
-        if i % 2 == 0 { 0.9 } else { 0.1 }
+        if i.is_multiple_of(2) { 0.9 } else { 0.1 }
     }
 
     #[test]
