@@ -501,7 +501,8 @@ fn edit_line(run: &str, n: usize, edit: impl Fn(&mut Value)) -> String {
 fn a_run_file_with_an_impossible_number_is_exit_2_naming_file_and_line() {
     let dir = TempDir::new("assess-impossible");
     let run = demo_run(&dir);
-    let edits: [(&str, fn(&mut Value)); 3] = [
+    type Edit = (&'static str, fn(&mut Value));
+    let edits: [Edit; 3] = [
         ("noul 1.7 is outside [0, 1]", |v| {
             v["decision"]["answers"]["refund_requested"]["noul"] = 1.7.into()
         }),
