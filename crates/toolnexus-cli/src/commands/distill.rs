@@ -115,17 +115,13 @@ fn from_tape(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
             let TapeOutcome::Decision(d) = e.outcome else {
                 continue;
             };
-            match &asked {
-                None => asked = Some(e.questions.clone()),
-                Some(q) if questions.is_none() && *q != e.questions => {
-                    return Err(exit::usage(format!(
-                        "--tape {}: the recordings ask different question sets; name one with --questions (and --call)",
-                        path.display()
-                    )));
-                }
-                _ => {}
+            let want = asked.get_or_insert_with(|| e.questions.clone());
+            if questions.is_none() && *want != e.questions {
+                return Err(exit::usage(format!(
+                    "--tape {}: the recordings ask different question sets; name one with --questions (and --call)",
+                    path.display()
+                )));
             }
-            let want = asked.as_ref().expect("set above");
             student::check_teacher(&d, want, Some(&e.questions)).map_err(|err| {
                 exit::usage(format!(
                     "--tape {}: call {call:?} entry {index}: the teacher's decision does not fit: {err}",
