@@ -133,7 +133,10 @@ pub fn read_thresholds(
     let t = toolnexus::judge::Thresholds::load(path)
         .map_err(|e| exit::usage(format!("--thresholds: {e}")))?;
     for key in asked.map(|q| t.reworded(q)).unwrap_or_default() {
-        eprintln!(
+        // Never a panic on a closed stderr: serve calls this per request.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr().lock(),
             "warning: --thresholds {}: question {key:?} was reworded since its cut was picked; \
              its bands may no longer hold (pick them again with `toolnexus assess thresholds`)",
             path.display()
