@@ -240,12 +240,25 @@ pub fn refuse_overwrite(out_flag: &str, out: &Path, inputs: &[(&str, &Path)]) ->
 }
 
 /// `--thresholds FILE` (from `toolnexus assess thresholds`) as per-question
-/// bands; a bad file is a usage error naming it and the key.
+/// bands; a bad file is a usage error naming it and the key. With the
+/// questions being asked, a question reworded since its cut was picked (the
+/// file's hash differs) is a warning on stderr, once per question, here.
 pub fn read_thresholds(
     path: &Path,
+    asked: Option<&Questions>,
 ) -> Result<std::collections::BTreeMap<String, toolnexus::judge::Bands>> {
     let t = toolnexus::judge::Thresholds::load(path)
         .map_err(|e| exit::usage(format!("--thresholds: {e}")))?;
+    for key in asked.map(|q| t.reworded(q)).unwrap_or_default() {
+        // Never a panic on a closed stderr: serve calls this per request.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "warning: --thresholds {}: question {key:?} was reworded since its cut was picked; \
+             its bands may no longer hold (pick them again with `toolnexus assess thresholds`)",
+            path.display()
+        );
+    }
     Ok(t.bands)
 }
 

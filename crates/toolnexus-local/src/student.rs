@@ -375,6 +375,139 @@ fn target_of(answer: &DecisionAnswer, labels: &[String]) -> Option<Vec<f64>> {
     }
 }
 
+/// Checks that a teacher's decision fits the questions a student is trained
+/// for: every answered key has its question's type; a noul, a probability or
+/// a confidence is a number in [0, 1]; a choice and every probability name an
+/// option the question offers; a score and its probabilities stay within the
+/// rubric's levels, and its legend has as many levels as the rubric. With
+/// `teacher_asked` (the questions the teacher was given, as a tape records
+/// them), each of those must offer the same options or levels as the
+/// question trained for. Keys the decision does not answer are not checked
+/// (their rows are left out of that head). The error names the question.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus::classifier::Decision;
+/// use toolnexus::judge::{noul, questions};
+/// use toolnexus_local::student::check_teacher;
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let d = Decision::from_value(&json!({"model": "t", "answers": {"spam": {"type": "noul", "noul": 1.2}}}))?;
+/// let e = check_teacher(&d, &qs, None).unwrap_err();
+/// assert_eq!(e.to_string(), "question \"spam\": noul 1.2 is outside [0, 1]");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn check_teacher(
+    decision: &Decision,
+    questions: &Questions,
+    teacher_asked: Option<&Questions>,
+) -> Result<(), StudentError> {
+    for (key, q) in questions {
+        let Some(labels) = labels_of(q) else {
+            continue;
+        };
+        let fail = |m: String| Err(StudentError::new(format!("question {key:?}: {m}")));
+        if let Some(asked) = teacher_asked.and_then(|t| t.get(key)) {
+            if asked.kind() != q.kind() {
+                return fail(format!(
+                    "the teacher was asked a {} question, this is a {} question",
+                    asked.kind(),
+                    q.kind()
+                ));
+            }
+            let theirs = labels_of(asked).unwrap_or_default();
+            if theirs != labels {
+                return fail(match q {
+                    Question::Score(_) => format!(
+                        "the teacher was asked on {} levels, this rubric has {}",
+                        theirs.len(),
+                        labels.len()
+                    ),
+                    _ => format!(
+                        "the teacher was offered options {}, this question offers {}",
+                        listed(&theirs),
+                        listed(&labels)
+                    ),
+                });
+            }
+        }
+        let Some(answer) = decision.answers.get(key) else {
+            continue;
+        };
+        if answer.answer_type() != q.kind() {
+            return fail(format!(
+                "the teacher's answer is a {} answer, the question asks for {}",
+                answer.answer_type(),
+                q.kind()
+            ));
+        }
+        let unit = |what: String, v: f64| {
+            if v.is_finite() && (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                fail(format!("{what} {v} is outside [0, 1]"))
+            }
+        };
+        let offered = |id: &str, what: &str| {
+            if labels.iter().any(|l| l == id) {
+                Ok(())
+            } else {
+                fail(format!(
+                    "{what} {id:?} is not one of the options offered ({})",
+                    listed(&labels)
+                ))
+            }
+        };
+        match answer {
+            DecisionAnswer::Noul(a) => unit("noul".into(), a.noul)?,
+            DecisionAnswer::Choice(a) => {
+                offered(&a.choice, "choice")?;
+                unit("confidence".into(), a.confidence)?;
+                for (id, &p) in &a.probabilities {
+                    offered(id, "probability for")?;
+                    unit(format!("probability {id:?}"), p)?;
+                }
+            }
+            DecisionAnswer::Score(a) => {
+                let top = labels.len() - 1;
+                if !(a.score.is_finite() && (0.0..=top as f64).contains(&a.score)) {
+                    return fail(format!(
+                        "score {} is outside the rubric's levels 0..={top}",
+                        a.score
+                    ));
+                }
+                unit("confidence".into(), a.confidence)?;
+                for (level, &p) in &a.probabilities {
+                    if !labels.iter().any(|l| l == level.trim()) {
+                        return fail(format!(
+                            "probability for level {level:?}, which the rubric (levels 0..={top}) does not have"
+                        ));
+                    }
+                    unit(format!("probability {level:?}"), p)?;
+                }
+                if !a.legend.is_empty() && a.legend.len() != labels.len() {
+                    return fail(format!(
+                        "the teacher's legend has {} levels, this rubric has {}",
+                        a.legend.len(),
+                        labels.len()
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `"a", "b", "c"`.
+fn listed(labels: &[String]) -> String {
+    labels
+        .iter()
+        .map(|l| format!("{l:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A seeded shuffle (SplitMix64), so a split repeats.
 fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
@@ -526,6 +659,10 @@ pub fn distill(
             rows[i].embedding.len()
         )));
     }
+    for (i, r) in rows.iter().enumerate() {
+        check_teacher(&r.decision, questions, None)
+            .map_err(|e| StudentError::new(format!("distill: row {i}: {e}")))?;
+    }
     let mut teachers: Vec<String> = Vec::new();
     for r in rows {
         if !teachers.contains(&r.decision.model) {
@@ -550,13 +687,13 @@ pub fn distill(
         let mut has = vec![false; rows.len()];
         let mut legend = BTreeMap::new();
         for (i, r) in rows.iter().enumerate() {
-            if let Some(a) = r.decision.answers.get(key) {
-                if let (Some(target), true) = (target_of(a, &labels), a.answer_type() == q.kind()) {
-                    t[i] = target;
-                    has[i] = true;
-                    if let (DecisionAnswer::Score(s), true) = (a, legend.is_empty()) {
-                        legend = s.legend.clone();
-                    }
+            if let Some(a) = r.decision.answers.get(key)
+                && let (Some(target), true) = (target_of(a, &labels), a.answer_type() == q.kind())
+            {
+                t[i] = target;
+                has[i] = true;
+                if let (DecisionAnswer::Score(s), true) = (a, legend.is_empty()) {
+                    legend = s.legend.clone();
                 }
             }
         }
@@ -569,16 +706,37 @@ pub fn distill(
                 MIN_ROWS / 2
             )));
         }
+        // A head learns to tell answers apart: one answer everywhere teaches
+        // it nothing, and its figures would say nothing either.
+        let mut classes: Vec<usize> = (0..rows.len())
+            .filter(|&i| has[i])
+            .map(|i| argmax(&t[i]))
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        if let [only] = classes[..] {
+            return Err(StudentError::new(format!(
+                "distill: question {key:?}: the teacher gave the same answer ({:?}) on all {} rows that answer it; a head needs at least two different answers to learn from (add examples of the others)",
+                labels[only],
+                has.iter().filter(|&&h| h).count()
+            )));
+        }
+        if held_i.is_empty() {
+            return Err(StudentError::new(format!(
+                "distill: question {key:?}: none of the {} held-out rows answers it, so its agreement cannot be measured (more teacher decisions on it, or a larger --holdout)",
+                held_rows.len()
+            )));
+        }
         let prior = options.priors.get(key.as_str());
-        if let Some(rows) = prior {
-            if rows.len() != labels.len() || rows.iter().any(|r| r.len() != dim) {
-                return Err(StudentError::new(format!(
-                    "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {} of {dim}",
-                    rows.len(),
-                    rows.first().map_or(0, Vec::len),
-                    labels.len()
-                )));
-            }
+        if let Some(rows) = prior
+            && (rows.len() != labels.len() || rows.iter().any(|r| r.len() != dim))
+        {
+            return Err(StudentError::new(format!(
+                "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {} of {dim}",
+                rows.len(),
+                rows.first().map_or(0, Vec::len),
+                labels.len()
+            )));
         }
         let (w, b, epochs) = train(
             &x,
@@ -623,10 +781,13 @@ pub fn distill(
             row_conf[i] = row_conf[i].min(confidence(&p));
             row_agrees[i] &= ok;
         }
-        let m = held_i.len().max(1) as f64;
+        // Over the held-out rows that answer this question (never empty here).
+        let m = held_i.len() as f64;
         let mut head = head;
         head.report.agreement = agree as f64 / m;
-        head.report.log_loss = ll / m;
+        // Cross-entropy against a distribution is never negative; rounding in
+        // a probability of 1 must not print -0.000.
+        head.report.log_loss = (ll / m).max(0.0);
         head.report.ece = ece(&reliability(&confs, &hits, 15));
         reports.insert(key.clone(), head.report.clone());
         heads.insert(key.clone(), head);
@@ -1123,4 +1284,136 @@ pub fn cascade(
         toolnexus::classifier::Classifier::from_evaluator(model, c),
         stats,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qs() -> Questions {
+        toolnexus::judge::questions(&[
+            toolnexus::judge::noul("spam", "Is it spam?"),
+            toolnexus::judge::noul("rude", "Is it rude?"),
+        ])
+        .unwrap()
+    }
+
+    /// 60 rows in two clusters; `answers(i)` is row i's answers object.
+    fn rows(answers: impl Fn(usize) -> Value) -> Vec<TeacherRow> {
+        (0..60)
+            .map(|i| {
+                let x = if i % 2 == 0 { 1.0 } else { -1.0 };
+                TeacherRow {
+                    embedding: vec![x, 0.1 * ((i % 7) as f32 - 3.0), 0.3],
+                    decision: Decision::from_value(&json!({"model": "t", "answers": answers(i)}))
+                        .unwrap(),
+                }
+            })
+            .collect()
+    }
+
+    fn noul(p: f64) -> Value {
+        json!({"type": "noul", "noul": p})
+    }
+
+    fn split(i: usize) -> f64 {
+        if i.is_multiple_of(2) { 0.9 } else { 0.1 }
+    }
+
+    #[test]
+    fn a_teacher_number_outside_zero_to_one_is_refused_naming_the_row() {
+        let rows = rows(|i| {
+            let spam = if i == 3 { 1.5 } else { split(i) };
+            json!({"spam": noul(spam), "rude": noul(split(i + 1))})
+        });
+        let e = distill(&rows, &qs(), "m", &TrainOptions::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "distill: row 3: question \"spam\": noul 1.5 is outside [0, 1]"
+        );
+    }
+
+    #[test]
+    fn a_question_with_one_answer_everywhere_is_refused_naming_it() {
+        let rows =
+            rows(|i| json!({"spam": noul(split(i)), "rude": noul(0.2 + 0.01 * (i % 5) as f64)}));
+        let e = distill(&rows, &qs(), "m", &TrainOptions::default()).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "distill: question \"rude\": the teacher gave the same answer (\"false\") on all 60 rows"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_question_no_held_out_row_answers_is_refused_not_reported_as_zero() {
+        let o = TrainOptions::default();
+        let n_held = (60.0 * o.holdout).round() as usize;
+        let held: Vec<usize> = shuffled(60, o.seed)[..n_held].to_vec();
+        let rows = rows(|i| {
+            if held.contains(&i) {
+                json!({"spam": noul(split(i))})
+            } else {
+                json!({"spam": noul(split(i)), "rude": noul(split(i + 1))})
+            }
+        });
+        let e = distill(&rows, &qs(), "m", &o).unwrap_err();
+        assert!(
+            e.to_string().starts_with(&format!(
+                "distill: question \"rude\": none of the {n_held} held-out rows answers it"
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn figures_are_possible_ones() {
+        // Sure teachers: the held-out log loss is near 0 and never below it.
+        let rows = rows(|i| {
+            let y = if i % 2 == 0 { 1.0 } else { 0.0 };
+            json!({"spam": noul(y), "rude": noul(1.0 - y)})
+        });
+        let (_, report) = distill(&rows, &qs(), "m", &TrainOptions::default()).unwrap();
+        for (k, r) in &report.questions {
+            assert!(
+                r.log_loss >= 0.0 && r.log_loss.is_sign_positive(),
+                "{k}: {r:?}"
+            );
+            assert!((0.0..=1.0).contains(&r.agreement), "{k}: {r:?}");
+            assert!((0.0..=1.0).contains(&r.ece), "{k}: {r:?}");
+            assert!(r.holdout > 0, "{k}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn check_teacher_names_another_level_count() {
+        let now = toolnexus::judge::questions(&[toolnexus::judge::score(
+            "urgency",
+            "How soon?",
+            ["low", "high"],
+        )])
+        .unwrap();
+        let then = toolnexus::judge::questions(&[toolnexus::judge::score(
+            "urgency",
+            "How soon?",
+            ["low", "normal", "high"],
+        )])
+        .unwrap();
+        let d = Decision::from_value(&json!({"model": "t", "answers": {"urgency": {
+            "type": "score", "score": 2.0, "confidence": 0.8,
+            "legend": {"0": "low", "1": "normal", "2": "high"},
+            "probabilities": {"0": 0.1, "1": 0.1, "2": 0.8}}}}))
+        .unwrap();
+        let e = check_teacher(&d, &now, Some(&then)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "question \"urgency\": the teacher was asked on 3 levels, this rubric has 2"
+        );
+        let e = check_teacher(&d, &now, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "question \"urgency\": score 2 is outside the rubric's levels 0..=1"
+        );
+    }
 }

@@ -53,8 +53,22 @@ fn write_failed(e: AssessError) -> anyhow::Error {
     exit::io(e)
 }
 
+/// Reads a run file for reporting; a torn final line (an interrupted run) is
+/// left out and said so on stderr, naming the file and the line.
 fn load_run(path: &Path) -> Result<Run> {
-    Run::load(path).map_err(bad)
+    let run = Run::load(path).map_err(bad)?;
+    if let Some(line) = run.torn_line {
+        eprintln!("{}", torn_warning(path, line, "left out"));
+    }
+    Ok(run)
+}
+
+/// The one wording of the torn-line warning.
+fn torn_warning(path: &Path, line: usize, what: &str) -> String {
+    format!(
+        "warning: {}:{line}: torn final line (cut short by an interrupted run) {what}",
+        path.display()
+    )
 }
 
 fn print_json(v: &impl serde::Serialize) {
@@ -114,6 +128,20 @@ fn progress_bar(off: bool) -> Option<(Progress, ProgressBar)> {
 
 /// `assess run`: the one step that calls a backend.
 async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
+    let mut inputs: Vec<(&str, &Path)> = vec![("--examples", &a.examples)];
+    if Path::new(&a.questions).is_file() {
+        inputs.push(("--questions", Path::new(&a.questions)));
+    }
+    for (flag, file) in [
+        ("--tape", &a.style.tape),
+        ("--calibration", &a.style.calibration),
+        ("--student", &a.style.student),
+    ] {
+        if let Some(f) = file {
+            inputs.push((flag, f));
+        }
+    }
+    input::refuse_overwrite("--out", &a.out, &inputs)?;
     let built = style::build(&a.style, Fallback::SystemOne)?;
     let questions = input::read_questions(&a.questions)?;
     let examples = read_examples(&a.examples, &questions).map_err(bad)?;
@@ -126,6 +154,12 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
     let run = run_examples(&built.classifier, &questions, &examples, &a.out, options)
         .await
         .map_err(bad)?;
+    if let Some(line) = run.torn_line {
+        eprintln!(
+            "{}",
+            torn_warning(&a.out, line, "dropped; its example was asked again")
+        );
+    }
     if let Some((_, bar)) = bar {
         bar.finish_and_clear();
     }
@@ -142,9 +176,21 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
 
 /// `assess report`.
 fn report(a: ReportArgs) -> Result<Exit> {
+    if let Some(out) = &a.report {
+        let mut inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("run", r.as_path())).collect();
+        if let Some(t) = &a.thresholds {
+            inputs.push(("--thresholds", t));
+        }
+        input::refuse_overwrite("--report", out, &inputs)?;
+    }
+    let mut runs = Vec::new();
+    for path in &a.runs {
+        runs.push((path, load_run(path)?));
+    }
     let mut options = SummaryOptions::default();
     if let Some(p) = &a.thresholds {
-        options.bands = Some((Bands::default(), input::read_thresholds(p)?));
+        let asked = runs.first().map(|(_, r)| &r.questions);
+        options.bands = Some((Bands::default(), input::read_thresholds(p, asked)?));
     }
     options.gate_keys = a.gate.clone();
     for s in &a.slice {
@@ -161,9 +207,8 @@ fn report(a: ReportArgs) -> Result<Exit> {
         gates.push(Gate::parse_max(g).map_err(bad)?);
     }
     let mut summaries = Vec::new();
-    for path in &a.runs {
-        let run = load_run(path)?;
-        summaries.push((path.display().to_string(), summarize(&run, &options)));
+    for (path, run) in &runs {
+        summaries.push((path.display().to_string(), summarize(run, &options)));
     }
     if a.json {
         if summaries.len() == 1 {
@@ -214,6 +259,9 @@ fn thresholds(a: ThresholdsArgs) -> Result<Exit> {
             ));
         }
     };
+    if let Some(out) = &a.out {
+        input::refuse_overwrite("--out", out, &[("run", &a.run)])?;
+    }
     let run = load_run(&a.run)?;
     let mut o = ThresholdOptions::new(target);
     o.resamples = a.resamples;
@@ -237,6 +285,9 @@ fn thresholds(a: ThresholdsArgs) -> Result<Exit> {
 
 /// `assess calibrate`.
 fn calibrate(a: CalibrateArgs) -> Result<Exit> {
+    if let Some(out) = &a.out {
+        input::refuse_overwrite("--out", out, &[("run", &a.run)])?;
+    }
     let run = load_run(&a.run)?;
     let o = CalibrateOptions {
         folds: a.folds as usize,
@@ -266,10 +317,37 @@ fn compare(a: CompareArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// `assess check`: exit 3 on drift, naming the question and the figures.
+/// `assess check`: exit 3 on drift, naming the question and the figures;
+/// exit 5 when no question of the thresholds file is asked by the run (there
+/// is nothing to check), naming the questions on both sides. A question
+/// reworded since its cut was picked is a warning.
 fn check(a: CheckArgs) -> Result<Exit> {
     let file = ThresholdReport::load(&a.thresholds).map_err(bad)?;
-    let r = check_thresholds(&load_run(&a.run)?, &file);
+    let run = load_run(&a.run)?;
+    let mut picked: Vec<&String> = file.questions.keys().collect();
+    if let Some(g) = &file.gate {
+        picked.extend(g.keys.iter().filter(|k| !file.questions.contains_key(*k)));
+    }
+    if !picked.iter().any(|k| run.questions.contains_key(*k)) {
+        let names = |keys: &mut dyn Iterator<Item = &String>| {
+            let v: Vec<String> = keys.map(|k| format!("{k:?}")).collect();
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        return Err(exit::no_match(format!(
+            "assess check: no question of the thresholds file {} ({}) is asked by the run {} ({}); nothing to check",
+            a.thresholds.display(),
+            names(&mut picked.iter().copied()),
+            a.run.display(),
+            names(&mut run.questions.keys()),
+        )));
+    }
+    // The rewording warning, worded as eval and batch word it.
+    input::read_thresholds(&a.thresholds, Some(&run.questions))?;
+    let r = check_thresholds(&run, &file);
     if a.json {
         print_json(&r);
     } else {

@@ -117,7 +117,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let bands = args
         .thresholds
         .as_deref()
-        .map(input::read_thresholds)
+        .map(|p| input::read_thresholds(p, Some(questions.as_ref())))
         .transpose()?
         .map(Arc::new);
     if built.style == StyleName::SystemOne && !style::key_is_set(&style::key_env(&args.style.live))

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use toolnexus::classifier::{Decision, Question, Questions};
 use toolnexus::judge::{Tape, TapeOutcome};
-use toolnexus_local::student::{TrainOptions, distill, teacher_rows};
+use toolnexus_local::student::{self, TrainOptions, distill, teacher_rows};
 
 use crate::args::DistillArgs;
 use crate::exit::{self, Exit};
@@ -27,6 +27,20 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
             a.holdout
         )));
     }
+    let mut inputs: Vec<(&str, &std::path::Path)> = Vec::new();
+    for (flag, file) in [("--tape", &a.tape), ("--labels", &a.labels)] {
+        if let Some(f) = file {
+            inputs.push((flag, f));
+        }
+    }
+    if let Some(q) = a
+        .questions
+        .as_deref()
+        .filter(|q| std::path::Path::new(q).is_file())
+    {
+        inputs.push(("--questions", std::path::Path::new(q)));
+    }
+    input::refuse_overwrite("--out", &a.out, &inputs)?;
     let (questions, items, source) = match (&a.tape, &a.labels) {
         (Some(tape), _) => from_tape(&a, tape)?,
         (None, Some(labels)) => from_labels(&a, labels)?,
@@ -91,24 +105,31 @@ fn from_tape(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
     };
     let mut asked: Option<Questions> = questions.clone();
     let mut items = Vec::new();
-    for e in tape.entries() {
-        if a.call.as_ref().is_some_and(|c| *c != e.call_name) {
+    // Entries are named as `tape replay` names them: call name and index in
+    // recording order.
+    for call in tape.call_names() {
+        if a.call.as_ref().is_some_and(|c| *c != call) {
             continue;
         }
-        let TapeOutcome::Decision(d) = e.outcome else {
-            continue;
-        };
-        match &asked {
-            None => asked = Some(e.questions.clone()),
-            Some(q) if questions.is_none() && *q != e.questions => {
+        for (index, e) in tape.call_entries(&call).into_iter().enumerate() {
+            let TapeOutcome::Decision(d) = e.outcome else {
+                continue;
+            };
+            let want = asked.get_or_insert_with(|| e.questions.clone());
+            if questions.is_none() && *want != e.questions {
                 return Err(exit::usage(format!(
                     "--tape {}: the recordings ask different question sets; name one with --questions (and --call)",
                     path.display()
                 )));
             }
-            _ => {}
+            student::check_teacher(&d, want, Some(&e.questions)).map_err(|err| {
+                exit::usage(format!(
+                    "--tape {}: call {call:?} entry {index}: the teacher's decision does not fit: {err}",
+                    path.display()
+                ))
+            })?;
+            items.push((e.state, d));
         }
-        items.push((e.state, d));
     }
     let questions = asked.ok_or_else(|| {
         exit::usage(format!(
@@ -143,6 +164,13 @@ fn from_labels(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
         }
         let d = Decision::from_value(&json!({"model": "labels", "answers": answers}))
             .map_err(|e| exit::usage(format!("{}:{}: {}", path.display(), ex.line, e.detail())))?;
+        student::check_teacher(&d, &questions, None).map_err(|e| {
+            exit::usage(format!(
+                "--labels {}:{}: the label does not fit: {e}",
+                path.display(),
+                ex.line
+            ))
+        })?;
         items.push((ex.state, d));
     }
     Ok((questions, items, format!("labels {}", path.display())))

@@ -15,12 +15,12 @@ use crate::{demo, input, render};
 /// Runs `toolnexus eval`.
 pub async fn run(args: EvalArgs) -> Result<Exit> {
     let built = style::build(&args.style, Fallback::Demo(StyleName::Tape))?;
+    let (questions, state, example) = inputs(&args, &built)?;
     let bands = args
         .thresholds
         .as_deref()
-        .map(input::read_thresholds)
+        .map(|p| input::read_thresholds(p, Some(&questions)))
         .transpose()?;
-    let (questions, state, example) = inputs(&args, &built)?;
 
     // With --json, stdout carries only the decision; status lines go to stderr.
     let status = |line: String| {

@@ -113,6 +113,35 @@ struct App {
     body_timeout: Duration,
     /// `--log-misses`: why a replay missed goes to the log.
     log_misses: bool,
+    /// `--thresholds`: the wording each cut was picked on, to warn once per
+    /// question a request asks reworded.
+    reworded: Option<Reworded>,
+}
+
+/// The questions of a thresholds file, and those already said to be reworded.
+struct Reworded {
+    path: std::path::PathBuf,
+    thresholds: toolnexus::judge::Thresholds,
+    warned: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl Reworded {
+    /// Says on stderr (once per question, as eval and batch say it) which
+    /// questions of `asked` were reworded since their cut was picked.
+    fn check(&self, asked: &toolnexus::classifier::Questions) {
+        let new: toolnexus::classifier::Questions = {
+            let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+            self.thresholds
+                .reworded(asked)
+                .into_iter()
+                .filter(|k| warned.insert(k.clone()))
+                .map(|k| (k.clone(), asked[&k].clone()))
+                .collect()
+        };
+        if !new.is_empty() {
+            let _ = crate::input::read_thresholds(&self.path, Some(&new));
+        }
+    }
 }
 
 /// The request id of the request being answered (set around every request).
@@ -289,8 +318,17 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     let bands = args
         .thresholds
         .as_deref()
-        .map(crate::input::read_thresholds)
+        .map(|p| crate::input::read_thresholds(p, None))
         .transpose()?;
+    let reworded = match &args.thresholds {
+        Some(p) => Some(Reworded {
+            path: p.clone(),
+            thresholds: toolnexus::judge::Thresholds::load(p)
+                .map_err(|e| exit::usage(format!("--thresholds: {e}")))?,
+            warned: Default::default(),
+        }),
+        None => None,
+    };
     let listener = listen(&args.addr).await?;
     let addr: SocketAddr = listener
         .local_addr()
@@ -316,6 +354,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         ),
         body_timeout: args.body_timeout,
         log_misses: args.log_misses,
+        reworded,
     });
     let stop = shutdown();
     // The first line is what scripts and tests read to find the server.
@@ -754,6 +793,9 @@ async fn systemone(
         Err(errors) => return unprocessable(&errors),
     };
     drop(parts);
+    if let Some(r) = &app.reworded {
+        r.check(&parsed.questions);
+    }
     let eval = match eval_request(&app, parsed) {
         Ok(r) => r,
         Err(invalid) => return unprocessable(&[invalid]),

@@ -389,3 +389,378 @@ fn serve_with_thresholds_adds_a_verdicts_header_and_keeps_the_wire_body() {
         "{verdicts}"
     );
 }
+
+/// Runs the demo set into `dir/run.jsonl` and returns its path.
+fn demo_run(dir: &TempDir) -> String {
+    let out = run_demo(dir, &demo("labels.jsonl"), "run.jsonl");
+    assert_eq!(out.code, 0, "{out:?}");
+    dir.join("run.jsonl").display().to_string()
+}
+
+/// `assess thresholds RUN --target-accuracy 0.9 --out TH`.
+fn pick_thresholds(dir: &TempDir, run: &str, th: &str) {
+    let out = tn(
+        dir.path(),
+        &[
+            "assess",
+            "thresholds",
+            run,
+            "--target-accuracy",
+            "0.9",
+            "--out",
+            th,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn no_assess_output_may_overwrite_one_of_its_inputs() {
+    let dir = TempDir::new("assess-overwrite");
+    let run = demo_run(&dir);
+    let before = std::fs::read(&run).unwrap();
+    let th = dir.join("th.json").display().to_string();
+    pick_thresholds(&dir, &run, &th);
+    // The same file under another spelling is still the same file.
+    let spelled = dir.path().join(".").join("run.jsonl").display().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["assess", "report", &run, "--report", &spelled],
+        vec![
+            "assess",
+            "report",
+            &run,
+            "--thresholds",
+            &th,
+            "--report",
+            &th,
+        ],
+        vec![
+            "assess",
+            "thresholds",
+            &run,
+            "--target-accuracy",
+            "0.9",
+            "--out",
+            &spelled,
+        ],
+        vec!["assess", "calibrate", &run, "--out", &run],
+    ];
+    let th_before = std::fs::read(&th).unwrap();
+    for args in cases {
+        let out = tn(dir.path(), &args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(
+            out.stderr.contains("refusing to overwrite an input"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "nothing is done: {args:?}");
+    }
+    assert_eq!(
+        std::fs::read(&run).unwrap(),
+        before,
+        "the run file is untouched"
+    );
+    assert_eq!(
+        std::fs::read(&th).unwrap(),
+        th_before,
+        "the thresholds file is untouched"
+    );
+
+    // assess run: --out is the run file it resumes, never the labelled set.
+    let labels = dir.write(
+        "set.jsonl",
+        &std::fs::read_to_string(demo("labels.jsonl")).unwrap(),
+    );
+    let labels_before = std::fs::read(&labels).unwrap();
+    let out = run_demo(&dir, &labels, "set.jsonl");
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("--out"), "{}", out.stderr);
+    assert!(out.stderr.contains("--examples"), "{}", out.stderr);
+    assert_eq!(std::fs::read(&labels).unwrap(), labels_before);
+}
+
+/// The demo run file with line `n` (1-based) passed through `edit`.
+fn edit_line(run: &str, n: usize, edit: impl Fn(&mut Value)) -> String {
+    let text = std::fs::read_to_string(run).unwrap();
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        if i + 1 == n {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            edit(&mut v);
+            out.push_str(&v.to_string());
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn a_run_file_with_an_impossible_number_is_exit_2_naming_file_and_line() {
+    let dir = TempDir::new("assess-impossible");
+    let run = demo_run(&dir);
+    type Edit = (&'static str, fn(&mut Value));
+    let edits: [Edit; 3] = [
+        ("noul 1.7 is outside [0, 1]", |v| {
+            v["decision"]["answers"]["refund_requested"]["noul"] = 1.7.into()
+        }),
+        ("is not a finite number", |v| {
+            v["decision"]["answers"]["refund_requested"]["noul"] = "0.4".into()
+        }),
+        ("is outside [0, 1]", |v| {
+            let probs = v["decision"]["answers"]["desk"]["probabilities"]
+                .as_object_mut()
+                .unwrap();
+            let first = probs.keys().next().unwrap().clone();
+            probs.insert(first, (-0.2).into());
+        }),
+    ];
+    for (want, edit) in edits {
+        let bad = dir.write("bad.jsonl", &edit_line(&run, 5, edit));
+        for args in [
+            vec!["assess", "report", bad.as_str()],
+            vec!["assess", "calibrate", bad.as_str()],
+            vec![
+                "assess",
+                "thresholds",
+                bad.as_str(),
+                "--target-accuracy",
+                "0.9",
+            ],
+        ] {
+            let out = tn(dir.path(), &args);
+            assert_eq!(out.code, 2, "{args:?}: {out:?}");
+            assert!(
+                out.stderr.contains(&format!("{bad}:5:")),
+                "names the file and line: {}",
+                out.stderr
+            );
+            assert!(out.stderr.contains(want), "{want:?} in {}", out.stderr);
+        }
+    }
+}
+
+#[test]
+fn a_torn_final_line_is_reported_where_the_run_is_read() {
+    let dir = TempDir::new("assess-torn");
+    let run = demo_run(&dir);
+    let mut text = std::fs::read_to_string(&run).unwrap();
+    let last = text.trim_end().rfind('\n').unwrap() + 1;
+    // An interrupted run: the last row cut halfway, no newline.
+    text.truncate(last + 40);
+    let torn = dir.write("torn.jsonl", &text);
+    let out = tn(dir.path(), &["assess", "report", &torn, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("warning: {torn}:121: torn final line")),
+        "{}",
+        out.stderr
+    );
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["rows"], 119, "the torn row is left out: {v}");
+
+    // A resume drops it as before, and now says so.
+    let out = run_demo(&dir, &demo("labels.jsonl"), "torn.jsonl");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains(&format!(
+            "warning: {torn}:121: torn final line (cut short by an interrupted run) dropped"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&torn).unwrap().lines().count(),
+        121,
+        "the example is asked again and its row written whole"
+    );
+}
+
+#[test]
+fn check_exits_5_when_no_question_of_the_thresholds_file_is_in_the_run() {
+    let dir = TempDir::new("assess-nomatch");
+    let run = demo_run(&dir);
+    let th = dir.join("th.json").display().to_string();
+    pick_thresholds(&dir, &run, &th);
+    // A run over other questions: the same rows, every key renamed.
+    let renamed = std::fs::read_to_string(&run)
+        .unwrap()
+        .replace("\"desk\"", "\"team\"")
+        .replace("\"refund_requested\"", "\"refund\"")
+        .replace("\"urgency\"", "\"priority\"");
+    let other = dir.write("other.jsonl", &renamed);
+    let out = tn(
+        dir.path(),
+        &["assess", "check", &other, "--thresholds", &th],
+    );
+    assert_eq!(out.code, 5, "{out:?}");
+    for want in [
+        "\"desk\", \"refund_requested\", \"urgency\"",
+        "\"priority\", \"refund\", \"team\"",
+        "nothing to check",
+    ] {
+        assert!(out.stderr.contains(want), "{want:?} in {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_thresholds_file_records_hashes_and_a_reworded_question_is_a_warning() {
+    let dir = TempDir::new("assess-reworded");
+    let run = demo_run(&dir);
+    let th = dir.join("th.json").display().to_string();
+    pick_thresholds(&dir, &run, &th);
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&th).unwrap()).unwrap();
+    for key in ["desk", "refund_requested", "urgency"] {
+        let hash = file["questions"][key]["hash"].as_str().unwrap_or_default();
+        assert!(hash.starts_with("sha256:"), "{key}: {file}");
+    }
+    let same = tn(dir.path(), &["assess", "check", &run, "--thresholds", &th]);
+    assert_eq!(same.code, 0, "{same:?}");
+    assert!(!same.stderr.contains("reworded"), "{}", same.stderr);
+
+    // The same rows, with one question worded differently in the header.
+    let reworded_text = edit_line(&run, 1, |v| {
+        v["questions"]["refund_requested"]["instructions"] =
+            "Is the customer asking for a refund?".into()
+    });
+    let reworded = dir.write("reworded.jsonl", &reworded_text);
+    let out = tn(
+        dir.path(),
+        &["assess", "check", &reworded, "--thresholds", &th],
+    );
+    assert_eq!(out.code, 0, "the figures still hold: {out:?}");
+    let warning = format!(
+        "warning: --thresholds {th}: question \"refund_requested\" was reworded since its cut was picked"
+    );
+    assert_eq!(out.stderr.matches(&warning).count(), 1, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("\"desk\" was reworded"),
+        "{}",
+        out.stderr
+    );
+
+    // eval and batch say it once, whatever the number of states.
+    let mut questions: Value =
+        serde_json::from_str(&std::fs::read_to_string(demo("questions.json")).unwrap()).unwrap();
+    questions["refund_requested"]["instructions"] = "Is the customer asking for a refund?".into();
+    let q = dir.write("q.json", &questions.to_string());
+    let tape = demo("tape.json");
+    let labels = std::fs::read_to_string(demo("labels.jsonl")).unwrap();
+    let states: Vec<String> = labels
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .take(3)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].to_string())
+        .collect();
+    let style = [
+        "--style",
+        "tape",
+        "--tape",
+        &tape,
+        "--match",
+        "sequence",
+        "--questions",
+        &q,
+    ];
+    let mut args = vec!["eval", "--state", &states[0], "--thresholds", &th, "--json"];
+    args.extend(style);
+    let out = tn(dir.path(), &args);
+    assert_eq!(out.stderr.matches(&warning).count(), 1, "{out:?}");
+    let states_file = dir.write("states.jsonl", &(states.join("\n") + "\n"));
+    let b = dir.join("b.jsonl").display().to_string();
+    let mut args = vec![
+        "batch",
+        "--states",
+        &states_file,
+        "--out",
+        &b,
+        "--thresholds",
+        &th,
+        "--no-progress",
+    ];
+    args.extend(style);
+    let out = tn(dir.path(), &args);
+    assert_eq!(out.stderr.matches(&warning).count(), 1, "{out:?}");
+
+    // A file written before hashes were recorded stays readable, without a warning.
+    let mut old: Value = file.clone();
+    for key in ["desk", "refund_requested", "urgency"] {
+        old["questions"][key]
+            .as_object_mut()
+            .unwrap()
+            .remove("hash");
+    }
+    let old_th = dir.write("old.json", &old.to_string());
+    let out = tn(
+        dir.path(),
+        &["assess", "check", &reworded, "--thresholds", &old_th],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stderr.contains("reworded"), "{}", out.stderr);
+}
+
+#[test]
+fn serve_with_thresholds_warns_once_when_a_request_asks_a_reworded_question() {
+    use std::io::BufRead as _;
+    let dir = TempDir::new("assess-serve-reworded");
+    let run = demo_run(&dir);
+    let th = dir.join("th.json").display().to_string();
+    pick_thresholds(&dir, &run, &th);
+    let tape = demo("tape.json");
+    let log = dir.join("serve.log");
+    let mut cmd = crate::support::toolnexus(
+        dir.path(),
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--style",
+            "static",
+            "--tape",
+            &tape,
+            "--thresholds",
+            &th,
+        ],
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut child = crate::support::Guard(cmd.spawn().unwrap());
+    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("{first}"))
+        .trim()
+        .to_string();
+    std::thread::spawn(move || for _ in lines {});
+
+    let mut questions: Value =
+        serde_json::from_str(&std::fs::read_to_string(demo("questions.json")).unwrap()).unwrap();
+    let state = serde_json::json!({"message": "where is my parcel?"});
+    let ask = |questions: &Value| {
+        let body = serde_json::json!({"questions": questions, "state": state}).to_string();
+        request(
+            &addr,
+            "POST",
+            "/v1/systemone",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    };
+    // The wording the cuts were picked on: no warning.
+    ask(&questions);
+    questions["urgency"]["instructions"] = "How quickly must we act?".into();
+    for _ in 0..3 {
+        ask(&questions);
+    }
+    drop(child);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let warning = format!(
+        "warning: --thresholds {th}: question \"urgency\" was reworded since its cut was picked"
+    );
+    assert_eq!(text.matches(&warning).count(), 1, "{text}");
+    assert!(!text.contains("\"desk\" was reworded"), "{text}");
+}

@@ -4,6 +4,7 @@
 mod assess;
 mod batch;
 mod cache;
+mod distill;
 mod errors;
 mod eval;
 mod inputs;

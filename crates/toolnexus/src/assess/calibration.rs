@@ -422,10 +422,10 @@ fn calibrate_question(
         Some(map) => {
             let mut models: Vec<String> = Vec::new();
             for &i in &o.rows {
-                if let Some(d) = run.rows[i].decision() {
-                    if !models.contains(&d.model) {
-                        models.push(d.model.clone());
-                    }
+                if let Some(d) = run.rows[i].decision()
+                    && !models.contains(&d.model)
+                {
+                    models.push(d.model.clone());
                 }
             }
             fitted = Some(CalibratedQuestion {

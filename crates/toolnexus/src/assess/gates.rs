@@ -392,13 +392,13 @@ fn why_undefined(q: &QuestionSummary, metric: &str) -> String {
             q.key, q.failed
         );
     }
-    if let Some(kinds) = applies_to(metric) {
-        if !kinds.contains(q.kind.as_str()) {
-            return format!(
-                "undefined: {:?} is a {} question and {metric} applies to {kinds}",
-                q.key, q.kind
-            );
-        }
+    if let Some(kinds) = applies_to(metric)
+        && !kinds.contains(q.kind.as_str())
+    {
+        return format!(
+            "undefined: {:?} is a {} question and {metric} applies to {kinds}",
+            q.key, q.kind
+        );
     }
     match metric {
         "auroc" => "undefined: AUROC needs both outcomes among the gold labels".to_string(),

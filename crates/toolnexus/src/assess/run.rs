@@ -21,7 +21,8 @@ use super::error::{AssessError, AssessErrorKind};
 use super::examples::{Example, Gold, json_error_text, kind_of};
 use crate::canonical::canonical_json;
 use crate::classifier::{
-    Classifier, Decision, EvalContext, Questions, questions_from_wire, questions_wire,
+    Classifier, Decision, EvalContext, Questions, check_coherence, questions_from_wire,
+    questions_wire,
 };
 
 /// The `format` of a run file's header.
@@ -162,6 +163,10 @@ pub struct Run {
     pub questions: Questions,
     /// The rows, in file order, one per id.
     pub rows: Vec<Row>,
+    /// The number of a torn final line left out when the file was read (a
+    /// last line cut short by a crash: no newline, not JSON); `None` when the
+    /// file ended cleanly or the run was built in code.
+    pub torn_line: Option<usize>,
 }
 
 impl Run {
@@ -172,7 +177,11 @@ impl Run {
     /// assert!(run.rows.is_empty());
     /// ```
     pub fn new(questions: Questions, rows: Vec<Row>) -> Run {
-        Run { questions, rows }
+        Run {
+            questions,
+            rows,
+            torn_line: None,
+        }
     }
 
     /// Reads a run file.
@@ -190,7 +199,11 @@ impl Run {
     }
 
     /// Parses a run file's text; `source` names it in errors. A last line cut
-    /// short by a crash (no newline, not JSON) is ignored.
+    /// short by a crash (no newline, not JSON) is left out, and its number is
+    /// kept in [`Run::torn_line`] so the reader can say so. Every row is
+    /// checked against the header's questions: a probability outside [0, 1],
+    /// a number that is not one, or an option the question does not offer is
+    /// an error naming the line.
     ///
     /// ```
     /// let e = toolnexus::assess::Run::parse("{\"format\": \"other\"}\n", "r.jsonl").unwrap_err();
@@ -236,10 +249,10 @@ impl Run {
     pub fn models(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for r in &self.rows {
-            if let Some(d) = r.decision() {
-                if !out.contains(&d.model) {
-                    out.push(d.model.clone());
-                }
+            if let Some(d) = r.decision()
+                && !out.contains(&d.model)
+            {
+                out.push(d.model.clone());
             }
         }
         out
@@ -275,10 +288,21 @@ fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
     })?;
     let questions = read_header(&header)
         .map_err(|m| AssessError::new(AssessErrorKind::Mismatch, m).at(1, None))?;
-    let lines: Vec<(usize, &str)> = lines
+    let mut lines: Vec<(usize, &str)> = lines
         .map(|(i, raw)| (i + 1, raw))
         .filter(|(_, raw)| !raw.trim_end().is_empty())
         .collect();
+    // A torn final line (no newline, not JSON): the crash this format is
+    // built to survive. It is left out and its line number kept, so readers
+    // can say so.
+    let mut torn_line = None;
+    if let Some(&(line_no, raw)) = lines.last()
+        && !raw.ends_with('\n')
+        && serde_json::from_str::<Value>(raw.trim_end()).is_err()
+    {
+        torn_line = Some(line_no);
+        lines.pop();
+    }
     // Rows parse independently: split the lines over the machine's cores
     // (the first error by line number wins, as a sequential read would).
     let threads = std::thread::available_parallelism()
@@ -296,8 +320,6 @@ fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
                         let line = raw.trim_end();
                         let v: Value = match serde_json::from_str(line) {
                             Ok(v) => v,
-                            // A torn final line: the crash this format is built to survive.
-                            Err(_) if !raw.ends_with('\n') => break,
                             Err(e) => {
                                 return Err(AssessError::new(
                                     AssessErrorKind::Syntax,
@@ -330,7 +352,11 @@ fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
             }
         }
     }
-    Ok(Run { questions, rows })
+    Ok(Run {
+        questions,
+        rows,
+        torn_line,
+    })
 }
 
 fn read_header(h: &Value) -> Result<Questions, String> {
@@ -354,6 +380,14 @@ fn read_header(h: &Value) -> Result<Questions, String> {
     }
     let q = h.get("questions").ok_or("header has no \"questions\"")?;
     questions_from_wire(q).map_err(|e| format!("header questions: {}", e.detail()))
+}
+
+/// A number as written, anything else by its kind (a row's text may be long).
+fn shown(v: &Value) -> String {
+    match v {
+        Value::Number(n) => n.to_string(),
+        other => kind_of(other).to_string(),
+    }
 }
 
 fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
@@ -383,11 +417,26 @@ fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
         Some(Value::Object(m)) => m.clone(),
         Some(other) => return Err(format!("\"meta\" is {}, not an object", kind_of(other))),
     };
-    let state_len = o.get("state_len").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let state_len = match o.get("state_len") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_u64().ok_or_else(|| {
+            format!(
+                "row {id:?}: \"state_len\" is {}, not a whole number",
+                shown(v)
+            )
+        })? as usize,
+    };
     let outcome = match (o.get("decision"), o.get("error")) {
-        (Some(d), None) => Outcome::Decided(
-            Decision::from_value(d).map_err(|e| format!("row {id:?}: decision: {}", e.detail()))?,
-        ),
+        (Some(d), None) => {
+            let mut d = Decision::from_value(d)
+                .map_err(|e| format!("row {id:?}: decision: {}", e.detail()))?;
+            // The numbers must be what the header's questions allow: a
+            // probability outside [0, 1] or an option not offered would make
+            // every figure computed from this row meaningless.
+            check_coherence(&mut d, questions)
+                .map_err(|e| format!("row {id:?}: decision: {}", e.detail()))?;
+            Outcome::Decided(d)
+        }
         (None, Some(e)) => Outcome::Failed {
             kind: e
                 .get("kind")
@@ -406,7 +455,15 @@ fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
             ));
         }
     };
-    let latency_ms = o.get("latency_ms").and_then(Value::as_f64);
+    let latency_ms = match o.get("latency_ms") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_f64().filter(|x| *x >= 0.0).ok_or_else(|| {
+            format!(
+                "row {id:?}: \"latency_ms\" is {}, not a number of milliseconds",
+                shown(v)
+            )
+        })?),
+    };
     Ok(Row {
         id,
         labels,
@@ -520,8 +577,10 @@ pub async fn run_examples(
                 )
                 .at_path(path));
             }
-            // Cut a torn final line so appended rows start on a line of their own.
-            if !text.ends_with('\n') {
+            // Cut a torn final line so appended rows start on a line of their
+            // own (its example is asked again; `Run::torn_line` says so). A
+            // whole last row that only lacks its newline is kept.
+            if run.torn_line.is_some() {
                 let keep = text.rfind('\n').map_or(0, |p| p + 1);
                 let f = std::fs::OpenOptions::new()
                     .write(true)
@@ -529,6 +588,13 @@ pub async fn run_examples(
                     .map_err(|e| AssessError::io(path, "cannot open", e))?;
                 f.set_len(keep as u64)
                     .map_err(|e| AssessError::io(path, "cannot trim a torn line", e))?;
+            } else if !text.ends_with('\n') {
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| AssessError::io(path, "cannot open for appending", e))?;
+                f.write_all(b"\n")
+                    .map_err(|e| AssessError::io(path, "cannot end the last line", e))?;
             }
             run
         }
@@ -668,6 +734,68 @@ mod tests {
         let back = Run::parse(&text, "r.jsonl").unwrap();
         assert_eq!(back.rows.len(), 1);
         assert_eq!(back.rows[0].outcome, decided(0.8));
+        assert_eq!(back.torn_line, Some(4), "the reader can say which line");
+        let clean = Run::parse(&run.to_jsonl(), "r.jsonl").unwrap();
+        assert_eq!(clean.torn_line, None);
+    }
+
+    #[test]
+    fn impossible_numbers_in_a_row_are_named_by_file_and_line() {
+        let header = Run::new(qs(), Vec::new()).to_jsonl();
+        let row = |decision: &str, extra: &str| {
+            format!(
+                "{header}{{\"id\":\"a\",\"labels\":{{\"spam\":true}},\"decision\":{decision}{extra}}}\n"
+            )
+        };
+        let noul = |v: &str| {
+            format!(r#"{{"model":"m","answers":{{"spam":{{"type":"noul","noul":{v}}}}}}}"#)
+        };
+        let cases = [
+            (
+                row(&noul("1.5"), ""),
+                "r.jsonl:2: row \"a\": decision: answer \"spam\": noul 1.5 is outside [0, 1]",
+            ),
+            (
+                row(&noul("-0.1"), ""),
+                "r.jsonl:2: row \"a\": decision: answer \"spam\": noul -0.1 is outside [0, 1]",
+            ),
+            (
+                row(&noul("\"0.5\""), ""),
+                "r.jsonl:2: row \"a\": decision: answer \"spam\": noul answer \"noul\" is not a finite number",
+            ),
+            (
+                row(&noul("0.5"), ",\"state_len\":\"long\""),
+                "r.jsonl:2: row \"a\": \"state_len\" is a string, not a whole number",
+            ),
+            (
+                row(&noul("0.5"), ",\"latency_ms\":-4"),
+                "r.jsonl:2: row \"a\": \"latency_ms\" is -4, not a number of milliseconds",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Run::parse(&text, "r.jsonl").unwrap_err();
+            assert_eq!(e.to_string(), want);
+            assert_eq!(e.line(), Some(2));
+        }
+    }
+
+    #[test]
+    fn a_choice_outside_the_offered_options_is_refused() {
+        let qs = crate::judge::questions(&[crate::judge::choice(
+            "desk",
+            "Which desk?",
+            [("billing", "money"), ("shipping", "parcels")],
+        )])
+        .unwrap();
+        let mut text = Run::new(qs, Vec::new()).to_jsonl();
+        text.push_str(r#"{"id":"a","labels":{"desk":"billing"},"decision":{"model":"m","answers":{"desk":{"type":"choice","choice":"kitchen","confidence":0.9,"probabilities":{"kitchen":0.9}}}}}"#);
+        text.push('\n');
+        let e = Run::parse(&text, "r.jsonl").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("r.jsonl:2: row \"a\": decision: answer \"desk\": choice \"kitchen\""),
+            "{e}"
+        );
     }
 
     #[test]

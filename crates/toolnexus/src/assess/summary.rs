@@ -329,20 +329,19 @@ impl std::str::FromStr for SliceBy {
     /// # Ok::<(), String>(())
     /// ```
     fn from_str(s: &str) -> Result<Self, String> {
-        if let Some(f) = s.strip_prefix("meta.") {
-            if !f.is_empty() {
-                return Ok(SliceBy::Meta(f.to_string()));
-            }
+        if let Some(f) = s.strip_prefix("meta.")
+            && !f.is_empty()
+        {
+            return Ok(SliceBy::Meta(f.to_string()));
         }
         if s == "state_len" {
             return Ok(SliceBy::StateLength(4));
         }
-        if let Some(n) = s.strip_prefix("state_len:") {
-            if let Ok(n) = n.parse::<usize>() {
-                if n >= 2 {
-                    return Ok(SliceBy::StateLength(n));
-                }
-            }
+        if let Some(n) = s.strip_prefix("state_len:")
+            && let Ok(n) = n.parse::<usize>()
+            && n >= 2
+        {
+            return Ok(SliceBy::StateLength(n));
         }
         Err(format!(
             "cannot slice by {s:?}: use meta.<field>, state_len or state_len:<n ≥ 2>"
@@ -552,10 +551,10 @@ fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) ->
     let n = o.rows.len();
     let mut models: Vec<String> = Vec::new();
     for &i in &o.rows {
-        if let Some(d) = run.rows[i].decision() {
-            if !models.contains(&d.model) {
-                models.push(d.model.clone());
-            }
+        if let Some(d) = run.rows[i].decision()
+            && !models.contains(&d.model)
+        {
+            models.push(d.model.clone());
         }
     }
     let mut s = QuestionSummary {

@@ -25,6 +25,7 @@ use super::metrics::quantile;
 use super::rng::Rng;
 use super::run::Run;
 use super::summary::{gate_observations, observe};
+use crate::classifier::{Questions, question_hash};
 use crate::judge::{Bands, THRESHOLDS_FORMAT, THRESHOLDS_VERSION};
 
 /// Rows below which a pick is refused.
@@ -197,6 +198,11 @@ pub struct Pick {
     pub same_rows: Option<Measured>,
     /// The honest figures.
     pub honest: Option<Honest>,
+    /// The canonical hash ([`question_hash`]) of the question the cut was
+    /// picked on, so a reader can tell when it has been reworded since (absent
+    /// in files written before it was recorded, and for the row gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
 }
 
 /// The row-level gate's pick.
@@ -264,7 +270,9 @@ pub fn choose_thresholds(
             continue;
         }
         let floor = if o.kind == "noul" { 0.5 } else { 0.0 };
-        questions.insert(key.clone(), pick(o.kind, &o.conf, &o.hit, floor, options));
+        let mut p = pick(o.kind, &o.conf, &o.hit, floor, options);
+        p.hash = Some(question_hash(&run.questions[key]));
+        questions.insert(key.clone(), p);
     }
     let gate = match &options.gate {
         None => None,
@@ -411,6 +419,7 @@ fn pick(kind: &str, conf: &[f64], hit: &[bool], floor: f64, options: &ThresholdO
         cut: None,
         same_rows: None,
         honest: None,
+        hash: None,
     };
     if n < MIN_ROWS {
         p.status = Status::Refused;
@@ -551,12 +560,12 @@ impl ThresholdReport {
                 out.insert(k.clone(), bands_of(&p.kind, c));
             }
         }
-        if let Some(g) = &self.gate {
-            if let Some(c) = cut_of(&g.pick) {
-                for k in &g.keys {
-                    let kind = self.questions.get(k).map_or("gate", |p| p.kind.as_str());
-                    out.insert(k.clone(), bands_of(kind, c));
-                }
+        if let Some(g) = &self.gate
+            && let Some(c) = cut_of(&g.pick)
+        {
+            for k in &g.keys {
+                let kind = self.questions.get(k).map_or("gate", |p| p.kind.as_str());
+                out.insert(k.clone(), bands_of(kind, c));
             }
         }
         out
@@ -616,6 +625,35 @@ impl ThresholdReport {
             THRESHOLDS_FORMAT,
             THRESHOLDS_VERSION,
         )
+    }
+
+    /// The questions of `asked` whose cut was picked on another wording: the
+    /// recorded hash differs from the question's [`question_hash`] now. Keys
+    /// the file has no hash for (older files) are not reported.
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use serde_json::json;
+    /// use toolnexus::assess::*;
+    /// # use toolnexus::classifier::Decision;
+    /// use toolnexus::judge::{noul, questions};
+    /// let qs = questions(&[noul("spam", "Is it spam?")])?;
+    /// # let rows = (0..60).map(|i| Row::new(i.to_string(), BTreeMap::from([("spam".to_string(), Gold::Noul(true))]),
+    /// #     Outcome::Decided(Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.9}}})).unwrap()))).collect();
+    /// let file = choose_thresholds(&Run::new(qs.clone(), rows), &ThresholdOptions::new(Target::Accuracy(0.9)))?;
+    /// assert!(file.reworded(&qs).is_empty());
+    /// let now = questions(&[noul("spam", "Is this message unsolicited bulk mail?")])?;
+    /// assert_eq!(file.reworded(&now), ["spam"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reworded(&self, asked: &Questions) -> Vec<String> {
+        self.questions
+            .iter()
+            .filter_map(|(k, p)| {
+                let (was, q) = (p.hash.as_deref()?, asked.get(k)?);
+                (question_hash(q) != was).then(|| k.clone())
+            })
+            .collect()
     }
 
     /// Writes the thresholds file atomically.

@@ -8,8 +8,10 @@
 //!  "questions": {"spam": {"provisional": false, "...": "figures"}}}
 //! ```
 //!
-//! Only `format`, `version`, `bands` and each question's `provisional` flag are
-//! read here; the rest are the figures behind the choice, for people.
+//! Only `format`, `version`, `bands` and each question's `provisional` flag and
+//! `hash` (the canonical hash of the wording the cut was picked on, absent in
+//! older files) are read here; the rest are the figures behind the choice, for
+//! people.
 //! Thresholds tuned on one model do not transfer to another.
 
 use std::collections::BTreeMap;
@@ -18,7 +20,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::bands::Bands;
-use crate::classifier::{ClassifierError, msg};
+use crate::classifier::{ClassifierError, Questions, msg, question_hash};
 
 /// The `format` of a thresholds file.
 ///
@@ -51,6 +53,9 @@ pub struct Thresholds {
     pub bands: BTreeMap<String, Bands>,
     /// Keys whose cut was chosen on too few rows to trust yet.
     pub provisional: Vec<String>,
+    /// Each question's canonical hash ([`question_hash`]) when its cut was
+    /// picked; empty for files written before the hash was recorded.
+    pub hashes: BTreeMap<String, String>,
 }
 
 impl Thresholds {
@@ -84,6 +89,34 @@ impl Thresholds {
             let d = d.strip_prefix("thresholds: ").unwrap_or(d);
             msg::config(format!("thresholds {}: {d}", path.display()))
         })
+    }
+
+    /// The questions of `asked` that were reworded since their cut was picked:
+    /// the file records a hash for the key and the question asked now hashes
+    /// differently. Files without hashes (written by older builds) report none.
+    ///
+    /// ```
+    /// use toolnexus::classifier::question_hash;
+    /// use toolnexus::judge::{Thresholds, noul, questions};
+    ///
+    /// let picked = questions(&[noul("spam", "Is it spam?")])?;
+    /// let text = format!(r#"{{"format": "toolnexus.thresholds", "version": 1,
+    ///     "bands": {{"spam": {{"low": 0.1, "high": 0.9}}}},
+    ///     "questions": {{"spam": {{"hash": "{}"}}}}}}"#, question_hash(&picked["spam"]));
+    /// let t = Thresholds::from_json(&text)?;
+    /// assert!(t.reworded(&picked).is_empty());
+    /// let now = questions(&[noul("spam", "Is this unsolicited bulk mail?")])?;
+    /// assert_eq!(t.reworded(&now), ["spam"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reworded(&self, asked: &Questions) -> Vec<String> {
+        self.hashes
+            .iter()
+            .filter_map(|(k, was)| {
+                let q = asked.get(k)?;
+                (question_hash(q) != *was).then(|| k.clone())
+            })
+            .collect()
     }
 
     /// Whether `key`'s cut is marked provisional (chosen on fewer than 200 rows).
@@ -134,17 +167,30 @@ fn parse(v: &Value) -> Result<Thresholds, String> {
             .map_err(|e| format!("bands {k:?}: {}", e.detail()))?;
         bands.insert(k.clone(), band);
     }
-    let provisional = o
-        .get("questions")
-        .and_then(Value::as_object)
+    let picks = o.get("questions").and_then(Value::as_object);
+    let provisional = picks
         .map(|qs| {
             qs.iter()
-                .filter(|(_, q)| q.get("provisional").and_then(Value::as_bool) == Some(true))
+                .filter(|(_, q)| {
+                    q.get("provisional").and_then(Value::as_bool) == Some(true)
+                        || q.get("status").and_then(Value::as_str) == Some("provisional")
+                })
                 .map(|(k, _)| k.clone())
                 .collect()
         })
         .unwrap_or_default();
-    Ok(Thresholds { bands, provisional })
+    let hashes = picks
+        .map(|qs| {
+            qs.iter()
+                .filter_map(|(k, q)| Some((k.clone(), q.get("hash")?.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Thresholds {
+        bands,
+        provisional,
+        hashes,
+    })
 }
 
 impl Bands {
