@@ -170,7 +170,12 @@ fn batch_throughput(dir: &Path, args: &[&str], n: usize) -> f64 {
         .expect("run batch");
     let secs = start.elapsed().as_secs_f64();
     assert!(status.success(), "batch failed: {status}");
-    let written = std::fs::read_to_string(&out).expect("out").lines().count();
+    // Result lines only: the out file opens with its header line.
+    let written = std::fs::read_to_string(&out)
+        .expect("out")
+        .lines()
+        .filter(|l| l.starts_with("{\"line\":"))
+        .count();
     assert_eq!(written, n);
     n as f64 / secs
 }

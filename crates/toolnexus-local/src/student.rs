@@ -51,7 +51,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolnexus::assess::metrics::{ece, reliability};
-use toolnexus::classifier::{Decision, DecisionAnswer, Question, Questions, question_hash};
+use toolnexus::classifier::{
+    Decision, DecisionAnswer, Question, Questions, choice_confidence, question_hash,
+    score_confidence,
+};
 
 use crate::num::{dot, softmax};
 
@@ -212,13 +215,13 @@ impl Head {
             "choice" => json!({
                 "type": "choice",
                 "choice": self.labels[top],
-                "confidence": p[top],
+                "confidence": choice_confidence(p),
                 "probabilities": probabilities,
             }),
             _ => json!({
                 "type": "score",
                 "score": p.iter().enumerate().map(|(i, v)| i as f64 * v).sum::<f64>(),
-                "confidence": p[top],
+                "confidence": score_confidence(p),
                 "legend": self.legend,
                 "probabilities": probabilities,
             }),
@@ -226,8 +229,11 @@ impl Head {
     }
 }
 
-/// The confidence of a distribution: its top probability.
-fn confidence(p: &[f64]) -> f64 {
+/// How sure a head is, for the cascade's gate: its top probability. The
+/// threshold in a student file is a cut on this; the `confidence` an answer
+/// reports follows SPEC §16's formulas instead (`choice_confidence`,
+/// `score_confidence`), as every style's does.
+fn top_probability(p: &[f64]) -> f64 {
     p.iter().copied().fold(0.0, f64::max)
 }
 
@@ -776,9 +782,9 @@ pub fn distill(
                 .zip(&p)
                 .map(|(ti, pi)| ti * pi.max(1e-15).ln())
                 .sum::<f64>();
-            confs.push(confidence(&p));
+            confs.push(top_probability(&p));
             hits.push(ok);
-            row_conf[i] = row_conf[i].min(confidence(&p));
+            row_conf[i] = row_conf[i].min(top_probability(&p));
             row_agrees[i] &= ok;
         }
         // Over the held-out rows that answer this question (never empty here).
@@ -872,7 +878,7 @@ impl Student {
                 )));
             }
             let p = head.probabilities(embedding);
-            least = least.min(confidence(&p));
+            least = least.min(top_probability(&p));
             answers.insert(key.clone(), head.answer(&p));
         }
         let d = Decision::from_value(&json!({
@@ -1048,8 +1054,8 @@ pub fn teacher_rows(
 ) -> Result<Vec<TeacherRow>, crate::LocalError> {
     let texts: Vec<String> = items
         .iter()
-        .map(|(s, _)| crate::zero_shot::state_text(s))
-        .collect();
+        .map(|(s, _)| crate::zero_shot::state_text_for(embedder, s))
+        .collect::<Result<_, _>>()?;
     let mut rows = Vec::with_capacity(items.len());
     for (chunk, part) in texts.chunks(64).zip(items.chunks(64)) {
         let embedded = embedder.embed(chunk)?;
@@ -1131,6 +1137,15 @@ impl LocalStudent {
     ) -> Result<(Decision, f64), toolnexus::classifier::ClassifierError> {
         use toolnexus::classifier::ClassifierError;
         for (key, q) in questions {
+            if !self.student.questions.contains_key(key) {
+                return Err(ClassifierError::unsupported(
+                    STUDENT_STYLE,
+                    format_args!(
+                        "question {key:?}: it has no head for it (trained on {})",
+                        names(&self.student.questions)
+                    ),
+                ));
+            }
             self.student.head_for(key, q).map_err(|e| {
                 let why = e.to_string();
                 ClassifierError::unsupported(
@@ -1139,7 +1154,10 @@ impl LocalStudent {
                 )
             })?;
         }
-        let text = crate::zero_shot::state_text(state);
+        // Written and cut only as far as the model reads: a huge state costs
+        // what a small one does.
+        let text = crate::zero_shot::state_text_for(&self.embedder, state)
+            .map_err(|e| ClassifierError::custom(format_args!("local: {e}")))?;
         let embedded = self
             .embedder
             .embed_counted(&[text.as_str()])

@@ -11,7 +11,8 @@ use serde_json::Value;
 use toolnexus::classifier::{
     BoxFuture, ChoiceAnswer, Classifier, ClassifierError, ClassifierUsage, Content, Decision,
     DecisionAnswer, EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions,
-    ScoreAnswer, canonical_json, near_uniform, validate_questions, write_canonical,
+    ScoreAnswer, canonical_json, choice_confidence, near_uniform, score_confidence,
+    validate_questions, write_canonical,
 };
 
 use crate::embed::Embedder;
@@ -135,18 +136,18 @@ fn write_bounded(out: &mut String, v: &Value, budget: usize) -> bool {
             true
         }
         Value::Object(map) => {
-            let start = out.len();
-            // The map's own order when it is already sorted (a `BTreeMap`,
-            // serde_json's default), so a huge object is read only as far as
-            // it is written; sorted otherwise, as canonical JSON sorts.
-            match write_entries(out, map.iter(), budget, true) {
-                Some(done) => done,
-                None => {
-                    out.truncate(start);
-                    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                    write_entries(out, entries.into_iter(), budget, false).unwrap_or(false)
-                }
+            // Canonical JSON sorts keys. A map already in order (serde_json
+            // keeps the order it read) is written as it stands, so a huge
+            // object is read only as far as it is written; the keys are checked
+            // first (cheap: no value is touched), since a budget can run out
+            // before a key out of order would show.
+            let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a <= b);
+            if sorted {
+                write_entries(out, map.iter(), budget)
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                write_entries(out, entries.into_iter(), budget)
             }
         }
         leaf => {
@@ -156,37 +157,28 @@ fn write_bounded(out: &mut String, v: &Value, budget: usize) -> bool {
     }
 }
 
-/// The entries of an object, in the order given: `None` when `check_order`
-/// finds them out of bytewise order.
+/// The entries of an object, in the order given; whether all were written.
 fn write_entries<'a>(
     out: &mut String,
     entries: impl Iterator<Item = (&'a String, &'a Value)>,
     budget: usize,
-    check_order: bool,
-) -> Option<bool> {
+) -> bool {
     out.push('{');
-    let mut previous: Option<&str> = None;
     for (i, (key, value)) in entries.enumerate() {
-        if check_order {
-            if previous.is_some_and(|p| p > key.as_str()) {
-                return None;
-            }
-            previous = Some(key);
-        }
         if i > 0 {
             out.push(',');
         }
         let key = Value::String(key.clone());
         if !write_bounded(out, &key, budget) {
-            return Some(false);
+            return false;
         }
         out.push(':');
         if !write_bounded(out, value, budget) {
-            return Some(false);
+            return false;
         }
     }
     out.push('}');
-    Some(true)
+    true
 }
 
 /// The zero-shot evaluator: answers noul, choice and score questions on any
@@ -644,9 +636,13 @@ fn top(p: &[f64]) -> (usize, f64) {
 }
 
 fn choice_answer<'a>(ids: impl Iterator<Item = &'a String>, p: Vec<f64>) -> DecisionAnswer {
-    let (best, confidence) = top(&p);
-    let probabilities: BTreeMap<String, f64> = ids.cloned().zip(p).collect();
-    let choice = probabilities.keys().nth(best).cloned().unwrap_or_default();
+    // `p` follows the caller's option order; the map sorts ids, so the pick is
+    // read from the ids in that same order, never from the map's.
+    let ids: Vec<&String> = ids.collect();
+    let (best, _) = top(&p);
+    let choice = ids.get(best).map(|s| (*s).clone()).unwrap_or_default();
+    let confidence = choice_confidence(&p);
+    let probabilities: BTreeMap<String, f64> = ids.into_iter().cloned().zip(p).collect();
     DecisionAnswer::Choice(ChoiceAnswer {
         choice,
         near_uniform: near_uniform(&probabilities),
@@ -656,7 +652,7 @@ fn choice_answer<'a>(ids: impl Iterator<Item = &'a String>, p: Vec<f64>) -> Deci
 }
 
 fn score_answer(levels: &[Content], p: Vec<f64>) -> DecisionAnswer {
-    let (_, confidence) = top(&p);
+    let confidence = score_confidence(&p);
     let highest = levels.len().saturating_sub(1) as f64;
     let score = p
         .iter()
@@ -710,10 +706,11 @@ mod tests {
     fn the_compared_texts_per_kind() {
         assert_eq!(
             texts(&desk()),
+            // The caller's order (SPEC §16), not the ids sorted.
             [
                 "billing: money moved: a double charge, a refund",
-                "other",
-                "shipping: a parcel is late"
+                "shipping: a parcel is late",
+                "other"
             ]
         );
         let blank = choice_over("?", [("a", Some("  ")), ("b", Some("bee"))]).into();
@@ -797,7 +794,11 @@ mod tests {
             .iter()
             .max_by(|a, b| a.1.total_cmp(b.1))
             .unwrap();
-        assert_eq!((&c.choice, c.confidence), (best.0, *best.1));
+        assert_eq!(&c.choice, best.0);
+        // SPEC §16's formula, not the top probability.
+        let p: Vec<f64> = c.probabilities.values().copied().collect();
+        assert!((c.confidence - choice_confidence(&p)).abs() < 1e-12);
+        assert!(c.confidence < *best.1);
         assert_eq!(c.near_uniform, near_uniform(&c.probabilities));
 
         let n = d.noul("spam").unwrap().noul;
@@ -812,10 +813,9 @@ mod tests {
             .sum();
         assert!((s.score - expected).abs() < 1e-12);
         assert!((0.0..=2.0).contains(&s.score));
-        assert_eq!(
-            s.confidence,
-            s.probabilities.values().copied().fold(0.0, f64::max)
-        );
+        // SPEC §16's score formula over the levels in order ("0".."2" sort as numbers here).
+        let levels: Vec<f64> = s.probabilities.values().copied().collect();
+        assert!((s.confidence - score_confidence(&levels)).abs() < 1e-12);
     }
 
     #[test]
@@ -958,8 +958,12 @@ mod tests {
         };
         let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         let desk = d.choice("desk").unwrap();
-        for (got, want) in p("desk").iter().zip(desk.probabilities.values()) {
-            close(*got, *want);
+        // The head's rows follow the caller's option order.
+        let Question::Choice(asked) = &qs["desk"] else {
+            unreachable!()
+        };
+        for (got, id) in p("desk").iter().zip(asked.criteria.keys()) {
+            close(*got, desk.probabilities[id]);
         }
         // Labels `false`, `true`: the second is the noul.
         close(p("spam")[1], d.noul("spam").unwrap().noul);

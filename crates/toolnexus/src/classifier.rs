@@ -87,6 +87,7 @@ pub use backend::llm::{decode_reply, render_prompt};
 
 pub use asset::{Asset, Assets, ImageFormat};
 pub use canonical::{canonical_json, canonical_request, question_hash, write_canonical};
+pub use choice_options::ChoiceOptions;
 pub use content::{Content, IntoDescription};
 pub(crate) use decision::check_coherence;
 pub use decision::{
@@ -97,7 +98,6 @@ pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,
     MetricFn, RecordedDecision,
 };
-pub use choice_options::ChoiceOptions;
 pub use question::{
     BoxQuestion, ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS,
     NoulCriteria, NoulQuestion, Question, Questions, ScoreQuestion, choice_over,

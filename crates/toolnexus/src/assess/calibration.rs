@@ -28,7 +28,7 @@ use super::text::{columns, f3};
 use super::thresholds::MIN_ROWS;
 use crate::classifier::{
     Classifier, ClassifierError, Decision, DecisionAnswer, EvalContext, EvalRequest, Evaluator,
-    Question, Questions, near_uniform, question_hash,
+    Question, Questions, choice_confidence, near_uniform, question_hash, score_confidence,
 };
 use crate::context::BoxFuture;
 
@@ -495,7 +495,7 @@ fn apply(calibration: &Calibration, d: &mut Decision) -> bool {
                 let top = argmax(&q);
                 a.probabilities = ids.iter().cloned().zip(q.iter().copied()).collect();
                 a.choice = ids[top].clone();
-                a.confidence = q[top];
+                a.confidence = choice_confidence(&q);
                 a.near_uniform = near_uniform(&a.probabilities);
             }
             (DecisionAnswer::Score(a), QuestionMap::Score { temperature }) => {
@@ -522,7 +522,7 @@ fn apply(calibration: &Calibration, d: &mut Decision) -> bool {
                     .zip(&q)
                     .map(|(&(l, _), &p)| l as f64 * p)
                     .sum();
-                a.confidence = q[argmax(&q)];
+                a.confidence = score_confidence(&q);
             }
             _ => return false,
         }

@@ -35,8 +35,16 @@ use super::content::Content;
 /// o.insert("shipping".into(), Some("a lost parcel".into()));
 /// assert_eq!(o.keys().next().map(String::as_str), Some("shipping"));
 /// assert_eq!(o.len(), 3);
+/// // Equal as maps: order is what is sent, not what a question is.
+/// let reversed: ChoiceOptions = o.clone().into_iter().rev().collect();
+/// assert_eq!(reversed, o);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Equality is a map's: the same ids with the same meanings, whatever their
+/// order — as canonical JSON, the identity of a question, sees it (a question
+/// read back from a tape, which stores the canonical form, equals the one
+/// recorded).
+#[derive(Debug, Clone, Default)]
 pub struct ChoiceOptions {
     entries: Vec<(String, Option<Content>)>,
 }
@@ -95,7 +103,9 @@ impl ChoiceOptions {
     }
 
     /// `(id, meaning)` pairs, in order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&String, &Option<Content>)> + ExactSizeIterator {
+    pub fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (&String, &Option<Content>)> + ExactSizeIterator {
         self.entries.iter().map(|(k, m)| (k, m))
     }
 
@@ -106,6 +116,14 @@ impl ChoiceOptions {
         v
     }
 }
+
+impl PartialEq for ChoiceOptions {
+    fn eq(&self, other: &ChoiceOptions) -> bool {
+        self.len() == other.len() && self.iter().all(|(id, m)| other.get(id) == Some(m))
+    }
+}
+
+impl Eq for ChoiceOptions {}
 
 impl std::ops::Index<&str> for ChoiceOptions {
     type Output = Option<Content>;
