@@ -227,16 +227,12 @@ pub fn real_answer_hint(live: &LiveArgs) -> String {
 }
 
 /// The embedded model from `--model-dir`, `$TOOLNEXUS_MODEL_DIR` or the
-/// default directory; a missing model names the directory and the fetch script.
+/// default directory; a missing model names the directory and, once, how to
+/// fetch it (the library's message carries the advice).
 pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder> {
     let dir = toolnexus_local::model_dir(dir, &toolnexus::classifier::EnvSource::process())
         .map_err(|e| exit::usage(format!("--model-dir: {e}")))?;
-    toolnexus_local::Embedder::load(&dir).map_err(|e| {
-        exit::usage(format!(
-            "{e} (fetch the model with scripts/fetch-model --model-dir {})",
-            dir.display()
-        ))
-    })
+    toolnexus_local::Embedder::load(&dir).map_err(exit::usage)
 }
 
 /// `--student FILE` on the embedded model.

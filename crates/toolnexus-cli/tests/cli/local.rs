@@ -1,6 +1,6 @@
 //! The embedded model on the command line, on the tiny random test model:
 //! `--style local`, `distill` into a student file, `--style student` and
-//! `--cascade`; a missing model names the directory and the fetch script.
+//! `--cascade`; a missing model names the directory and `toolnexus model fetch`, once.
 
 use crate::support::{TempDir, tn};
 
@@ -202,7 +202,7 @@ fn local_distill_student_and_cascade_run_offline() {
 }
 
 #[test]
-fn a_missing_model_names_the_directory_and_the_fetch_script() {
+fn a_missing_model_names_the_directory_and_the_fetch_command_once() {
     let dir = TempDir::new("local-missing");
     let missing = dir.join("nowhere").display().to_string();
     let out = tn(
@@ -221,7 +221,13 @@ fn a_missing_model_names_the_directory_and_the_fetch_script() {
     );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("nowhere"), "{}", out.stderr);
-    assert!(out.stderr.contains("scripts/fetch-model"), "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("toolnexus model fetch").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("scripts/fetch-model"), "{}", out.stderr);
 }
 
 /// `serve --style local`: the library's System One style gets, over loopback,
