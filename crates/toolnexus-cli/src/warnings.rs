@@ -48,11 +48,6 @@ pub fn cache_failed(text: &str) {
     print_once(text);
 }
 
-/// Prints a warning of the command's own, once per distinct text.
-pub fn warn_once(text: &str) {
-    print_once(text);
-}
-
 /// Which distinct warnings were printed already.
 fn seen() -> &'static Mutex<HashSet<String>> {
     static SEEN: std::sync::OnceLock<Mutex<HashSet<String>>> = std::sync::OnceLock::new();
@@ -124,11 +119,10 @@ const HIDDEN: &[&str] = &["call_name", "ms", "request_id", "status", "kind", "ba
 impl Text {
     fn render(&self) -> String {
         let mut out = String::new();
-        if let Some(key) = &self.key {
-            if !self.message.contains(&format!("\"{key}\"")) {
+        if let Some(key) = &self.key
+            && !self.message.contains(&format!("\"{key}\"")) {
                 let _ = write!(out, "question \"{key}\": ");
             }
-        }
         out.push_str(&self.message);
         if !self.fields.is_empty() {
             let shown: Vec<String> = self

@@ -38,7 +38,7 @@ impl Config {
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Some(format!("{name} is 0"));
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Some(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads

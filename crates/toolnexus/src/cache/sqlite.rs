@@ -358,7 +358,7 @@ impl Cache for SqliteCache {
             )?
             .execute(params![&key.0[..], text, entry.model, entry.stored_at as i64])?;
             match self.options.max_entries {
-                Some(max) if n % EVICT_EVERY == 0 || max < EVICT_EVERY => self.evict(c, max),
+                Some(max) if n.is_multiple_of(EVICT_EVERY) || max < EVICT_EVERY => self.evict(c, max),
                 _ => Ok(()),
             }
         })

@@ -489,15 +489,14 @@ fn no_module_reaches_up_a_layer() {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 rest = &rest[i + 7..];
-                if let Some(l) = layer(&name) {
-                    if l > own_layer {
+                if let Some(l) = layer(&name)
+                    && l > own_layer {
                         wrong.push(format!(
                             "{}:{}: {own} names crate::{name}",
                             rel.display(),
                             n + 1
                         ));
                     }
-                }
             }
         }
     }
