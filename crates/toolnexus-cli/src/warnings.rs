@@ -120,9 +120,10 @@ impl Text {
     fn render(&self) -> String {
         let mut out = String::new();
         if let Some(key) = &self.key
-            && !self.message.contains(&format!("\"{key}\"")) {
-                let _ = write!(out, "question \"{key}\": ");
-            }
+            && !self.message.contains(&format!("\"{key}\""))
+        {
+            let _ = write!(out, "question \"{key}\": ");
+        }
         out.push_str(&self.message);
         if !self.fields.is_empty() {
             let shown: Vec<String> = self

@@ -227,7 +227,11 @@ fn a_missing_model_names_the_directory_and_the_fetch_command_once() {
         "{}",
         out.stderr
     );
-    assert!(!out.stderr.contains("scripts/fetch-model"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("scripts/fetch-model"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// `serve --style local`: the library's System One style gets, over loopback,

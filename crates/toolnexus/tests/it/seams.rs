@@ -490,13 +490,14 @@ fn no_module_reaches_up_a_layer() {
                     .collect();
                 rest = &rest[i + 7..];
                 if let Some(l) = layer(&name)
-                    && l > own_layer {
-                        wrong.push(format!(
-                            "{}:{}: {own} names crate::{name}",
-                            rel.display(),
-                            n + 1
-                        ));
-                    }
+                    && l > own_layer
+                {
+                    wrong.push(format!(
+                        "{}:{}: {own} names crate::{name}",
+                        rel.display(),
+                        n + 1
+                    ));
+                }
             }
         }
     }
