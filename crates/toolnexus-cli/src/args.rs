@@ -585,6 +585,12 @@ pub struct ServeArgs {
     /// names the call.
     #[arg(long)]
     pub log_misses: bool,
+    /// Refuse (422) a request with top-level fields the style cannot honour
+    /// (`seed`, `temperature`, `x_…`). By default a style other than
+    /// systemone ignores them, as the hosted API does, and names them in an
+    /// `x-toolnexus-ignored` response header and the log; systemone forwards them.
+    #[arg(long)]
+    pub strict_fields: bool,
     /// A decision cache (SQLite file, shareable with `batch --cache`): hits are
     /// answered without asking the style and carry `x-toolnexus-cache: hit`.
     #[arg(long, value_name = "FILE")]

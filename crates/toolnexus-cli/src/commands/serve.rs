@@ -85,6 +85,9 @@ pub const CACHE_HEADER: &str = "x-toolnexus-cache";
 /// `key=verdict` joined by `; ` (`yes`/`no`/`uncertain` for a noul, `sure` or
 /// `unsure` otherwise).
 pub const VERDICTS_HEADER: &str = "x-toolnexus-verdicts";
+
+/// The response header naming top-level request fields the style ignored.
+pub const IGNORED_HEADER: &str = "x-toolnexus-ignored";
 /// The request id the backend behind answered with, when it sent one.
 pub const UPSTREAM_REQUEST_ID_HEADER: &str = "x-upstream-request-id";
 /// The model name the official SDKs ask for by default.
@@ -96,6 +99,9 @@ struct App {
     call: String,
     /// The System One style forwards model, assets and extra fields.
     forwards: bool,
+    /// `--strict-fields`: top-level fields a style cannot honour are a 422
+    /// instead of ignored and named.
+    strict_fields: bool,
     /// `GET /v1/models`: name and description of each model listed.
     models: Vec<(String, String)>,
     /// The date (UTC, YYYY-MM-DD) this server started.
@@ -341,6 +347,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         classifier: built.classifier.clone(),
         call: built.call.clone(),
         forwards: built.style == StyleName::SystemOne,
+        strict_fields: args.strict_fields,
         models: listed_models(&built, args.style.calibration.is_some()),
         started_on: civil_date(started),
         delay: Duration::from_millis(args.delay_ms),
@@ -775,23 +782,36 @@ async fn systemone(
         Ok(b) => b,
         Err(resp) => return resp,
     };
+    // Not JSON: the hosted API's (FastAPI's) 422, located by byte offset.
     let request: Value = match serde_json::from_slice(&json_bytes) {
         Ok(v) => v,
         Err(e) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "invalid_json",
-                format!(
-                    "request body is not valid JSON: {}",
-                    crate::input::json_error(&e)
-                ),
-            );
+            return unprocessable(&[Invalid {
+                loc: vec![json!("body"), json!(byte_offset(&json_bytes, &e))],
+                msg: format!("JSON decode error: {}", crate::input::json_error(&e)),
+                kind: "json_invalid",
+            }]);
         }
     };
-    let parsed = match request::parse(request, &parts) {
+    let mut parsed = match request::parse(request, &parts) {
         Ok(p) => p,
         Err(errors) => return unprocessable(&errors),
     };
+    // Fields a style cannot honour are ignored as the hosted API ignores
+    // them, but never silently: the header and the log name them.
+    let ignored: Vec<String> = match (app.forwards, app.strict_fields) {
+        (false, false) => std::mem::take(&mut parsed.extra)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !ignored.is_empty() {
+        log(format_args!(
+            "serve: {id} ignored fields: {}",
+            ignored.join(", ")
+        ));
+    }
     drop(parts);
     if let Some(r) = &app.reworded {
         r.check(&parsed.questions);
@@ -805,6 +825,23 @@ async fn systemone(
     }
     let ctx = EvalContext::new().with_call_name(app.call.clone());
     let hints = Hints::of(&eval);
+    let mut resp = answer(&app, &id, ctx, eval, &hints).await;
+    if !ignored.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&ignored.join(", "))
+    {
+        resp.headers_mut().insert(IGNORED_HEADER, v);
+    }
+    resp
+}
+
+/// The style's answer to one request, as the response.
+async fn answer(
+    app: &App,
+    id: &str,
+    ctx: EvalContext,
+    eval: EvalRequest,
+    hints: &Hints,
+) -> Response {
     match app.classifier.evaluate_request(ctx, eval).await {
         Ok(done) => {
             let mut resp = axum::Json(done.decision.to_value()).into_response();
@@ -825,10 +862,24 @@ async fn systemone(
             if app.log_misses {
                 log(format_args!("serve: {id} miss: {e}"));
             }
-            miss(&app, &e)
+            miss(app, &e)
         }
-        Err(e) => failure(&e, &hints),
+        Err(e) => failure(&e, hints),
     }
+}
+
+/// Where a JSON syntax error is, as a byte offset into the body (the `loc`
+/// FastAPI gives a `json_invalid` error).
+fn byte_offset(body: &[u8], e: &serde_json::Error) -> usize {
+    if e.is_eof() {
+        return body.len();
+    }
+    let line_start: usize = body
+        .split(|b| *b == b'\n')
+        .take(e.line().saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum();
+    (line_start + e.column().saturating_sub(1)).min(body.len())
 }
 
 /// A replay miss: 404 naming the call only. The library's message says which

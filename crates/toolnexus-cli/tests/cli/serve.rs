@@ -94,11 +94,18 @@ fn requests_are_validated_with_the_apis_shapes() {
             .collect()
     };
 
+    // Not JSON: 422 json_invalid located by byte offset, as FastAPI answers (SPEC §16).
     let (status, body) = http(&addr, "POST", "/v1/systemone", b"{\"model\": ");
-    assert_eq!(status, 400, "not JSON at all stays 400");
-    let (kind, message) = detail(&body);
-    assert_eq!(kind, "invalid_json");
-    assert!(message.contains("invalid JSON at line 1"), "{message}");
+    assert_eq!(status, 422, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["detail"][0]["type"], "json_invalid", "{body}");
+    assert_eq!(v["detail"][0]["loc"], json!(["body", 10]), "{body}");
+    assert!(
+        v["detail"][0]["msg"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("JSON decode error")),
+        "{body}"
+    );
 
     let req = json!({"model": "jev-1.13", "questions": {"x": {"type": "vote", "instructions": "?"}}, "state": "s"});
     let (status, body) = http(&addr, "POST", "/v1/systemone", req.to_string().as_bytes());
@@ -154,13 +161,33 @@ fn requests_are_validated_with_the_apis_shapes() {
     let (status, body) = http(&addr, "POST", "/v1/systemone", req.to_string().as_bytes());
     assert_eq!(status, 404, "accepted, then not recorded: {body}");
 
-    // What the style cannot honour is refused by name, never dropped.
-    let req =
-        json!({"model": "jev-latest", "questions": spam_questions(), "state": "s", "seed": 7});
-    let (status, body) = http(&addr, "POST", "/v1/systemone", req.to_string().as_bytes());
+    // Top-level fields the style cannot honour are ignored as the hosted API
+    // ignores them, but named in a header (SPEC §16); --strict-fields refuses them.
+    let req = json!({"model": "jev-latest", "questions": spam_questions(), "state": "s",
+        "seed": 7, "x_trace": "t-1"});
+    let r = request(
+        &addr,
+        "POST",
+        "/v1/systemone",
+        &[],
+        req.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 404, "ignored, then not recorded: {}", r.body);
+    assert_eq!(r.header("x-toolnexus-ignored"), Some("seed, x_trace"));
+    let mut strict = Server::start(dir.path(), &["--style", "static", "--strict-fields"]);
+    let (status, body) = http(
+        &strict.addr,
+        "POST",
+        "/v1/systemone",
+        req.to_string().as_bytes(),
+    );
     assert_eq!(status, 422, "{body}");
-    assert_eq!(invalid(&body), [("body.seed".into(), "value_error".into())]);
+    assert_eq!(
+        invalid(&body)[0],
+        ("body.seed".into(), "value_error".into())
+    );
     assert!(body.contains("extra field \\\"seed\\\""), "{body}");
+    strict.terminate();
     let req = json!({"questions": spam_questions(), "state": "see img",
         "assets": {"img": {"type": "image", "format": "png", "data_base64": "iVBORw0KGgo="}}});
     let (status, body) = http(&addr, "POST", "/v1/systemone", req.to_string().as_bytes());

@@ -74,7 +74,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
     };
     let mut errors = Vec::new();
 
-    let model = match fields.remove("model") {
+    let model = match fields.shift_remove("model") {
         None | Some(Value::Null) => None,
         Some(Value::String(m)) => Some(m),
         Some(_) => {
@@ -87,7 +87,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
         }
     };
 
-    let state = match fields.remove("state") {
+    let state = match fields.shift_remove("state") {
         None => {
             errors.push(Invalid::new(&["state"], "Field required", "missing"));
             Value::Null
@@ -106,7 +106,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
         }
     };
 
-    let questions = match fields.remove("questions") {
+    let questions = match fields.shift_remove("questions") {
         None => {
             errors.push(Invalid::new(&["questions"], "Field required", "missing"));
             Questions::new()
@@ -133,7 +133,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
         }
     };
 
-    let assets = match fields.remove("assets") {
+    let assets = match fields.shift_remove("assets") {
         None | Some(Value::Null) => {
             unclaimed_parts(parts, &[], &mut errors);
             Assets::new()
