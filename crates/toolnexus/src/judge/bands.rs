@@ -39,6 +39,11 @@ pub struct Bands {
     /// A noul strictly below this is "no".
     pub low: f64,
     /// A noul, or a choice's or score's confidence, strictly above this is sure.
+    /// The confidence read is the answer's own: as the backend sent it, or, where
+    /// toolnexus computed the distribution, SPEC §16's formulas
+    /// ([`choice_confidence`](crate::classifier::choice_confidence),
+    /// [`score_confidence`](crate::classifier::score_confidence)): 0 for a flat
+    /// distribution, 1 for a certain one, whatever the number of options.
     pub high: f64,
 }
 
