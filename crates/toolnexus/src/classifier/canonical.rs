@@ -40,6 +40,26 @@ pub fn canonical_request(model: &str, questions: &Questions) -> String {
 /// question's own keys are written in their sorted order: `criteria`,
 /// `instructions`, `type`.
 pub(crate) fn write_questions(out: &mut String, questions: &Questions) {
+    write_question_set(out, questions, Options::Sorted);
+}
+
+/// Appends a question set as it is sent to a model: canonical in every way but
+/// one — a choice's options in the caller's order (SPEC §16), because models
+/// read option order. Identity ([`write_questions`]) sorts them.
+pub(crate) fn write_questions_sent(out: &mut String, questions: &Questions) {
+    write_question_set(out, questions, Options::AsGiven);
+}
+
+/// How a choice's options are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Options {
+    /// Sorted by id: the identity of a question.
+    Sorted,
+    /// In the caller's order: what reaches the model.
+    AsGiven,
+}
+
+fn write_question_set(out: &mut String, questions: &Questions, options: Options) {
     out.push('{');
     for (i, (key, q)) in questions.iter().enumerate() {
         if i > 0 {
@@ -47,13 +67,13 @@ pub(crate) fn write_questions(out: &mut String, questions: &Questions) {
         }
         write_str(out, key);
         out.push(':');
-        write_question(out, q);
+        write_question(out, q, options);
     }
     out.push('}');
 }
 
 /// Appends the canonical wire form of one question: `{"criteria"?,"instructions","type"}`.
-fn write_question(out: &mut String, q: &Question) {
+fn write_question(out: &mut String, q: &Question, options: Options) {
     out.push('{');
     match q {
         Question::Noul(n) => {
@@ -68,7 +88,11 @@ fn write_question(out: &mut String, q: &Question) {
         Question::Choice(c) => {
             // Identity, not what is sent: the ids sorted, whatever the caller's order.
             out.push_str("\"criteria\":{");
-            for (j, (id, meaning)) in c.criteria.sorted().into_iter().enumerate() {
+            let ordered: Vec<(&String, &Option<Content>)> = match options {
+                Options::Sorted => c.criteria.sorted(),
+                Options::AsGiven => c.criteria.iter().collect(),
+            };
+            for (j, (id, meaning)) in ordered.into_iter().enumerate() {
                 if j > 0 {
                     out.push(',');
                 }
@@ -117,7 +141,7 @@ fn write_question(out: &mut String, q: &Question) {
 pub fn question_hash(question: &Question) -> String {
     use sha2::{Digest, Sha256};
     let mut bytes = String::with_capacity(128);
-    write_question(&mut bytes, question);
+    write_question(&mut bytes, question, Options::Sorted);
     let digest = Sha256::digest(bytes.as_bytes());
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");

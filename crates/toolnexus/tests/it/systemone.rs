@@ -715,3 +715,51 @@ async fn the_sentinel_secret_never_appears() {
         "{texts:#?}"
     );
 }
+
+/// SPEC §16: the caller's option order reaches the model. The same question in
+/// two orders goes on the wire in each order as given, while its identity
+/// (canonical JSON, the question hash) stays one.
+#[tokio::test]
+async fn a_choice_reaches_the_model_in_the_callers_option_order() {
+    let answer = r#"{"model":"m","answers":{"desk":{"type":"choice","choice":"billing",
+        "probabilities":{"billing":0.7,"shipping":0.2,"technical":0.1},"confidence":0.55}}}"#;
+    let server = Server::start(vec![Reply::json(200, answer), Reply::json(200, answer)]).await;
+    let classifier = create_classifier(options(&server)).unwrap();
+    let order = [
+        ("shipping", "a parcel"),
+        ("billing", "money moved"),
+        ("technical", "it broke"),
+    ];
+    let forward = choice_over("Which desk?", order);
+    let backward = choice_over("Which desk?", order.iter().rev().copied());
+    for q in [&forward, &backward] {
+        let qs = Questions::from([("desk".to_string(), q.clone().into())]);
+        classifier
+            .evaluate(json!("my card was charged twice"), &qs)
+            .await
+            .unwrap();
+    }
+    let sent: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8(r.body.clone()).unwrap())
+        .collect();
+    let positions = |body: &str| -> Vec<usize> {
+        ["\"shipping\"", "\"billing\"", "\"technical\""]
+            .iter()
+            .map(|id| body.find(id).unwrap_or_else(|| panic!("{id} in {body}")))
+            .collect()
+    };
+    let (a, b) = (positions(&sent[0]), positions(&sent[1]));
+    assert!(a[0] < a[1] && a[1] < a[2], "as given: {}", sent[0]);
+    assert!(b[2] < b[1] && b[1] < b[0], "reversed as given: {}", sent[1]);
+    // One question, whatever the order: the identity is canonical.
+    let (f, r): (Question, Question) = (forward.into(), backward.into());
+    assert_eq!(question_hash(&f), question_hash(&r));
+    assert_eq!(f, r);
+    assert_eq!(
+        canonical_json(&f.wire()),
+        canonical_json(&r.wire()),
+        "canonical JSON sorts the ids"
+    );
+}

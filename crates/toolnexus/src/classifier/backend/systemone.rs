@@ -4,7 +4,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::classifier::asset::assets_wire;
-use crate::classifier::canonical::{canonical_json, write_canonical, write_questions};
+use crate::classifier::canonical::{canonical_json, write_canonical, write_questions_sent};
 use crate::classifier::options::{BodyTransformFn, ClassifierOptions, Resolved};
 use crate::classifier::question::{Questions, questions_wire};
 use crate::classifier::wire::decode_slice_for;
@@ -73,12 +73,13 @@ impl HttpBackend {
             && extras.assets.is_empty()
             && extras.extra.is_empty()
         {
-            // Fast path: the canonical body written directly, keys already in order.
+            // Fast path: the canonical body written directly, keys already in
+            // order, a choice's options as the caller gave them (SPEC §16).
             let mut out = String::with_capacity(256);
             out.push_str("{\"model\":");
             write_canonical(&mut out, &Value::from(model));
             out.push_str(",\"questions\":");
-            write_questions(&mut out, questions);
+            write_questions_sent(&mut out, questions);
             out.push_str(",\"state\":");
             write_canonical(&mut out, state);
             out.push('}');
@@ -94,11 +95,31 @@ impl HttpBackend {
         for (k, v) in self.request_params.iter().chain(extras.extra) {
             body.insert(k.clone(), v.clone());
         }
-        let mut body = Value::Object(body);
         if let Some(t) = &self.body_transform {
-            body = t(body);
+            return canonical_json(&t(Value::Object(body)));
         }
-        canonical_json(&body)
+        // Canonical, but for the questions, written as sent (their options in
+        // the caller's order) unless a request parameter or extra field
+        // replaced them.
+        let replaced =
+            self.request_params.contains_key("questions") || extras.extra.contains_key("questions");
+        let mut out = String::with_capacity(256);
+        out.push('{');
+        let mut keys: Vec<&String> = body.keys().collect();
+        keys.sort_unstable();
+        for (i, key) in keys.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_canonical(&mut out, &Value::from(key.as_str()));
+            out.push(':');
+            match key.as_str() {
+                "questions" if !replaced => write_questions_sent(&mut out, questions),
+                _ => write_canonical(&mut out, &body[key]),
+            }
+        }
+        out.push('}');
+        out
     }
 
     pub(crate) async fn evaluate(
