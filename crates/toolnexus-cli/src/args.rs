@@ -30,7 +30,10 @@ Exit codes:
   130  interrupted by Ctrl-C or SIGTERM (a batch, assess run or tape record
        resumes when rerun with the same arguments)
   141  standard output or standard error closed by its reader (`| head`):
-       the command stops quietly, as a process ended by SIGPIPE does
+       the command stops quietly, as a process ended by SIGPIPE does. A
+       command whose work is a side effect (serve, batch, tape record,
+       assess run, distill, model fetch) drops its status lines and finishes
+       the work instead (batch --out - is a filter: it stops)
 
 API keys are read only from the environment variable named by --api-key-env
 (default TYPESAFE_API_KEY, or OPENROUTER_API_KEY with --backend openrouter) and
@@ -53,10 +56,20 @@ pub struct Cli {
 }
 
 impl Command {
-    /// Whether the command is a long-running server that must outlive a
-    /// closed stdout or stderr.
-    pub fn is_server(&self) -> bool {
-        matches!(self, Command::Serve(_))
+    /// Whether the command's work is a side effect (a server, an out file, a
+    /// tape, a run file, a student, a model) that must outlive a closed stdout
+    /// or stderr: its status lines are then dropped, the work goes on. Other
+    /// commands are filters and stop quietly, as on SIGPIPE.
+    pub fn outlives_its_reader(&self) -> bool {
+        match self {
+            Command::Serve(_)
+            | Command::Batch(_)
+            | Command::Distill(_)
+            | Command::Model(_)
+            | Command::Tape(TapeCommand::Record(_)) => true,
+            Command::Assess(a) => matches!(a.command, Some(AssessCommand::Run(_))),
+            _ => false,
+        }
     }
 }
 

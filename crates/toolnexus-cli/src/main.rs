@@ -16,7 +16,7 @@
 //! | 4 | I/O failure: writing the `--out` file or a tape file (a full disk is named), a `--cache` file that could not be opened, read or written (reported at the end of the run), or binding `--addr` |
 //! | 5 | nothing to judge: no question of the thresholds file matched the run (`assess check`) |
 //! | 130 | interrupted by Ctrl-C or SIGTERM (a batch, `assess run` or `tape record` resumes when rerun with the same arguments) |
-//! | 141 | standard output or standard error closed by its reader (`\| head`): the command stops quietly, as a process ended by SIGPIPE does |
+//! | 141 | standard output or standard error closed by its reader (`\| head`): a filter stops quietly, as a process ended by SIGPIPE does; a command whose work is a side effect (serve, batch, tape record, assess run, distill, model fetch) drops its status lines and finishes the work |
 //!
 //! API keys are read only from the environment variable named by `--api-key-env`
 //! (or the backend preset's) and are never printed.
@@ -24,6 +24,30 @@
 use std::process::ExitCode;
 
 use clap::Parser as _;
+
+/// `println!` that never panics: a closed stdout drops the line, nothing else.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `print!` that never panics.
+macro_rules! put {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics: a closed stderr drops the line, nothing else.
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
 
 mod args;
 mod commands;
@@ -42,10 +66,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };
-    // Every command but `serve` stops quietly when its reader goes away
-    // (`| head`), as Unix filters do; a server keeps answering instead, and
-    // writes its log without caring whether anyone reads it.
-    if !cli.command.is_server() {
+    // A filter stops quietly when its reader goes away (`| head`), as Unix
+    // filters do. A command whose work is a side effect (serve, batch, tape
+    // record, assess run, distill, model fetch) keeps going: its status lines
+    // are written with `say!`/`tell!`, which drop what a closed stream refuses.
+    if !cli.command.outlives_its_reader() {
         stdio::default_sigpipe();
     }
     stdio::panic_hook();

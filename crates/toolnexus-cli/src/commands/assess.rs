@@ -58,7 +58,7 @@ fn write_failed(e: AssessError) -> anyhow::Error {
 fn load_run(path: &Path) -> Result<Run> {
     let run = Run::load(path).map_err(bad)?;
     if let Some(line) = run.torn_line {
-        eprintln!("{}", torn_warning(path, line, "left out"));
+        tell!("{}", torn_warning(path, line, "left out"));
     }
     Ok(run)
 }
@@ -72,7 +72,7 @@ fn torn_warning(path: &Path, line: usize, what: &str) -> String {
 }
 
 fn print_json(v: &impl serde::Serialize) {
-    println!(
+    say!(
         "{}",
         serde_json::to_string_pretty(v).expect("figures serialise")
     );
@@ -87,7 +87,7 @@ async fn demo() -> Result<Exit> {
         .map_err(|e| anyhow::anyhow!("built-in demo set: {e}"))?;
     let tape =
         Tape::from_json(DEMO_TAPE).map_err(|e| anyhow::anyhow!("built-in demo tape: {e}"))?;
-    println!(
+    say!(
         "offline: {} project-written support tickets (the built-in demo set), answered from recorded decisions; no backend is called",
         examples.len()
     );
@@ -100,10 +100,10 @@ async fn demo() -> Result<Exit> {
     let result = run_examples(&tape.replayer(), &questions, &examples, &path, options).await;
     let _ = std::fs::remove_dir_all(&dir);
     let run = result.map_err(bad)?;
-    println!();
-    print!("{}", table(&summarize(&run, &SummaryOptions::default())));
-    println!();
-    println!(
+    say!();
+    put!("{}", table(&summarize(&run, &SummaryOptions::default())));
+    say!();
+    say!(
         "next: toolnexus assess run --questions Q --examples L --out run.jsonl (any style), then report | thresholds | calibrate | compare | check"
     );
     Ok(Exit::Success)
@@ -155,7 +155,7 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
         .await
         .map_err(bad)?;
     if let Some(line) = run.torn_line {
-        eprintln!(
+        tell!(
             "{}",
             torn_warning(&a.out, line, "dropped; its example was asked again")
         );
@@ -164,13 +164,13 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
         bar.finish_and_clear();
     }
     let failed = run.rows.iter().filter(|r| r.decision().is_none()).count();
-    eprintln!(
+    tell!(
         "{}: {} rows, {failed} failed ({})",
         a.out.display(),
         run.rows.len(),
         style::describe(&built)
     );
-    print!("{}", table(&summarize(&run, &SummaryOptions::default())));
+    put!("{}", table(&summarize(&run, &SummaryOptions::default())));
     Ok(Exit::Success)
 }
 
@@ -221,27 +221,27 @@ fn report(a: ReportArgs) -> Result<Exit> {
         for (i, (name, s)) in summaries.iter().enumerate() {
             if summaries.len() > 1 {
                 if i > 0 {
-                    println!();
+                    say!();
                 }
-                println!("== {name}");
+                say!("== {name}");
             }
-            print!("{}", table(s));
+            put!("{}", table(s));
         }
     }
     if let Some(out) = &a.report {
         let html = report_html("toolnexus assess", &summaries);
         std::fs::write(out, html)
             .map_err(|e| exit::io(format!("--report {}: cannot write: {e}", out.display())))?;
-        eprintln!("wrote {}", out.display());
+        tell!("wrote {}", out.display());
     }
     let mut failed = false;
     for (name, s) in &summaries {
         for f in check_gates(s, &gates) {
             failed = true;
             if summaries.len() > 1 {
-                eprintln!("gate failed: {name}: {f}");
+                tell!("gate failed: {name}: {f}");
             } else {
-                eprintln!("gate failed: {f}");
+                tell!("gate failed: {f}");
             }
         }
     }
@@ -273,12 +273,12 @@ fn thresholds(a: ThresholdsArgs) -> Result<Exit> {
     // never the saving.
     if let Some(out) = &a.out {
         r.save(out).map_err(write_failed)?;
-        eprintln!("wrote {}", out.display());
+        tell!("wrote {}", out.display());
     }
     if a.json {
-        print!("{}", r.to_json());
+        put!("{}", r.to_json());
     } else {
-        print!("{}", r.table());
+        put!("{}", r.table());
     }
     Ok(Exit::Success)
 }
@@ -296,12 +296,12 @@ fn calibrate(a: CalibrateArgs) -> Result<Exit> {
     let r = calibrate_run(&run, &o).map_err(bad)?;
     if let Some(out) = &a.out {
         r.file.save(out).map_err(write_failed)?;
-        eprintln!("wrote {}", out.display());
+        tell!("wrote {}", out.display());
     }
     if a.json {
-        print!("{}", r.file.to_json());
+        put!("{}", r.file.to_json());
     } else {
-        print!("{}", r.table());
+        put!("{}", r.table());
     }
     Ok(Exit::Success)
 }
@@ -312,7 +312,7 @@ fn compare(a: CompareArgs) -> Result<Exit> {
     if a.json {
         print_json(&c);
     } else {
-        print!("{}", c.table());
+        put!("{}", c.table());
     }
     Ok(Exit::Success)
 }
@@ -351,11 +351,11 @@ fn check(a: CheckArgs) -> Result<Exit> {
     if a.json {
         print_json(&r);
     } else {
-        print!("{}", r.table());
+        put!("{}", r.table());
     }
     let drift = r.drifted();
     for d in &drift {
-        eprintln!("drift: {d}");
+        tell!("drift: {d}");
     }
     Ok(if drift.is_empty() {
         Exit::Success

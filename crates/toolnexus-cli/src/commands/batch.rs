@@ -122,7 +122,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         .map(Arc::new);
     if built.style == StyleName::SystemOne && !style::key_is_set(&style::key_env(&args.style.live))
     {
-        eprintln!(
+        tell!(
             "batch: note: no {} set; requests carry no API key ({})",
             style::key_env(&args.style.live),
             style::describe(&built)
@@ -137,16 +137,16 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let mut opened = out::open(&args.out, &fingerprint, plan)?;
     let shown = args.out.display();
     if opened.truncated > 0 {
-        eprintln!(
+        tell!(
             "batch: dropped a torn final line ({} bytes) from {shown} left by an interrupted run; its state is redone",
             opened.truncated,
         );
     }
     if opened.restarted {
-        eprintln!("batch: --restart: {shown} started over; every state is asked again");
+        tell!("batch: --restart: {shown} started over; every state is asked again");
     }
     if opened.rerun > 0 {
-        eprintln!(
+        tell!(
             "batch: --rerun-errors: {} removed from {shown}; their states are asked again",
             count(opened.rerun, "error line")
         );
@@ -230,7 +230,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     }
 
     if interrupted {
-        eprintln!(
+        tell!(
             "batch: interrupted: {} results written this run; rerun the same command to resume",
             ok + failed
         );
@@ -272,9 +272,9 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}; results in {place}{held}"
     );
     if opened.is_stdout {
-        eprintln!("{summary}");
+        tell!("{summary}");
     } else {
-        println!("{summary}");
+        say!("{summary}");
     }
     Ok(if errors > 0 {
         Exit::Eval
@@ -406,7 +406,7 @@ impl Progress {
             } => {
                 if last.elapsed() >= LINE_EVERY {
                     *last = Instant::now();
-                    eprintln!("{}", progress_line(ok, failed, *total, started.elapsed()));
+                    tell!("{}", progress_line(ok, failed, *total, started.elapsed()));
                 }
             }
             Progress::Off => {}
@@ -417,7 +417,7 @@ impl Progress {
         match self {
             Progress::Bar(bar) => bar.finish_and_clear(),
             Progress::Lines { total, started, .. } => {
-                eprintln!("{}", progress_line(ok, failed, *total, started.elapsed()));
+                tell!("{}", progress_line(ok, failed, *total, started.elapsed()));
             }
             Progress::Off => {}
         }

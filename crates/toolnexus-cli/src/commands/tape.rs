@@ -80,14 +80,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     };
     let folded = journal.fold()?;
     if folded.torn > 0 {
-        eprintln!(
+        tell!(
             "tape record: dropped a torn final line ({}) from {} left by an interrupted run; its call is asked again",
             count(folded.torn, "byte", "bytes"),
             journal.path.display()
         );
     }
     if !folded.entries.is_empty() {
-        eprintln!(
+        tell!(
             "tape record: folded {} left in {} by an interrupted run into the tape",
             count(folded.entries.len(), "recording", "recordings"),
             journal.path.display()
@@ -113,14 +113,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
             1 => "; 1 of them is a recorded failure (--rerun-errors asks it again)".to_string(),
             n => format!("; {n} of them are recorded failures (--rerun-errors asks them again)"),
         };
-        eprintln!(
+        tell!(
             "tape record: skipped {} already recorded under call {:?} with these questions{failures}",
             count(plan.skipped, "state", "states"),
             args.call
         );
     }
     if plan.repeated > 0 {
-        eprintln!(
+        tell!(
             "tape record: {} of --states repeated an earlier one: asked once",
             count(plan.repeated, "line", "lines")
         );
@@ -143,12 +143,12 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
             () = signals.recv() => {
                 signalled += 1;
                 if signalled == 1 {
-                    eprintln!(
+                    tell!(
                         "tape record: interrupted: starting no new call; finishing {} in flight (a second Ctrl-C abandons them)",
                         count(tasks.len(), "call", "calls")
                     );
                 } else {
-                    eprintln!(
+                    tell!(
                         "tape record: abandoning {} in flight",
                         count(tasks.len(), "call", "calls")
                     );
@@ -165,7 +165,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                     Ok(done) => done,
                     Err(e) if e.is_panic() => {
                         failed += 1;
-                        eprintln!("tape record: a call ended in an internal error; the next run asks its state again");
+                        tell!("tape record: a call ended in an internal error; the next run asks its state again");
                         continue;
                     }
                     Err(_) => continue, // abandoned after a second signal: nothing was recorded
@@ -176,7 +176,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                     && !one.is_empty()
                     && let Err(e) = journal.append(&one)
                 {
-                    eprintln!(
+                    tell!(
                         "tape record: cannot write {}: {e}; starting no new call",
                         journal.path.display()
                     );
@@ -184,14 +184,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                 }
                 arrived.extend(one.entries());
                 match result {
-                    Ok(d) => println!("recorded {what}: decision from {}", d.model),
+                    Ok(d) => say!("recorded {what}: decision from {}", d.model),
                     Err(e) if one.is_empty() => {
                         failed += 1;
-                        println!("{what}: failed, not recorded: {e}");
+                        say!("{what}: failed, not recorded: {e}");
                     }
                     Err(e) => {
                         failed += 1;
-                        println!("recorded {what}: failure: {e}");
+                        say!("recorded {what}: failure: {e}");
                     }
                 }
             }
@@ -225,14 +225,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         count(plan.skipped, "state", "states"),
     );
     if signalled > 0 {
-        println!("{summary}");
-        eprintln!(
+        say!("{summary}");
+        tell!(
             "tape record: interrupted with {} not asked; rerun the same command to record them",
             count(left, "state", "states")
         );
         return Ok(Exit::Interrupted);
     }
-    println!("{summary}");
+    say!("{summary}");
     Ok(if failed + plan.failed_before > 0 {
         Exit::Eval
     } else {
@@ -660,19 +660,19 @@ pub async fn replay(args: ReplayArgs) -> Result<Exit> {
             continue;
         }
         if n > 0 {
-            println!();
+            say!();
         }
-        println!("call {call:?} entry {i}: state {shown}");
+        say!("call {call:?} entry {i}: state {shown}");
         match result {
-            Ok(d) => print!("{}", render::decision_table(&d)),
+            Ok(d) => put!("{}", render::decision_table(&d)),
             Err(e) => {
                 failed += 1;
-                println!("error: {e}");
+                say!("error: {e}");
             }
         }
     }
     if args.json {
-        println!("{}", render::pretty(&Value::Array(decisions)));
+        say!("{}", render::pretty(&Value::Array(decisions)));
     } else {
         let mode = match args.tape_match {
             Some(m) if m != TapeMatch::Exact => format!(" (--match {m})"),
@@ -682,7 +682,7 @@ pub async fn replay(args: ReplayArgs) -> Result<Exit> {
             [one] => format!("call {one:?}"),
             many => format!("calls {}", demo::names(many)),
         };
-        println!("\nreplayed offline from {label}, {which}{mode}: {failed} failed");
+        say!("\nreplayed offline from {label}, {which}{mode}: {failed} failed");
     }
     if failed > 0 && args.questions.is_some() {
         return Err(exit::eval(format!(
@@ -733,7 +733,7 @@ pub fn show(args: ShowArgs) -> Result<Exit> {
                 "failures": c.failures,
             }))).collect::<serde_json::Map<_, _>>(),
         });
-        println!("{}", render::pretty(&v));
+        say!("{}", render::pretty(&v));
         return Ok(Exit::Success);
     }
     let (d, f) = calls
@@ -741,9 +741,9 @@ pub fn show(args: ShowArgs) -> Result<Exit> {
         .fold((0, 0), |(d, f), c| (d + c.decisions, f + c.failures));
     // The label reads "tape FILE" in sentences; here the row already says tape.
     let source = label.strip_prefix("tape ").unwrap_or(&label);
-    println!("tape      {source}");
-    println!("format    {TAPE_FORMAT}, version {TAPE_VERSION}");
-    println!(
+    say!("tape      {source}");
+    say!("format    {TAPE_FORMAT}, version {TAPE_VERSION}");
+    say!(
         "note      {}",
         if tape.note().is_empty() {
             "(none)".to_string()
@@ -751,20 +751,20 @@ pub fn show(args: ShowArgs) -> Result<Exit> {
             tape.note()
         }
     );
-    println!(
+    say!(
         "entries   {} ({}, {})",
         tape.len(),
         count(d, "decision", "decisions"),
         count(f, "failure", "failures")
     );
-    println!(
+    say!(
         "models    {}",
         demo::names(&models.into_iter().collect::<Vec<_>>())
     );
-    println!("calls     {}", calls.len());
+    say!("calls     {}", calls.len());
     let width = calls.keys().map(String::len).max().unwrap_or(0);
     for (name, c) in &calls {
-        println!(
+        say!(
             "  {name:<width$}  {} ({}, {})",
             count(c.decisions + c.failures, "entry", "entries"),
             count(c.decisions, "decision", "decisions"),

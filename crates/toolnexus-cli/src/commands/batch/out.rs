@@ -262,7 +262,7 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
         file.set_len(0)
             .map_err(|e| exit::io(format!("--out {shown}: cannot start over: {}", cause(&e))))?;
         write_header(&mut file)?;
-        eprintln!("batch: {shown} held only a torn header line; started over");
+        tell!("batch: {shown} held only a torn header line; started over");
         return Ok(fresh(file, false));
     }
 
@@ -352,7 +352,7 @@ fn open_locked(path: &Path) -> Result<File> {
                 )));
             }
             Err(TryLockError::Error(e)) if e.kind() == ErrorKind::Unsupported => {
-                eprintln!(
+                tell!(
                     "batch: warning: --out {shown}: this file system cannot lock it ({e}); do not run two batches on it at once"
                 );
                 return Ok(file);
