@@ -1,6 +1,8 @@
 //! A closed stdout or stderr (`toolnexus assess | head -1`, `batch 2>&1 | head`)
-//! ends a command quietly with the conventional status — killed by SIGPIPE,
-//! 141 in a shell — or its own exit code; never a panic, never exit 101.
+//! ends a filter quietly with the conventional status — killed by SIGPIPE, 141
+//! in a shell — and lets a command whose work is a side effect finish it (the
+//! run file, the tape, the thresholds are written); never a panic, never exit
+//! 101.
 
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::Stdio;
