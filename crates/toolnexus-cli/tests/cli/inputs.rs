@@ -176,34 +176,12 @@ fn library_warnings_are_printed_once_each_and_quiet_silences_them() {
 #[test]
 fn a_cache_that_cannot_be_opened_is_a_warning_and_exit_4() {
     let dir = TempDir::new("inputs-cache");
-    let tape = dir.join("bulk.tape.json");
-    crate::support::bulk_tape(&tape, 3, false);
-    let q = dir.write("q.json", &crate::support::spam_questions().to_string());
-    let states = dir.write("s.jsonl", "{\"n\": 0}\n{\"n\": 1}\n{\"n\": 2}\n");
+    let bulk = crate::support::Bulk::new(&dir, 3);
     let cache = dir.join("no/such/dir/c.db").display().to_string();
     let out_file = dir.join("out.jsonl").display().to_string();
-    let tape = tape.display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            &out_file,
-            "--cache",
-            &cache,
-            "--no-progress",
-        ],
-    );
+    let args = bulk.batch(&out_file, &["--cache", &cache, "--no-progress"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tn(dir.path(), &args);
     assert_eq!(out.code, 4, "{out:?}");
     let warning = out
         .stderr

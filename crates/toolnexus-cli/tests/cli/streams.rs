@@ -7,7 +7,7 @@
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::Stdio;
 
-use crate::support::{TempDir, bulk_tape, spam_questions, toolnexus, wait};
+use crate::support::{Bulk, TempDir, toolnexus, wait};
 
 /// The shipped demo: questions, labelled set and recorded decisions.
 fn demo(name: &str) -> String {
@@ -88,12 +88,8 @@ fn libc_sigpipe() -> i32 {
 #[test]
 fn every_subcommand_with_a_closed_stdout_ends_quietly() {
     let dir = TempDir::new("closed-stdout");
-    let tape = dir.join("bulk.tape.json");
-    bulk_tape(&tape, 30, true);
-    let tape = tape.display().to_string();
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let states: String = (0..30).map(|i| format!("{{\"n\": {i}}}\n")).collect();
-    let states = dir.write("states.jsonl", &states);
+    let bulk = Bulk::new(&dir, 30);
+    let (tape, q, states) = (&bulk.tape, &bulk.questions, &bulk.states);
     let run = dir.join("run.jsonl").display().to_string();
     let run2 = dir.join("run2.jsonl").display().to_string();
     let th = dir.join("th.json").display().to_string();
@@ -123,27 +119,7 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
         .map(String::from)
         .to_vec()
     };
-    let batch = |out: &str| -> Vec<String> {
-        [
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            out,
-            "--cache",
-            &cache,
-        ]
-        .map(String::from)
-        .to_vec()
-    };
+    let batch = |out: &str| bulk.batch(out, &["--cache", &cache]);
     let mut cases: Vec<Vec<String>> = vec![
         vec!["--help".into()],
         vec!["--version".into()],
@@ -174,7 +150,7 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
     });
     let recorded = dir.join("rec.tape.json").display().to_string();
     let model_dir = dir.join("model").display().to_string();
-    let more: [&[&str]; 15] = [
+    let more: [&[&str]; 14] = [
         &[
             "tape",
             "record",
@@ -198,21 +174,6 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
             "no-such.whl",
             "--model-dir",
             &model_dir,
-        ],
-        &[
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            "-",
         ],
         &["assess", "report", &run],
         &["assess", "report", &run, "--json"],
@@ -261,33 +222,11 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
 #[test]
 fn a_closed_stderr_ends_a_chatty_command_quietly() {
     let dir = TempDir::new("closed-stderr");
-    let tape = dir.join("bulk.tape.json");
-    bulk_tape(&tape, 30, true);
-    let tape = tape.display().to_string();
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let states: String = (0..30).map(|i| format!("{{\"n\": {i}}}\n")).collect();
-    let states = dir.write("states.jsonl", &states);
+    let bulk = Bulk::new(&dir, 30);
     let out = dir.join("out.jsonl").display().to_string();
-    let cases: [&[&str]; 4] = [
-        &["eval"],
-        &["assess"],
-        &["eval", "--style", "nope"],
-        &[
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            &out,
-        ],
-    ];
+    let batch = bulk.batch(&out, &[]);
+    let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
+    let cases: [&[&str]; 4] = [&["eval"], &["assess"], &["eval", "--style", "nope"], &batch];
     for args in cases {
         let (status, said) = run_closed(dir.path(), args, Closed::Stderr);
         assert_quiet(args, Closed::Stderr, status, &said);

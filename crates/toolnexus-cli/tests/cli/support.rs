@@ -349,3 +349,47 @@ pub fn out_lines(path: &Path) -> Vec<Value> {
         .filter(|v| v.get("toolnexus").is_none())
         .collect()
 }
+
+/// A `batch` over a generated tape: `n` states `{"n": i}` under call `bulk`
+/// with the spam question, all written into a test's directory.
+pub struct Bulk {
+    pub tape: String,
+    pub questions: String,
+    pub states: String,
+}
+
+impl Bulk {
+    pub fn new(dir: &TempDir, n: usize) -> Bulk {
+        let tape = dir.join("bulk.tape.json");
+        bulk_tape(&tape, n, true);
+        let states: String = (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+        Bulk {
+            tape: tape.display().to_string(),
+            questions: dir.write("bulk.questions.json", &spam_questions().to_string()),
+            states: dir.write("bulk.states.jsonl", &states),
+        }
+    }
+
+    /// `batch` over the tape into `out`, then `extra`.
+    pub fn batch(&self, out: &str, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &self.tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &self.questions,
+            "--states",
+            &self.states,
+            "--out",
+            out,
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    }
+}
