@@ -163,9 +163,9 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
             "--call",
             "c",
             "--questions",
-            &q,
+            q,
             "--states",
-            &states,
+            states,
         ],
         &[
             "model",
@@ -196,7 +196,7 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
         &[
             "distill",
             "--tape",
-            &tape,
+            tape,
             "--out",
             "s.json",
             "--model-dir",
