@@ -147,6 +147,13 @@ pub struct EvalRequest {
     /// Extra top-level wire fields, shallow-merged over the body last (a key
     /// here wins over `model`, `questions`, `state` and `request_params`).
     pub extra: Map<String, Value>,
+    /// The request exactly as a caller wrote it on the System One wire, to be
+    /// forwarded as sent (`serve --style systemone`): the System One style
+    /// posts it unchanged — its order, its absent fields, its `x_…` fields —
+    /// adding only `model` when it has none, and keeps the answer's bytes in
+    /// [`Evaluated::wire_body`]. `state`, `questions` and the rest must say the
+    /// same (they check the answer and key the cache). Other styles ignore it.
+    pub wire: Option<Value>,
 }
 
 impl EvalRequest {
@@ -165,6 +172,7 @@ impl EvalRequest {
             model: None,
             assets: Assets::new(),
             extra: Map::new(),
+            wire: None,
         }
     }
 
@@ -207,6 +215,21 @@ impl EvalRequest {
         self.extra.extend(extra);
         self
     }
+
+    /// Forwards `body`, the caller's own System One request, as sent (see
+    /// [`EvalRequest::wire`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{EvalRequest, Questions};
+    /// let body = json!({"state": "hi", "questions": {}});
+    /// let req = EvalRequest::new(json!("hi"), Questions::new()).with_wire(body.clone());
+    /// assert_eq!(req.wire, Some(body));
+    /// ```
+    pub fn with_wire(mut self, body: Value) -> EvalRequest {
+        self.wire = Some(body);
+        self
+    }
 }
 
 /// What [`Classifier::evaluate_request`] returns: the decision, the backend's
@@ -238,6 +261,10 @@ pub struct Evaluated {
     /// The decision came from a cache ([`crate::cache::caching`]): nothing was
     /// sent and nothing spent.
     pub cache_hit: bool,
+    /// For a request forwarded as sent ([`EvalRequest::with_wire`]), the System
+    /// One backend's answer exactly as it arrived — its order and its form —
+    /// after it was decoded and checked into `decision`. `None` otherwise.
+    pub wire_body: Option<Vec<u8>>,
 }
 
 impl Evaluated {
@@ -248,6 +275,7 @@ impl Evaluated {
             request_id: None,
             dropped: Vec::new(),
             cache_hit: false,
+            wire_body: None,
         }
     }
 
@@ -300,6 +328,7 @@ impl EvalRequest {
             model: self.model.as_deref(),
             assets: &self.assets,
             extra: &self.extra,
+            wire: None,
         }
         .refuse_beyond(style, own_model)
     }
@@ -404,6 +433,8 @@ pub(crate) struct Extras<'a> {
     pub model: Option<&'a str>,
     pub assets: &'a Assets,
     pub extra: &'a Map<String, Value>,
+    /// The caller's own body, forwarded as sent by the System One style.
+    pub wire: Option<&'a Value>,
 }
 
 impl Extras<'_> {
@@ -439,6 +470,7 @@ impl Extras<'static> {
             model: None,
             assets: &NO_ASSETS,
             extra: &NO_EXTRA,
+            wire: None,
         }
     }
 }
@@ -785,11 +817,13 @@ impl Classifier {
             model,
             assets,
             extra,
+            wire,
         } = request;
         let extras = Extras {
             model: model.as_deref(),
             assets: &assets,
             extra: &extra,
+            wire: wire.as_ref(),
         };
         self.run(ctx, state, &questions, extras).await
     }
@@ -854,6 +888,7 @@ impl Classifier {
                     model: extras.model.map(str::to_string),
                     assets: extras.assets.clone(),
                     extra: extras.extra.clone(),
+                    wire: extras.wire.cloned(),
                 };
                 let fut = f.call_full(ctx.clone(), request);
                 match ctx.cancel.run_until_cancelled(fut).await {

@@ -190,6 +190,7 @@ pub struct ClassifierError {
     retry_after: Option<Duration>,
     state_index: Option<usize>,
     request_id: Option<String>,
+    error_type: Option<String>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -203,6 +204,7 @@ impl ClassifierError {
             retry_after: None,
             state_index: None,
             request_id: None,
+            error_type: None,
             source: None,
         }
     }
@@ -218,6 +220,7 @@ impl ClassifierError {
             retry_after: self.retry_after,
             state_index: self.state_index,
             request_id: self.request_id.clone(),
+            error_type: self.error_type.clone(),
             source: None,
         }
     }
@@ -486,6 +489,23 @@ impl ClassifierError {
     /// the failure came from a response that carried one.
     pub fn request_id(&self) -> Option<&str> {
         self.request_id.as_deref()
+    }
+
+    /// The error type an HTTP error's body named (`detail.error_type`, as the
+    /// System One API writes it, or `error.type`), when it named one in plain
+    /// word characters: `serve` passes it on unchanged.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ClassifierError;
+    /// assert_eq!(ClassifierError::http(503, "busy").error_type(), None);
+    /// ```
+    pub fn error_type(&self) -> Option<&str> {
+        self.error_type.as_deref()
+    }
+
+    pub(crate) fn with_error_type(mut self, error_type: Option<String>) -> Self {
+        self.error_type = error_type;
+        self
     }
 
     /// The message without its scope (`classifier: `, `client: ` or `tape: `)

@@ -513,12 +513,14 @@ impl Transport {
             .canonical_reason()
             .unwrap_or("error")
             .to_ascii_lowercase();
+        let mut error_type = None;
         let cause = if status == 401 || status == 403 {
             // The body of an auth failure may echo the credential: never shown.
             format!("{reason} (response body not shown)")
         } else {
             match self.read_capped(resp, MAX_ERROR_BODY, secrets).await {
                 Ok(b) => {
+                    error_type = backend_error_type(&b);
                     let c = backend_cause(&b);
                     if c.is_empty() {
                         reason
@@ -531,7 +533,8 @@ impl Transport {
         };
         Err(msg::http(self.cfg.scope, Some(&self.shown), status, cause)
             .with_status(status, retry_after)
-            .with_request_id_opt(request_id))
+            .with_request_id_opt(request_id)
+            .with_error_type(error_type))
     }
 
     fn headers(&self, secrets: &Secrets, attempt: u32) -> Result<HeaderMap, ClassifierError> {
@@ -688,6 +691,22 @@ pub(crate) fn backend_cause(body: &[u8]) -> String {
         Some((i, _)) => format!("{}…", &folded[..i]),
         None => folded,
     }
+}
+
+/// The error type an API error body names: `detail.error_type` (System One),
+/// else `error.type`; only a plain word of at most 64 characters
+/// (`[A-Za-z0-9_.-]`), so nothing a backend echoes can ride along.
+pub(crate) fn backend_error_type(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let t = v
+        .pointer("/detail/error_type")
+        .or_else(|| v.pointer("/error/type"))?
+        .as_str()?;
+    let plain = !t.is_empty()
+        && t.len() <= 64
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    plain.then(|| t.to_string())
 }
 
 fn json_cause(v: &serde_json::Value) -> Option<String> {

@@ -102,6 +102,10 @@ struct App {
     /// `--strict-fields`: top-level fields a style cannot honour are a 422
     /// instead of ignored and named.
     strict_fields: bool,
+    /// The System One style with nothing that rewrites its answers (no
+    /// `--calibration`, no `--cascade`): a JSON request goes upstream as sent
+    /// and the upstream's answer comes back as it arrived.
+    as_sent: bool,
     /// `GET /v1/models`: name and description of each model listed.
     models: Vec<(String, String)>,
     /// The date (UTC, YYYY-MM-DD) this server started.
@@ -348,6 +352,9 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         call: built.call.clone(),
         forwards: built.style == StyleName::SystemOne,
         strict_fields: args.strict_fields,
+        as_sent: built.style == StyleName::SystemOne
+            && args.style.calibration.is_none()
+            && !args.style.cascade,
         models: listed_models(&built, args.style.calibration.is_some()),
         started_on: civil_date(started),
         delay: Duration::from_millis(args.delay_ms),
@@ -793,6 +800,9 @@ async fn systemone(
             }]);
         }
     };
+    // Kept to forward as sent: the caller's order, absent fields, `x_…`
+    // fields. A multipart body's JSON points at parts, so it is rebuilt instead.
+    let sent = (app.as_sent && parts.is_empty()).then(|| request.clone());
     let mut parsed = match request::parse(request, &parts) {
         Ok(p) => p,
         Err(errors) => return unprocessable(&errors),
@@ -817,7 +827,10 @@ async fn systemone(
         r.check(&parsed.questions);
     }
     let eval = match eval_request(&app, parsed) {
-        Ok(r) => r,
+        Ok(r) => match sent {
+            Some(body) => r.with_wire(body),
+            None => r,
+        },
         Err(invalid) => return unprocessable(&[invalid]),
     };
     if !app.delay.is_zero() {
@@ -844,7 +857,19 @@ async fn answer(
 ) -> Response {
     match app.classifier.evaluate_request(ctx, eval).await {
         Ok(done) => {
-            let mut resp = axum::Json(done.decision.to_value()).into_response();
+            // Forwarded as sent: the upstream's answer in its own order and
+            // form (checked already into `done.decision`).
+            let mut resp = match done.wire_body {
+                Some(body) => (
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    body,
+                )
+                    .into_response(),
+                None => axum::Json(done.decision.to_value()).into_response(),
+            };
             upstream_id(&mut resp, done.request_id.as_deref());
             if done.cache_hit {
                 resp.headers_mut()
@@ -986,9 +1011,12 @@ fn retry_after_secs(d: Duration) -> u64 {
 fn failure(e: &ClassifierError, hints: &Hints) -> Response {
     let mut resp = match e.kind() {
         ErrorKind::Http => match e.status().and_then(|s| StatusCode::from_u16(s).ok()) {
-            Some(status) if status.is_client_error() || status.is_server_error() => {
-                problem(status, "upstream_http", upstream_cause(e, status.as_u16()))
-            }
+            // The upstream's own error type passes through unchanged (SPEC §16).
+            Some(status) if status.is_client_error() || status.is_server_error() => problem(
+                status,
+                e.error_type().unwrap_or("upstream_http"),
+                upstream_cause(e, status.as_u16()),
+            ),
             _ => problem(StatusCode::BAD_GATEWAY, "upstream_http", e.to_string()),
         },
         ErrorKind::Unsupported | ErrorKind::InvalidQuestion => unprocessable(&[Invalid {

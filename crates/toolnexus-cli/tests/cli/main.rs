@@ -7,6 +7,7 @@ mod cache;
 mod distill;
 mod errors;
 mod eval;
+mod faithful;
 mod inputs;
 mod local;
 mod model;

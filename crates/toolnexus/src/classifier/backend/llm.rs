@@ -40,6 +40,7 @@ pub(crate) async fn evaluate(
         request_id: None,
         dropped: out.dropped,
         cache_hit: false,
+        wire_body: None,
     })
 }
 

@@ -45,6 +45,7 @@ impl ReplayBackend {
                 request_id: None,
                 dropped: d.dropped,
                 cache_hit: false,
+                wire_body: None,
             };
             let key = static_key(model, &rec.questions, &rec.state);
             if let Some(j) = index_of.insert(key.clone(), i) {

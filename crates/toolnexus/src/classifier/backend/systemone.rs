@@ -68,6 +68,15 @@ impl HttpBackend {
     /// `body_transform`.
     pub(crate) fn body(&self, state: &Value, questions: &Questions, extras: Extras<'_>) -> String {
         let model = extras.model.unwrap_or(&self.model);
+        if let Some(Value::Object(sent)) = extras.wire {
+            // Forwarded as sent: the caller's order and fields; only a model
+            // the caller left out is added.
+            let mut sent = sent.clone();
+            if !sent.contains_key("model") {
+                sent.insert("model".into(), Value::from(model));
+            }
+            return Value::Object(sent).to_string();
+        }
         if self.request_params.is_empty()
             && self.body_transform.is_none()
             && extras.assets.is_empty()
@@ -150,6 +159,7 @@ impl HttpBackend {
             request_id: resp.request_id,
             dropped: decoded.dropped,
             cache_hit: false,
+            wire_body: extras.wire.map(|_| resp.body.to_vec()),
         })
     }
 }
