@@ -115,6 +115,33 @@ fn serve_forwards_as_sent_and_answers_as_the_upstream_did() {
         answer["answers"]["urgency"]["legend"]["1"]["level"],
         "today"
     );
+
+    // The official SDK's quickstart question, as the SDK sends it: its null
+    // descriptions listed calm first, so an order-sensitive model says calm.
+    let quickstart = r#"{"model":"jev-latest","state":"I was charged twice. Please help.","questions":{"billing":{"type":"noul","instructions":"Is this about billing?"},"tone":{"type":"choice","instructions":"What is the tone?","criteria":{"calm":null,"angry":null}}}}"#;
+    let direct = request(
+        &upstream_addr,
+        "POST",
+        "/v1/systemone",
+        &[],
+        quickstart.as_bytes(),
+    );
+    let served = request(
+        &server.addr,
+        "POST",
+        "/v1/systemone",
+        &[],
+        quickstart.as_bytes(),
+    );
+    assert_eq!(
+        (direct.status, served.status),
+        (200, 200),
+        "{}",
+        served.body
+    );
+    assert_eq!(served.body, direct.body);
+    let answer: Value = serde_json::from_str(&served.body).unwrap();
+    assert_eq!(answer["answers"]["tone"]["choice"], "calm");
     server.terminate();
 }
 
