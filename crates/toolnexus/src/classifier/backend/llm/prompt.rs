@@ -256,6 +256,28 @@ mod tests {
         ])
     }
 
+    /// SPEC §16: the prompt lists a choice's options in the caller's order.
+    #[test]
+    fn the_prompt_lists_options_in_the_callers_order() {
+        for order in [
+            ["shipping", "billing", "other"],
+            ["other", "billing", "shipping"],
+        ] {
+            let q: Question =
+                choice_over("Which desk?", order.map(|id| (id, "some meaning"))).into();
+            let mut u = String::new();
+            render_question(&mut u, "desk", &q);
+            let at: Vec<usize> = order
+                .iter()
+                .map(|id| {
+                    u.find(&format!("\"{id}\""))
+                        .unwrap_or_else(|| panic!("{id} in {u}"))
+                })
+                .collect();
+            assert!(at[0] < at[1] && at[1] < at[2], "{order:?}: {u}");
+        }
+    }
+
     #[test]
     fn prompt_snapshot() {
         let m = render_prompt(
