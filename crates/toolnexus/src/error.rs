@@ -190,7 +190,8 @@ pub struct ClassifierError {
     retry_after: Option<Duration>,
     state_index: Option<usize>,
     request_id: Option<String>,
-    error_type: Option<String>,
+    // Boxed: a `Result<_, ClassifierError>` stays under 128 bytes.
+    error_type: Option<Box<str>>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -504,7 +505,7 @@ impl ClassifierError {
     }
 
     pub(crate) fn with_error_type(mut self, error_type: Option<String>) -> Self {
-        self.error_type = error_type;
+        self.error_type = error_type.map(String::into_boxed_str);
         self
     }
 
