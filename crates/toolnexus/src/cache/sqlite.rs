@@ -134,7 +134,20 @@ impl SqliteCache {
         .map_err(|e| CacheError::new(CacheErrorKind::Open, format!("{shown}: cannot open: {e}")))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|e| classify(&shown, "cannot set the busy timeout", e))?;
-        init(&conn, &shown)?;
+        // Openers racing on a new file: one creates it, the others may find it
+        // locked mid-creation (a journal-mode switch does not wait on the busy
+        // handler). They try again within the busy timeout.
+        let deadline = std::time::Instant::now() + options.busy_timeout;
+        loop {
+            match init(&conn, &shown) {
+                Ok(()) => break,
+                Err(Init::Busy(_)) if std::time::Instant::now() < deadline => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(Init::Busy(e) | Init::Failed(e)) => return Err(e),
+            }
+        }
         Ok(SqliteCache {
             conn: Mutex::new(conn),
             path,
@@ -366,18 +379,53 @@ impl Cache for SqliteCache {
 }
 
 /// Creates the schema in a new file, or checks an existing file is ours.
-fn init(conn: &Connection, shown: &str) -> Result<(), CacheError> {
+/// The application id and the number of tables, read from one snapshot.
+fn identity(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
+    conn.execute_batch("BEGIN DEFERRED")?;
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let tables: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+        [],
+        |r| r.get(0),
+    )?;
+    conn.execute_batch("COMMIT")?;
+    Ok((app, tables))
+}
+
+/// Why opening a cache file did not finish: busy (another opener holds it:
+/// try again) or a failure to report.
+enum Init {
+    Busy(CacheError),
+    Failed(CacheError),
+}
+
+impl From<CacheError> for Init {
+    fn from(e: CacheError) -> Init {
+        Init::Failed(e)
+    }
+}
+
+/// [`classify`], told apart: busy or locked is worth another try.
+fn classify_init(shown: &str, what: &str, e: rusqlite::Error) -> Init {
+    use rusqlite::ErrorCode;
+    let busy = matches!(
+        &e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    );
+    let e = classify(shown, what, e);
+    if busy { Init::Busy(e) } else { Init::Failed(e) }
+}
+
+fn init(conn: &Connection, shown: &str) -> Result<(), Init> {
     // Reading the header is the first touch of the file: a text file fails here.
-    let app: i64 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(|e| classify(shown, "cannot read", e))?;
-    let tables: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(|e| classify(shown, "cannot read", e))?;
+    // Both reads in one read transaction, one snapshot: read apart, another
+    // process creating the cache between them would show tables without the
+    // application id, and a cache being born would look foreign.
+    let (app, tables) = identity(conn).map_err(|e| {
+        let _ = conn.execute_batch("ROLLBACK");
+        classify_init(shown, "cannot read", e)
+    })?;
     if app == 0 && tables == 0 {
         // A new file. Two processes may get here at once: the immediate
         // transaction makes one create and the other find it done.
@@ -395,7 +443,7 @@ fn init(conn: &Connection, shown: &str) -> Result<(), CacheError> {
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;"
         ))
-        .map_err(|e| classify(shown, "cannot create the cache", e))?;
+        .map_err(|e| classify_init(shown, "cannot create the cache", e))?;
         return Ok(());
     }
     if app != APPLICATION_ID {
@@ -404,21 +452,23 @@ fn init(conn: &Connection, shown: &str) -> Result<(), CacheError> {
             format!(
                 "{shown}: a SQLite database, but not a toolnexus cache (application_id {app:#x}, {tables} tables); use another path"
             ),
-        ));
+        )
+        .into());
     }
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| classify(shown, "cannot read", e))?;
+        .map_err(|e| classify_init(shown, "cannot read", e))?;
     if version != SCHEMA_VERSION {
         return Err(CacheError::new(
             CacheErrorKind::Foreign,
             format!(
                 "{shown}: cache schema version {version} is not supported (this build reads version {SCHEMA_VERSION})"
             ),
-        ));
+        )
+        .into());
     }
     conn.execute_batch("PRAGMA journal_mode = WAL;")
-        .map_err(|e| classify(shown, "cannot enable WAL", e))?;
+        .map_err(|e| classify_init(shown, "cannot enable WAL", e))?;
     Ok(())
 }
 

@@ -368,3 +368,30 @@ fn two_processes_share_one_file() {
         }
     }
 }
+
+/// Regression: several openers racing on a file that does not exist yet. Each
+/// read the application id and the table count apart, so one could see the
+/// tables another had just created but not yet their id, and call a cache
+/// being born "not a toolnexus cache". Now both come from one snapshot.
+#[test]
+fn openers_racing_on_a_new_file_all_see_a_cache() {
+    let dir = Dir::new("race");
+    for round in 0..40 {
+        let path = dir.join(&format!("born-{round}.db"));
+        let start = Arc::new(std::sync::Barrier::new(6));
+        let openers: Vec<_> = (0..6)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    SqliteCache::open(&path, SqliteOptions::default()).map(|_| ())
+                })
+            })
+            .collect();
+        for o in openers {
+            if let Err(e) = o.join().unwrap() {
+                panic!("round {round}: {e}");
+            }
+        }
+    }
+}
