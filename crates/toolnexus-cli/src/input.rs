@@ -11,16 +11,22 @@ use toolnexus::classifier::{Questions, questions_from_wire, validate_questions};
 
 use crate::exit;
 
+/// What a serde_json error says, without its ` at line L column C`.
+fn what(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    match full.rsplit_once(" at line ") {
+        Some((what, _)) => what.to_string(),
+        None => full,
+    }
+}
+
 /// `invalid JSON at line L, column C: <what>` for a serde_json error.
 pub fn json_error(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let what = full
-        .rsplit_once(" at line ")
-        .map_or(full.as_str(), |(what, _)| what);
     format!(
-        "invalid JSON at line {}, column {}: {what}",
+        "invalid JSON at line {}, column {}: {}",
         e.line(),
-        e.column()
+        e.column(),
+        what(e)
     )
 }
 
@@ -33,11 +39,10 @@ pub fn json_error_in(text: &str, e: &serde_json::Error) -> String {
     let end = text.trim_end();
     let line = end.matches('\n').count() + 1;
     let column = end.rsplit('\n').next().map_or(0, |l| l.chars().count());
-    let full = e.to_string();
-    let what = full
-        .rsplit_once(" at line ")
-        .map_or(full.as_str(), |(what, _)| what);
-    format!("invalid JSON: the input ends at line {line}, column {column}: {what}")
+    format!(
+        "invalid JSON: the input ends at line {line}, column {column}: {}",
+        what(e)
+    )
 }
 
 /// Parses JSON text the way every input of the command line is read: a UTF-8
@@ -192,16 +197,12 @@ pub fn jsonl_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 pub fn parse_line(n: usize, text: &str) -> Result<Value, String> {
     let text = strip_bom(text);
     let v: Value = serde_json::from_str(text).map_err(|e| {
-        let full = e.to_string();
-        let what = full
-            .rsplit_once(" at line ")
-            .map_or(full.as_str(), |(what, _)| what);
         let column = if e.is_eof() {
             text.trim_end().chars().count()
         } else {
             e.column()
         };
-        format!("line {n}: invalid JSON at column {column}: {what}")
+        format!("line {n}: invalid JSON at column {column}: {}", what(&e))
     })?;
     if has_objects(&v) {
         toolnexus::classifier::parse_json_strict(text.as_bytes()).map_err(|e| {

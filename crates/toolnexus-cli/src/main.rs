@@ -81,9 +81,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            stdio::error_line(&format!(
-                "toolnexus: error: cannot start the async runtime: {e}"
-            ));
+            tell!("toolnexus: error: cannot start the async runtime: {e}");
             return Exit::Internal.into();
         }
     };
@@ -93,7 +91,7 @@ fn main() -> ExitCode {
     let code = match ran {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            stdio::error_line(&exit::render(&e));
+            tell!("{}", exit::render(&e));
             exit::exit_of(&e)
         }
         // The hook has printed the one line; no backtrace, no exit 101.
@@ -102,11 +100,11 @@ fn main() -> ExitCode {
     // A cache that failed is not silent: the run's results stand, the exit says so.
     let failures = warnings::cache_failures();
     if failures > 0 && code == Exit::Success {
-        stdio::error_line(&format!(
+        tell!(
             "toolnexus: error: the cache failed {failures} time{} (see the warnings above); \
              those decisions were asked of the style and not stored",
             if failures == 1 { "" } else { "s" }
-        ));
+        );
         return Exit::Io.into();
     }
     code.into()
@@ -114,8 +112,6 @@ fn main() -> ExitCode {
 
 /// The process's standard streams: never a panic over them.
 mod stdio {
-    use std::io::Write as _;
-
     /// A standard stream that was closed when we started (`>&-`) is opened on
     /// `/dev/null`, so the first file the command opens cannot take its number
     /// and receive what was meant for the terminal.
@@ -161,15 +157,8 @@ mod stdio {
                 .location()
                 .map(|l| format!(" at {}:{}", l.file(), l.line()))
                 .unwrap_or_default();
-            error_line(&format!(
-                "toolnexus: internal error: {what}{at} (a bug: please report it)"
-            ));
+            tell!("toolnexus: internal error: {what}{at} (a bug: please report it)");
         }));
-    }
-
-    /// One line on stderr; a closed stderr is not an error worth dying for.
-    pub fn error_line(text: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "{text}");
     }
 }
 
@@ -195,9 +184,7 @@ fn parse_error(e: clap::Error) -> ExitCode {
                 Some(ContextValue::String(s)) => s.clone(),
                 _ => "an argument".to_string(),
             };
-            stdio::error_line(&format!(
-                "toolnexus: error: missing required {missing} (see toolnexus --help)"
-            ));
+            tell!("toolnexus: error: missing required {missing} (see toolnexus --help)");
             Exit::Usage.into()
         }
         _ => {
@@ -208,7 +195,7 @@ fn parse_error(e: clap::Error) -> ExitCode {
                 .find(|l| !l.is_empty())
                 .unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            stdio::error_line(&format!("toolnexus: error: {first} (see toolnexus --help)"));
+            tell!("toolnexus: error: {first} (see toolnexus --help)");
             Exit::Usage.into()
         }
     }

@@ -50,7 +50,6 @@ mod conn;
 mod request;
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -157,19 +156,6 @@ impl Reworded {
 /// The request id of the request being answered (set around every request).
 #[derive(Clone)]
 struct RequestId(String);
-
-/// One line on stdout, ignoring failure: a closed stdout never stops serve.
-fn say(line: impl std::fmt::Display) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
-
-/// One line on stderr (the server's log), ignoring failure: a closed stderr
-/// never stops serve.
-fn log(line: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
 
 /// `req_` + 24 hex digits: 8 from the start time, 16 from a bijective mix of a
 /// per-process seed and a counter, so no two requests of one server share one.
@@ -372,30 +358,30 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     });
     let stop = shutdown();
     // The first line is what scripts and tests read to find the server.
-    say(format_args!("listening on http://{addr}"));
+    say!("listening on http://{addr}");
     if let Some(why) = &built.offline_reason {
-        say(format_args!(
+        say!(
             "offline: {why}; serving the recorded decisions of the built-in demo tape; {}",
             style::real_answer_hint(&args.style.live)
-        ));
+        );
     }
-    say(format_args!(
+    say!(
         "serving {}: POST http://{addr}/v1/systemone, GET http://{addr}/v1/models",
         style::describe(&built)
-    ));
-    say(format_args!(
+    );
+    say!(
         "official SDKs take the API root as base URL and append /v1/systemone: TypeSafeClient(base_url=\"http://{addr}\") or TYPESAFE_BASE_URL=http://{addr}"
-    ));
-    say(format_args!(
+    );
+    say!(
         "the toolnexus library and CLI take it with /v1: base_url \"http://{addr}/v1\", --base-url http://{addr}/v1"
-    ));
+    );
     match &args.require_key_env {
-        Some(var) => say(format_args!(
+        Some(var) => say!(
             "requests must carry Authorization: Bearer <the value of {}>",
             var.trim()
-        )),
+        ),
         None => {
-            say("no authentication (--require-key-env VAR to require a key): keep it on loopback")
+            say!("no authentication (--require-key-env VAR to require a key): keep it on loopback")
         }
     }
     let limits = conn::Limits {
@@ -408,12 +394,13 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     let stopped = conn::serve(listener, router(app), limits, wire, stop).await;
     if stopped.cut > 0 {
         let s = if stopped.cut == 1 { "" } else { "s" };
-        log(format_args!(
+        tell!(
             "serve: {} connection{s} still busy after --shutdown-grace {:?}: closed",
-            stopped.cut, args.shutdown_grace
-        ));
+            stopped.cut,
+            args.shutdown_grace
+        );
     }
-    log("serve: stopped");
+    tell!("serve: stopped");
     Ok(Exit::Success)
 }
 
@@ -470,7 +457,7 @@ impl conn::Wire for App {
             _ => return None,
         };
         let id = self.ids.next();
-        log(format_args!("serve: {id} - - {status} 0ms ({message})"));
+        tell!("serve: {id} - - {status} 0ms ({message})");
         Some(raw_problem(
             status,
             reason,
@@ -495,7 +482,7 @@ impl conn::Wire for App {
     }
 
     fn log(&self, line: &str) {
-        log(line);
+        tell!("{line}");
     }
 }
 
@@ -637,11 +624,11 @@ async fn around(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Re
         .and_then(|v| v.to_str().ok())
         .map(|v| format!(" upstream {v}"))
         .unwrap_or_default();
-    log(format_args!(
+    tell!(
         "serve: {id} {method} {path:?} {} {}ms{upstream}",
         resp.status().as_u16(),
         started.elapsed().as_millis()
-    ));
+    );
     resp
 }
 
@@ -817,10 +804,7 @@ async fn systemone(
         _ => Vec::new(),
     };
     if !ignored.is_empty() {
-        log(format_args!(
-            "serve: {id} ignored fields: {}",
-            ignored.join(", ")
-        ));
+        tell!("serve: {id} ignored fields: {}", ignored.join(", "));
     }
     drop(parts);
     if let Some(r) = &app.reworded {
@@ -885,7 +869,7 @@ async fn answer(
         }
         Err(e) if e.is_miss() => {
             if app.log_misses {
-                log(format_args!("serve: {id} miss: {e}"));
+                tell!("serve: {id} miss: {e}");
             }
             miss(app, &e)
         }
