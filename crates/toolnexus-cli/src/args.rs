@@ -101,6 +101,121 @@ pub enum Command {
     /// Get the embedded model (all-MiniLM-L6-v2) for --style local/student.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Judge one Claude Code PreToolUse hook input (stdin) by a guard policy and
+    /// answer per the hook protocol (stdout); check a policy; install the hook.
+    Guard(GuardArgs),
+    /// Serve judgments as MCP tools over stdio (noul, choice, score, evaluate,
+    /// guard); install the server into an agent's configuration.
+    Mcp(McpArgs),
+}
+
+/// `toolnexus guard`: a pre-tool-use gate for coding agents.
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct GuardArgs {
+    /// check-policy, install or uninstall; with none, judge the hook input on stdin.
+    #[command(subcommand)]
+    pub command: Option<GuardCommand>,
+    /// A guard policy file (default: the built-in policy).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Ask a warm `toolnexus serve` at this address (e.g. http://127.0.0.1:8181)
+    /// instead of loading a model in this process.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// Where decisions come from (default: the policy's built-in cascade).
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+/// `toolnexus guard …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum GuardCommand {
+    /// Read a guard policy file and report its first error (naming the key), or
+    /// print the policy in full with every default filled in.
+    CheckPolicy(CheckPolicyArgs),
+    /// Add the guard as a PreToolUse hook to an agent's settings.
+    Install(HookInstallArgs),
+    /// Remove the guard's hook from an agent's settings.
+    Uninstall(HookInstallArgs),
+}
+
+/// `toolnexus guard check-policy`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckPolicyArgs {
+    /// The policy file (omit to print the built-in default).
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+/// `toolnexus guard install|uninstall`.
+#[derive(Debug, Clone, Args)]
+pub struct HookInstallArgs {
+    /// The agent: claude-code.
+    #[arg(value_name = "AGENT")]
+    pub agent: String,
+    /// The project's settings (.claude/settings.json under the current directory).
+    #[arg(long, conflicts_with = "user")]
+    pub project: bool,
+    /// The user's settings (~/.claude/settings.json; the default).
+    #[arg(long)]
+    pub user: bool,
+    /// Print the change as a diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Extra arguments for the hook's `toolnexus guard` command line (e.g.
+    /// --policy FILE or --server URL), as one string.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub guard_args: Option<String>,
+}
+
+/// `toolnexus mcp`: judgments as MCP tools over stdio.
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    /// install or uninstall; with none, serve MCP on stdin/stdout.
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
+    /// A thresholds file (from `toolnexus assess thresholds`): results also
+    /// carry each answer read through its question's bands.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
+    /// A decision cache (SQLite file, created if absent).
+    #[arg(long, value_name = "FILE")]
+    pub cache: Option<PathBuf>,
+    /// The guard policy of the `guard` tool (default: the built-in policy).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Where decisions come from.
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+/// `toolnexus mcp …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum McpCommand {
+    /// Add `toolnexus mcp` to an agent's MCP server configuration.
+    Install(McpInstallArgs),
+    /// Remove it again.
+    Uninstall(McpInstallArgs),
+}
+
+/// `toolnexus mcp install|uninstall`.
+#[derive(Debug, Clone, Args)]
+pub struct McpInstallArgs {
+    /// The agent: claude-code, cursor or codex.
+    #[arg(value_name = "AGENT")]
+    pub agent: String,
+    /// The server's name in the agent's configuration.
+    #[arg(long, value_name = "NAME", default_value = "toolnexus")]
+    pub name: String,
+    /// Print the change as a diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Extra arguments for the server's `toolnexus mcp` command line (e.g.
+    /// --style local), as one string.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub mcp_args: Option<String>,
 }
 
 /// `toolnexus model …`: the embedded model.

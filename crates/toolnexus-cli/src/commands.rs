@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::args::{CacheCommand, Cli, Command, ModelCommand, TapeCommand};
+use crate::args::{CacheCommand, Cli, Command, GuardCommand, McpCommand, ModelCommand, TapeCommand};
 use crate::exit::Exit;
 
 pub mod assess;
@@ -11,6 +11,9 @@ pub mod batch;
 pub mod cache;
 pub mod distill;
 pub mod eval;
+pub mod guard;
+pub mod install;
+pub mod mcp;
 pub mod model;
 pub mod serve;
 pub mod tape;
@@ -30,5 +33,16 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Cache(CacheCommand::Export(a)) => cache::export(a),
         Command::Distill(a) => distill::run(a),
         Command::Model(ModelCommand::Fetch(a)) => model::fetch(a).await,
+        Command::Guard(a) => match a.command.clone() {
+            None => guard::run(a).await,
+            Some(GuardCommand::CheckPolicy(c)) => guard::check_policy(c),
+            Some(GuardCommand::Install(i)) => install::guard_install(i),
+            Some(GuardCommand::Uninstall(i)) => install::guard_uninstall(i),
+        },
+        Command::Mcp(a) => match a.command.clone() {
+            None => mcp::run(a).await,
+            Some(McpCommand::Install(i)) => install::mcp_install(i),
+            Some(McpCommand::Uninstall(i)) => install::mcp_uninstall(i),
+        },
     }
 }
