@@ -111,33 +111,83 @@ pub enum Command {
 
 /// `toolnexus guard`: a pre-tool-use gate for coding agents.
 #[derive(Debug, Clone, Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(args_conflicts_with_subcommands = true, after_help = GUARD_AFTER_HELP)]
 pub struct GuardArgs {
-    /// check-policy, install or uninstall; with none, judge the hook input on stdin.
+    /// check-policy, test, install or uninstall; with none, judge the hook
+    /// input on stdin.
     #[command(subcommand)]
     pub command: Option<GuardCommand>,
-    /// A guard policy file (default: the built-in policy).
+    /// The policy and the judge.
+    #[command(flatten)]
+    pub judge: GuardJudgeArgs,
+}
+
+/// The policy a guard applies and where its decisions come from.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GuardJudgeArgs {
+    /// A guard policy file (default: the built-in policy; print it with
+    /// `toolnexus guard check-policy`).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// Ask a warm `toolnexus serve` at this address (e.g. http://127.0.0.1:8181)
-    /// instead of loading a model in this process.
+    /// instead of loading the embedded model in this process; if it cannot be
+    /// reached, the built-in judge answers here.
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
-    /// Where decisions come from (default: the policy's built-in cascade).
+    /// Where decisions come from (default: the built-in cascade: the guard's
+    /// student on the embedded model, the zero-shot style for questions it has
+    /// no head for).
     #[command(flatten)]
     pub style: StyleArgs,
 }
 
+/// Shown after `toolnexus guard --help`.
+const GUARD_AFTER_HELP: &str = "\
+The hook: Claude Code runs `toolnexus guard` before each tool call with the
+call as JSON on stdin. The guard prints a PreToolUse decision (deny or ask,
+with a reason naming the rule or questions that decided and their figures;
+allow only when the policy's print_allow is set) or nothing, and exits 0.
+Any failure (bad input, no model, a judge slower than the policy's budget_ms,
+an internal error) is answered with the policy's on_error verdict (ask unless
+set to deny; never allow), with the failure as the reason.
+
+Exit codes: 0 always for a hook input (the verdict is in the output);
+check-policy and test: 0 ok, 2 a bad policy or examples file (the key or
+line is named), 3 (test) a row labelled deny came out allow.";
+
 /// `toolnexus guard …`.
 #[derive(Debug, Clone, Subcommand)]
 pub enum GuardCommand {
-    /// Read a guard policy file and report its first error (naming the key), or
-    /// print the policy in full with every default filled in.
+    /// Read a guard policy file and report its first error (naming the key);
+    /// without a file, print the built-in policy in full.
     CheckPolicy(CheckPolicyArgs),
+    /// Run the guard over labelled tool calls (JSONL, as `toolnexus assess`
+    /// reads them, with a `verdict` label) and report verdict accuracy, the
+    /// confusion matrix and every row labelled deny that came out allow.
+    Test(GuardTestArgs),
     /// Add the guard as a PreToolUse hook to an agent's settings.
     Install(HookInstallArgs),
     /// Remove the guard's hook from an agent's settings.
     Uninstall(HookInstallArgs),
+}
+
+/// `toolnexus guard test`.
+#[derive(Debug, Clone, Args)]
+pub struct GuardTestArgs {
+    /// Labelled calls: each line `{"state": {"tool_name", "tool_input", "cwd"},
+    /// "labels": {"verdict": "allow"|"ask"|"deny", …}}` (`#` lines are comments).
+    #[arg(value_name = "FILE")]
+    pub examples: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Calls judged at once.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+    /// The policy and the judge.
+    #[command(flatten)]
+    pub judge: GuardJudgeArgs,
 }
 
 /// `toolnexus guard check-policy`.
@@ -385,7 +435,8 @@ pub struct StyleArgs {
     /// fill it with `toolnexus model fetch`).
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
-    /// A student file (from `toolnexus distill`) for --style student or --cascade.
+    /// A student file (from `toolnexus distill`) for --style student or
+    /// --cascade; `builtin:guard` is the guard's built-in student.
     #[arg(long, value_name = "FILE")]
     pub student: Option<PathBuf>,
     /// Put the --student in front of the style: it answers when it is sure on

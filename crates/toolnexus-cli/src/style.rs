@@ -240,8 +240,13 @@ fn local_student(args: &StyleArgs) -> Result<toolnexus_local::student::LocalStud
     let path = args.student.as_deref().ok_or_else(|| {
         exit::usage("--style student and --cascade need --student FILE (from toolnexus distill)")
     })?;
-    let s = toolnexus_local::student::Student::load(path)
-        .map_err(|e| exit::usage(format!("--student: {e}")))?;
+    // The guard's own student is built in (what `toolnexus guard` runs).
+    let s = if path == Path::new(crate::commands::guard::BUILTIN_STUDENT) {
+        crate::commands::guard::builtin_student().map_err(exit::usage)?
+    } else {
+        toolnexus_local::student::Student::load(path)
+            .map_err(|e| exit::usage(format!("--student: {e}")))?
+    };
     toolnexus_local::student::LocalStudent::new(embedder(args.model_dir.as_deref())?, s)
         .map_err(|e| exit::usage(format!("--student {}: {e}", path.display())))
 }

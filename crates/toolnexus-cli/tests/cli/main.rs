@@ -8,6 +8,7 @@ mod distill;
 mod errors;
 mod eval;
 mod faithful;
+mod guard;
 mod inputs;
 mod local;
 mod model;

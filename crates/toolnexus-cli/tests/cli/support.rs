@@ -92,7 +92,13 @@ impl Drop for Guard {
 /// Runs a command to completion within [`DEADLINE`].
 pub fn run(mut cmd: Command) -> Out {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = Guard(cmd.spawn().expect("spawn toolnexus"));
+    collect(cmd.spawn().expect("spawn toolnexus"))
+}
+
+/// Waits (within [`DEADLINE`]) for a child spawned with piped stdout and
+/// stderr, and returns what it printed.
+pub fn collect(child: Child) -> Out {
+    let mut child = Guard(child);
     let mut so = child.0.stdout.take().unwrap();
     let mut se = child.0.stderr.take().unwrap();
     let so = std::thread::spawn(move || {
