@@ -267,8 +267,10 @@ impl Server<'_> {
 
     /// The sentence for an entry under our name that is another program's.
     fn not_ours(&self, shown: &str, key: &str, command: Option<&str>) -> anyhow::Error {
-        let runs = command.map_or("no toolnexus command".to_string(), |c| {
-            format!("runs `{c}`")
+        // Only the program: a command line may carry a secret.
+        let program = command.and_then(|c| c.split_whitespace().next());
+        let runs = program.map_or("no toolnexus command".to_string(), |p| {
+            format!("runs `{p}`")
         });
         exit::usage(format!(
             "{shown}: `{key}` is another server ({runs}), not toolnexus's; the file is left as it is \

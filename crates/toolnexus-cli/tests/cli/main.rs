@@ -9,6 +9,7 @@ mod errors;
 mod eval;
 mod faithful;
 mod inputs;
+mod install;
 mod local;
 mod model;
 mod serve;

@@ -4,6 +4,10 @@
 //! in one place. The common head and tail are set aside first, and the longest
 //! common subsequence is taken over what is left; a middle too large for that
 //! table is shown as removed and added whole.
+//!
+//! The files hold other programs' secrets (an MCP server's token in its
+//! `env`, an API key in `~/.claude.json`), and a context line may be one of
+//! them: every printed line is [`redact`]ed first.
 
 /// Lines of unchanged context around each change.
 const CONTEXT: usize = 3;
@@ -126,9 +130,9 @@ pub fn unified(label: &str, old: &str, new: &str) -> String {
         ));
         for op in hunk {
             match *op {
-                Op::Keep(i, _) => out.push_str(&format!(" {}\n", old[i])),
-                Op::Remove(i) => out.push_str(&format!("-{}\n", old[i])),
-                Op::Add(j) => out.push_str(&format!("+{}\n", new[j])),
+                Op::Keep(i, _) => out.push_str(&format!(" {}\n", redact(old[i]))),
+                Op::Remove(i) => out.push_str(&format!("-{}\n", redact(old[i]))),
+                Op::Add(j) => out.push_str(&format!("+{}\n", redact(new[j]))),
             }
         }
     }
@@ -153,6 +157,99 @@ fn range(at: usize, count: usize) -> String {
         1 => format!("{}", at + 1),
         _ => format!("{},{count}", at + 1),
     }
+}
+
+/// Parts of a key name that mark its value as a secret.
+const SECRET_WORDS: &[&str] = &[
+    "key",
+    "token",
+    "secret",
+    "passw",
+    "credential",
+    "auth",
+    "bearer",
+    "cookie",
+    "private",
+];
+
+/// A token of a JSON or TOML line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Token {
+    /// A quoted string (either quote), its quotes included.
+    Str,
+    /// A bare word: letters, digits, `_`, `-`, `.`.
+    Word,
+    /// Blanks.
+    Blank,
+    /// One other character.
+    Punct(u8),
+}
+
+/// A JSON or TOML line with the string value of every key that looks secret
+/// (`"GITHUB_TOKEN": "…"`, `api_key = "…"`, inline tables too) replaced by
+/// `"…"`. Keys, structure and every other value are shown as they are.
+pub fn redact(line: &str) -> String {
+    let b = line.as_bytes();
+    let mut tokens: Vec<(Token, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        let kind = match b[i] {
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if q == b'"' && b[i] == b'\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(b.len());
+                Token::Str
+            }
+            c if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.') => {
+                while i < b.len()
+                    && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'-' | b'.'))
+                {
+                    i += 1;
+                }
+                Token::Word
+            }
+            c if c.is_ascii_whitespace() => {
+                while i < b.len() && b[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                Token::Blank
+            }
+            c => {
+                i += 1;
+                // Keep multi-byte characters whole.
+                while i < b.len() && !line.is_char_boundary(i) {
+                    i += 1;
+                }
+                Token::Punct(c)
+            }
+        };
+        tokens.push((kind, start, i));
+    }
+    let solid: Vec<usize> = (0..tokens.len())
+        .filter(|&t| tokens[t].0 != Token::Blank)
+        .collect();
+    let mut hide = vec![false; tokens.len()];
+    for w in solid.windows(3) {
+        let (key, sep, value) = (tokens[w[0]], tokens[w[1]], tokens[w[2]]);
+        let is_key = matches!(key.0, Token::Str | Token::Word);
+        let is_sep = matches!(sep.0, Token::Punct(b':') | Token::Punct(b'='));
+        if is_key && is_sep && value.0 == Token::Str {
+            let name = line[key.1..key.2].to_ascii_lowercase();
+            hide[w[2]] = SECRET_WORDS.iter().any(|s| name.contains(s));
+        }
+    }
+    let mut out = String::with_capacity(line.len());
+    for (t, &(_, a, z)) in tokens.iter().enumerate() {
+        if hide[t] {
+            out.push_str("\"…\"");
+        } else {
+            out.push_str(&line[a..z]);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -202,6 +299,36 @@ mod tests {
             d.contains("@@ -16,5 +16,4 @@\n 16\n 17\n 18\n-19\n 20\n"),
             "{d}"
         );
+    }
+
+    #[test]
+    fn secret_looking_values_are_never_printed() {
+        assert_eq!(
+            redact(r#"    "GITHUB_TOKEN": "ghp_x","#),
+            r#"    "GITHUB_TOKEN": "…","#
+        );
+        assert_eq!(
+            redact(r#"  "primaryApiKey": "sk-1""#),
+            r#"  "primaryApiKey": "…""#
+        );
+        assert_eq!(
+            redact(r#"api_key = 'sk-2'  # mine"#),
+            r#"api_key = "…"  # mine"#
+        );
+        assert_eq!(
+            redact(r#"env = { "DOCS_TOKEN" = "d\"x", "MODE" = "fast" }"#),
+            r#"env = { "DOCS_TOKEN" = "…", "MODE" = "fast" }"#
+        );
+        for kept in [
+            r#"      "command": "/bin/toolnexus guard --api-key-env K","#,
+            r#"  "keys": 3,"#,
+            r#"  "oauthAccount": {"#,
+            "model = \"o3\"",
+            "",
+            "é: \"ü\"",
+        ] {
+            assert_eq!(redact(kept), kept);
+        }
     }
 
     #[test]

@@ -42,7 +42,14 @@ pub fn read(path: &Path) -> Result<Config> {
             return Err(exit::usage(format!("{shown}: is a directory, not a file")));
         }
         Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        // A missing file, or a missing directory on its way (a file in its
+        // place fails when the directory is created, as a write failure).
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
             return Ok(Config {
                 path,
                 text: None,
@@ -155,9 +162,9 @@ pub fn replace(config: &Config, text: &str) -> io::Result<()> {
 /// Flushes the directory entry of `path` (best effort: a rename or a new file
 /// survives a crash once its directory is synced).
 fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
     }
 }
