@@ -111,9 +111,7 @@ fn guard(args: HookInstallArgs, install: bool) -> Result<Exit> {
 /// with none there, a new group is added at the end. A group, `PreToolUse` or
 /// `hooks` left empty by a removal goes too.
 fn guard_edit(root: &mut Value, command: Option<&str>, shown: &str) -> Result<bool> {
-    let top = root
-        .as_object_mut()
-        .ok_or_else(|| not_an_object(shown, None, "the top-level value"))?;
+    let top = top_object(root, shown)?;
     if command.is_none() && !top.contains_key("hooks") {
         return Ok(false);
     }
@@ -287,9 +285,7 @@ fn mcp_json(text: Option<&str>, shown: &str, server: &Server, claude: bool) -> R
     let before = root.clone();
     let key = format!("mcpServers.{}", server.name);
     let what = server.what();
-    let top = root
-        .as_object_mut()
-        .ok_or_else(|| not_an_object(shown, None, "the top-level value"))?;
+    let top = top_object(&mut root, shown)?;
     if !server.install && !top.contains_key("mcpServers") {
         return Ok(Edit::Same(format!(
             "{what} is not in {shown}; nothing to remove"
@@ -546,23 +542,24 @@ fn json_text(v: &Value) -> String {
     s
 }
 
+/// The file's top-level object, or exit 2.
+fn top_object<'a>(root: &'a mut Value, shown: &str) -> Result<&'a mut Map<String, Value>> {
+    let kind = kind_of(root);
+    root.as_object_mut().ok_or_else(|| {
+        exit::usage(format!(
+            "{shown}: the top-level value is {kind}, not an object; the file is left as it is"
+        ))
+    })
+}
+
 /// `v` as an object, or exit 2 naming `key`.
 fn object_at<'a>(v: &'a mut Value, shown: &str, key: &str) -> Result<&'a mut Map<String, Value>> {
     let kind = kind_of(v);
-    v.as_object_mut()
-        .ok_or_else(|| not_an_object(shown, Some(kind), key))
-}
-
-fn not_an_object(shown: &str, kind: Option<&str>, key: &str) -> anyhow::Error {
-    let what = if key == "the top-level value" {
-        key.to_string()
-    } else {
-        format!("`{key}`")
-    };
-    let is = kind.map_or(String::new(), |k| format!(" is {k},"));
-    exit::usage(format!(
-        "{shown}: {what}{is} not an object; the file is left as it is"
-    ))
+    v.as_object_mut().ok_or_else(|| {
+        exit::usage(format!(
+            "{shown}: `{key}` is {kind}, not an object; the file is left as it is"
+        ))
+    })
 }
 
 /// A JSON value's kind, with its article.

@@ -284,7 +284,7 @@ fn a_wrong_typed_key_is_refused_naming_it() {
             SETTINGS,
             "[1, 2]",
             &["guard", "install", "claude-code"],
-            "the top-level value",
+            "the top-level value is an array, not an object",
         ),
         (
             SETTINGS,
