@@ -198,8 +198,33 @@ pub struct CheckPolicyArgs {
     pub file: Option<PathBuf>,
 }
 
+/// Shown after `toolnexus guard|mcp install|uninstall --help`.
+const INSTALL_AFTER_HELP: &str = "\
+Only toolnexus's own entry is added, updated or removed; everything else in
+the file is kept. Before a file is changed, its old text is copied beside it
+as FILE.bak (or the next free FILE.bak.N; an older backup is never
+overwritten); the new text then replaces it atomically, with its permissions.
+
+Exit codes:
+  0  done, or nothing to do (said so)
+  2  unknown agent, bad --guard-args/--mcp-args, a file that does not parse
+     (file, line and column named) or a key of the wrong type (named); the
+     file is left as it is
+  4  the file or its backup cannot be written";
+
 /// `toolnexus guard install|uninstall`.
+///
+/// Install adds one PreToolUse hook group, `{"matcher": "*", "hooks":
+/// [{"type": "command", "command": "<this binary> guard …", "timeout": 10}]}`,
+/// to Claude Code's settings and keeps everything else in the file; an older
+/// toolnexus guard hook is updated, never duplicated. Uninstall removes only
+/// toolnexus guard hooks. A changed file is first copied beside itself
+/// (`FILE.bak`, or the next free `FILE.bak.N`), then replaced atomically with
+/// its permissions. Exit codes: 0 done or nothing to do; 2 an unknown agent,
+/// a file that does not parse or a key of the wrong type (the file is left as
+/// it is); 4 the file or its backup cannot be written.
 #[derive(Debug, Clone, Args)]
+#[command(after_help = INSTALL_AFTER_HELP)]
 pub struct HookInstallArgs {
     /// The agent: claude-code.
     #[arg(value_name = "AGENT")]
@@ -207,14 +232,17 @@ pub struct HookInstallArgs {
     /// The project's settings (.claude/settings.json under the current directory).
     #[arg(long, conflicts_with = "user")]
     pub project: bool,
-    /// The user's settings (~/.claude/settings.json; the default).
+    /// The user's settings (~/.claude/settings.json, or settings.json in
+    /// $CLAUDE_CONFIG_DIR when it is set; the default).
     #[arg(long)]
     pub user: bool,
-    /// Print the change as a diff and write nothing.
+    /// Print the change as a line diff and write nothing (no backup either).
+    /// Values whose key looks secret are shown as "…".
     #[arg(long)]
     pub dry_run: bool,
     /// Extra arguments for the hook's `toolnexus guard` command line (e.g.
-    /// --policy FILE or --server URL), as one string.
+    /// "--policy FILE" or "--server URL"), as one string written after
+    /// `guard` as it is (the hook runs it through a shell).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub guard_args: Option<String>,
 }
@@ -251,19 +279,34 @@ pub enum McpCommand {
 }
 
 /// `toolnexus mcp install|uninstall`.
+///
+/// Writes each agent's own format, keeping everything else in the file:
+/// claude-code `mcpServers.<name>` in ~/.claude.json (`type` stdio, `command`,
+/// `args`, `env`; in $CLAUDE_CONFIG_DIR when set), cursor `mcpServers.<name>`
+/// in ~/.cursor/mcp.json (`command`, `args`), codex `[mcp_servers.<name>]` in
+/// ~/.codex/config.toml ($CODEX_HOME when set), edited in place with its
+/// comments. The command is this binary's absolute path; an entry under the
+/// name that runs another program is refused. Backups, atomic writes and exit
+/// codes as for `guard install`.
 #[derive(Debug, Clone, Args)]
+#[command(after_help = INSTALL_AFTER_HELP)]
 pub struct McpInstallArgs {
-    /// The agent: claude-code, cursor or codex.
+    /// The agent: claude-code (`mcpServers.<name>` in ~/.claude.json, or in
+    /// $CLAUDE_CONFIG_DIR/.claude.json), cursor (`mcpServers.<name>` in
+    /// ~/.cursor/mcp.json) or codex (`[mcp_servers.<name>]` in
+    /// ~/.codex/config.toml, or $CODEX_HOME/config.toml; comments kept).
     #[arg(value_name = "AGENT")]
     pub agent: String,
     /// The server's name in the agent's configuration.
     #[arg(long, value_name = "NAME", default_value = "toolnexus")]
     pub name: String,
-    /// Print the change as a diff and write nothing.
+    /// Print the change as a line diff and write nothing (no backup either).
+    /// Values whose key looks secret are shown as "…".
     #[arg(long)]
     pub dry_run: bool,
     /// Extra arguments for the server's `toolnexus mcp` command line (e.g.
-    /// --style local), as one string.
+    /// "--style local"), as one string split into words as a shell would
+    /// (blanks, '…' and "…" quoting, backslash escapes; no expansion).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub mcp_args: Option<String>,
 }

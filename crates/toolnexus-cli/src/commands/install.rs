@@ -1,27 +1,779 @@
 //! `toolnexus guard install|uninstall` and `toolnexus mcp install|uninstall`:
 //! merge toolnexus into an agent's own configuration file.
+//!
+//! Every change goes the same way ([`apply`]): read the file (a missing one is
+//! empty), refuse one that does not parse (exit 2, naming file, line and
+//! column), edit only toolnexus's own entry, and compare. Nothing to change is
+//! said and nothing is written. `--dry-run` prints the change as a line diff
+//! and writes nothing. Otherwise the old file is copied to a new backup beside
+//! it and the new text replaces it atomically, with its permissions.
+//!
+//! What is toolnexus's: a hook whose command runs a `toolnexus` binary's
+//! `guard`; an MCP server entry under `--name` whose command is a `toolnexus`
+//! binary. Anything else in the files is kept (JSON key order included; TOML
+//! byte for byte, comments too).
+
+mod diff;
+mod file;
+
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use serde_json::{Map, Value, json};
 
 use crate::args::{HookInstallArgs, McpInstallArgs};
 use crate::exit::{self, Exit};
+use crate::input;
+
+/// The matcher of a PreToolUse group that every tool call goes through.
+const MATCH_EVERY_TOOL: &str = "*";
+
+/// The hook's timeout in seconds (the guard keeps its own budget below it).
+const HOOK_TIMEOUT_SECS: u64 = 10;
+
+/// Agents the guard hook installs into.
+const GUARD_AGENTS: &[&str] = &["claude-code"];
+
+/// Agents the MCP server installs into.
+const MCP_AGENTS: &[&str] = &["claude-code", "cursor", "codex"];
 
 /// `toolnexus guard install AGENT`.
-pub fn guard_install(_args: HookInstallArgs) -> Result<Exit> {
-    Err(exit::usage("guard install: not available yet"))
+pub fn guard_install(args: HookInstallArgs) -> Result<Exit> {
+    guard(args, true)
 }
 
 /// `toolnexus guard uninstall AGENT`.
-pub fn guard_uninstall(_args: HookInstallArgs) -> Result<Exit> {
-    Err(exit::usage("guard uninstall: not available yet"))
+pub fn guard_uninstall(args: HookInstallArgs) -> Result<Exit> {
+    guard(args, false)
 }
 
 /// `toolnexus mcp install AGENT`.
-pub fn mcp_install(_args: McpInstallArgs) -> Result<Exit> {
-    Err(exit::usage("mcp install: not available yet"))
+pub fn mcp_install(args: McpInstallArgs) -> Result<Exit> {
+    mcp(args, true)
 }
 
 /// `toolnexus mcp uninstall AGENT`.
-pub fn mcp_uninstall(_args: McpInstallArgs) -> Result<Exit> {
-    Err(exit::usage("mcp uninstall: not available yet"))
+pub fn mcp_uninstall(args: McpInstallArgs) -> Result<Exit> {
+    mcp(args, false)
+}
+
+// ---------------------------------------------------------------------------
+// The guard hook (Claude Code settings.json)
+
+fn guard(args: HookInstallArgs, install: bool) -> Result<Exit> {
+    let verb = if install { "install" } else { "uninstall" };
+    known_agent(&format!("guard {verb}"), &args.agent, GUARD_AGENTS)?;
+    let path = if args.project {
+        std::env::current_dir()
+            .map_err(|e| exit::usage(format!("--project: cannot find the current directory: {e}")))?
+            .join(".claude")
+            .join("settings.json")
+    } else {
+        claude_dir()?.join("settings.json")
+    };
+    let command = if install {
+        let extra = args.guard_args.as_deref().unwrap_or("").trim();
+        split_words(extra).map_err(|e| exit::usage(format!("--guard-args: {e}")))?;
+        let mut command = format!("{} guard", shell_quote(&exe()?));
+        if !extra.is_empty() {
+            command.push(' ');
+            command.push_str(extra);
+        }
+        Some(command)
+    } else {
+        None
+    };
+    apply(&path, args.dry_run, |text, shown| {
+        let mut root = parse_json(text, shown)?;
+        let before = root.clone();
+        let what = "the toolnexus guard hook";
+        let found = guard_edit(&mut root, command.as_deref(), shown)?;
+        Ok(match &command {
+            Some(_) if root == before => Edit::Same(format!(
+                "{what} is already installed in {shown}; nothing changed"
+            )),
+            Some(_) => Edit::To(
+                json_text(&root),
+                format!(
+                    "{} {what} in {shown}",
+                    if found { "updated" } else { "installed" }
+                ),
+            ),
+            None if !found => Edit::Same(format!("{what} is not in {shown}; nothing to remove")),
+            None => Edit::To(json_text(&root), format!("removed {what} from {shown}")),
+        })
+    })
+}
+
+/// Puts `command` (or, with `None`, nothing) where toolnexus guard hooks are in
+/// `hooks.PreToolUse`; returns whether one was there. Installing keeps the
+/// first one that sits in a group matching every tool, and drops the others;
+/// with none there, a new group is added at the end. A group, `PreToolUse` or
+/// `hooks` left empty by a removal goes too.
+fn guard_edit(root: &mut Value, command: Option<&str>, shown: &str) -> Result<bool> {
+    let top = top_object(root, shown)?;
+    if command.is_none() && !top.contains_key("hooks") {
+        return Ok(false);
+    }
+    let hooks = top.entry("hooks").or_insert_with(|| json!({}));
+    let hooks = object_at(hooks, shown, "hooks")?;
+    if command.is_none() && !hooks.contains_key("PreToolUse") {
+        return Ok(false);
+    }
+    let pre = hooks.entry("PreToolUse").or_insert_with(|| json!([]));
+    let kind = kind_of(pre);
+    let groups = pre.as_array_mut().ok_or_else(|| {
+        exit::usage(format!(
+            "{shown}: `hooks.PreToolUse` is {kind}, not an array; the file is left as it is"
+        ))
+    })?;
+    // The entry kept on install: the first of ours in a match-every-tool group.
+    let keep = command.and_then(|_| {
+        groups.iter().enumerate().find_map(|(g, group)| {
+            let matches_all = match group.get("matcher") {
+                None | Some(Value::Null) => true,
+                Some(Value::String(m)) => m.is_empty() || m == MATCH_EVERY_TOOL,
+                _ => false,
+            };
+            let entries = group.get("hooks")?.as_array()?;
+            let h = entries.iter().position(is_guard_hook)?;
+            matches_all.then_some((g, h))
+        })
+    });
+    let mut found = keep.is_some();
+    let mut emptied = vec![false; groups.len()];
+    for (g, group) in groups.iter_mut().enumerate() {
+        let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        let before = entries.len();
+        let mut h = 0;
+        entries.retain(|entry| {
+            let kept = !is_guard_hook(entry) || keep == Some((g, h));
+            h += 1;
+            kept
+        });
+        found |= entries.len() < before;
+        emptied[g] = entries.is_empty() && entries.len() < before;
+    }
+    let mut g = 0;
+    groups.retain(|_| {
+        g += 1;
+        !emptied[g - 1]
+    });
+    match command {
+        Some(command) => {
+            let entry =
+                json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS});
+            match keep {
+                Some((kg, _)) => {
+                    // Its group still holds it, and it is the only one of
+                    // ours left there; groups emptied before it are gone.
+                    let kg = kg - emptied[..kg].iter().filter(|e| **e).count();
+                    let entries = groups[kg]["hooks"].as_array_mut().expect("checked above");
+                    let at = entries.iter().position(is_guard_hook).expect("kept above");
+                    match entries[at].as_object_mut() {
+                        Some(old) => {
+                            old.insert("type".into(), json!("command"));
+                            old.insert("command".into(), json!(command));
+                            old.insert("timeout".into(), json!(HOOK_TIMEOUT_SECS));
+                        }
+                        None => entries[at] = entry,
+                    }
+                }
+                None => groups.push(json!({"matcher": MATCH_EVERY_TOOL, "hooks": [entry]})),
+            }
+        }
+        None => {
+            if found && groups.is_empty() {
+                hooks.shift_remove("PreToolUse");
+                if hooks.is_empty() {
+                    top.shift_remove("hooks");
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Whether a hook entry runs toolnexus's guard: a command whose program is a
+/// `toolnexus` binary and whose first argument is `guard`.
+fn is_guard_hook(entry: &Value) -> bool {
+    let Some(command) = entry.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    match split_words(command) {
+        Ok(words) => words.len() >= 2 && is_toolnexus(&words[0]) && words[1] == "guard",
+        Err(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The MCP server (Claude Code ~/.claude.json, Cursor ~/.cursor/mcp.json,
+// Codex ~/.codex/config.toml)
+
+fn mcp(args: McpInstallArgs, install: bool) -> Result<Exit> {
+    let verb = if install { "install" } else { "uninstall" };
+    let agent = known_agent(&format!("mcp {verb}"), &args.agent, MCP_AGENTS)?;
+    let name = args.name.trim().to_string();
+    if name.is_empty() {
+        return Err(exit::usage("--name: the server's name is empty"));
+    }
+    let words = split_words(args.mcp_args.as_deref().unwrap_or(""))
+        .map_err(|e| exit::usage(format!("--mcp-args: {e}")))?;
+    let exe = exe()?;
+    let mut server_args = vec!["mcp".to_string()];
+    server_args.extend(words);
+    let server = Server {
+        name: &name,
+        command: &exe,
+        args: &server_args,
+        install,
+    };
+    match agent {
+        "codex" => {
+            let path = codex_dir()?.join("config.toml");
+            apply(&path, args.dry_run, |text, shown| {
+                mcp_toml(text, shown, &server)
+            })
+        }
+        agent => {
+            let (path, claude) = if agent == "claude-code" {
+                (claude_json()?, true)
+            } else {
+                (home()?.join(".cursor").join("mcp.json"), false)
+            };
+            apply(&path, args.dry_run, |text, shown| {
+                mcp_json(text, shown, &server, claude)
+            })
+        }
+    }
+}
+
+/// The MCP server entry to write or remove.
+struct Server<'a> {
+    name: &'a str,
+    command: &'a str,
+    args: &'a [String],
+    install: bool,
+}
+
+impl Server<'_> {
+    fn what(&self) -> String {
+        format!("the toolnexus MCP server `{}`", self.name)
+    }
+
+    /// The sentence for an entry under our name that is another program's.
+    fn not_ours(&self, shown: &str, key: &str, command: Option<&str>) -> anyhow::Error {
+        // Only the program: a command line may carry a secret.
+        let program = command.and_then(|c| c.split_whitespace().next());
+        let runs = program.map_or("no toolnexus command".to_string(), |p| {
+            format!("runs `{p}`")
+        });
+        exit::usage(format!(
+            "{shown}: `{key}` is another server ({runs}), not toolnexus's; the file is left as it is \
+             (choose another --name)"
+        ))
+    }
+}
+
+/// `mcpServers.<name>` in a JSON file: Claude Code's entry has `type` and
+/// `env`, Cursor's only `command` and `args`. Fields of an existing entry that
+/// are not these (an `env` the user filled in) are kept.
+fn mcp_json(text: Option<&str>, shown: &str, server: &Server, claude: bool) -> Result<Edit> {
+    let mut root = parse_json(text, shown)?;
+    let before = root.clone();
+    let key = format!("mcpServers.{}", server.name);
+    let what = server.what();
+    let top = top_object(&mut root, shown)?;
+    if !server.install && !top.contains_key("mcpServers") {
+        return Ok(Edit::Same(format!(
+            "{what} is not in {shown}; nothing to remove"
+        )));
+    }
+    let servers = top.entry("mcpServers").or_insert_with(|| json!({}));
+    let servers = object_at(servers, shown, "mcpServers")?;
+    let found = match servers.get(server.name) {
+        None => false,
+        Some(entry) => {
+            let command = entry.get("command").and_then(Value::as_str);
+            if !command.is_some_and(is_toolnexus) {
+                return Err(server.not_ours(shown, &key, command));
+            }
+            true
+        }
+    };
+    if !server.install {
+        if !found {
+            return Ok(Edit::Same(format!(
+                "{what} is not in {shown}; nothing to remove"
+            )));
+        }
+        servers.shift_remove(server.name);
+        if servers.is_empty() {
+            top.shift_remove("mcpServers");
+        }
+        return Ok(Edit::To(
+            json_text(&root),
+            format!("removed {what} from {shown}"),
+        ));
+    }
+    let entry = servers
+        .entry(server.name.to_string())
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .expect("a new object, or an entry whose command was read above");
+    if claude {
+        entry.insert("type".into(), json!("stdio"));
+    }
+    entry.insert("command".into(), json!(server.command));
+    entry.insert("args".into(), json!(server.args));
+    if claude && !entry.contains_key("env") {
+        entry.insert("env".into(), json!({}));
+    }
+    Ok(if root == before {
+        Edit::Same(format!(
+            "{what} is already installed in {shown}; nothing changed"
+        ))
+    } else {
+        Edit::To(
+            json_text(&root),
+            format!(
+                "{} {what} in {shown}",
+                if found { "updated" } else { "installed" }
+            ),
+        )
+    })
+}
+
+/// `[mcp_servers.<name>]` in Codex's config.toml, edited in place: comments,
+/// spacing and every other table are kept byte for byte.
+fn mcp_toml(text: Option<&str>, shown: &str, server: &Server) -> Result<Edit> {
+    use toml_edit::{Array, DocumentMut, Item, Table, value};
+
+    let old = text.unwrap_or("");
+    let mut doc: DocumentMut = old.parse().map_err(|e: toml_edit::TomlError| {
+        let (line, column) = e.span().map_or((1, 1), |s| line_column(old, s.start));
+        exit::usage(format!(
+            "{shown}: invalid TOML at line {line}, column {column}: {}; the file is left as it is",
+            e.message().trim()
+        ))
+    })?;
+    let key = format!("mcp_servers.{}", server.name);
+    let what = server.what();
+    let inline = is_inline(doc.as_table(), "mcp_servers");
+    let top = doc.as_table_mut();
+    if !server.install && !top.contains_key("mcp_servers") {
+        return Ok(Edit::Same(format!(
+            "{what} is not in {shown}; nothing to remove"
+        )));
+    }
+    let servers = top.entry("mcp_servers").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    let kind = servers.type_name();
+    let Some(servers) = servers.as_table_like_mut() else {
+        return Err(exit::usage(format!(
+            "{shown}: `mcp_servers` is {kind}, not a table; the file is left as it is"
+        )));
+    };
+    let found = match servers.get(server.name) {
+        None => false,
+        Some(entry) => {
+            let command = entry
+                .as_table_like()
+                .and_then(|t| t.get("command"))
+                .and_then(Item::as_str);
+            if !command.is_some_and(is_toolnexus) {
+                return Err(server.not_ours(shown, &key, command));
+            }
+            true
+        }
+    };
+    if !server.install {
+        if !found {
+            return Ok(Edit::Same(format!(
+                "{what} is not in {shown}; nothing to remove"
+            )));
+        }
+        servers.remove(server.name);
+        if servers.is_empty() {
+            doc.as_table_mut().remove("mcp_servers");
+        }
+        return Ok(Edit::To(
+            doc.to_string(),
+            format!("removed {what} from {shown}"),
+        ));
+    }
+    let args: Array = server.args.iter().map(String::as_str).collect();
+    if !found {
+        if inline {
+            // `mcp_servers = { … }`: the new server is an inline table too.
+            let mut t = toml_edit::InlineTable::new();
+            t.insert("command", server.command.into());
+            t.insert("args", toml_edit::Value::Array(args));
+            servers.insert(server.name, Item::Value(toml_edit::Value::InlineTable(t)));
+        } else {
+            let mut t = Table::new();
+            t.insert("command", value(server.command));
+            t.insert("args", value(args));
+            servers.insert(server.name, Item::Table(t));
+        }
+        return Ok(Edit::To(
+            doc.to_string(),
+            format!("installed {what} in {shown}"),
+        ));
+    }
+    let entry = servers
+        .get_mut(server.name)
+        .and_then(Item::as_table_like_mut)
+        .expect("checked above");
+    let same_args = entry.get("args").and_then(Item::as_array).is_some_and(|a| {
+        a.len() == server.args.len()
+            && a.iter()
+                .zip(server.args)
+                .all(|(v, s)| v.as_str() == Some(s))
+    });
+    if entry.get("command").and_then(Item::as_str) != Some(server.command) {
+        set_keeping_decor(entry, "command", server.command.into());
+    }
+    if !same_args {
+        set_keeping_decor(entry, "args", toml_edit::Value::Array(args));
+    }
+    let new = doc.to_string();
+    Ok(if new == old {
+        Edit::Same(format!(
+            "{what} is already installed in {shown}; nothing changed"
+        ))
+    } else {
+        Edit::To(new, format!("updated {what} in {shown}"))
+    })
+}
+
+/// Whether `key` of `table` is written inline (`key = { … }`).
+fn is_inline(table: &toml_edit::Table, key: &str) -> bool {
+    table.get(key).is_some_and(|i| i.is_inline_table())
+}
+
+/// Sets `key` to `v`, keeping the old value's surrounding spaces and comment.
+fn set_keeping_decor(t: &mut dyn toml_edit::TableLike, key: &str, mut v: toml_edit::Value) {
+    if let Some(old) = t.get(key).and_then(toml_edit::Item::as_value) {
+        *v.decor_mut() = old.decor().clone();
+        t.insert(key, toml_edit::Item::Value(v));
+    } else {
+        t.insert(key, toml_edit::value(v));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The one way a file changes
+
+/// What an edit of a file's text came to.
+enum Edit {
+    /// Nothing to change; the sentence says so.
+    Same(String),
+    /// The new text, and the sentence saying what was done.
+    To(String, String),
+}
+
+/// Reads the file at `path`, lets `edit` decide its new text (`edit` gets the
+/// text, `None` for a missing file, and the file's name as shown), and then
+/// says so, prints the diff (`dry_run`), or writes a backup and the new file.
+fn apply(
+    path: &Path,
+    dry_run: bool,
+    edit: impl FnOnce(Option<&str>, &str) -> Result<Edit>,
+) -> Result<Exit> {
+    let config = file::read(path)?;
+    let shown = config.path.display().to_string();
+    let (new, done) = match edit(config.text.as_deref(), &shown)? {
+        Edit::Same(said) => {
+            say!("{said}");
+            return Ok(Exit::Success);
+        }
+        Edit::To(new, done) => (new, done),
+    };
+    let old = config.text.as_deref().unwrap_or("");
+    if dry_run {
+        put!("{}", diff::unified(&shown, old, &new));
+        say!("dry run: would have {done}; nothing written");
+        return Ok(Exit::Success);
+    }
+    let backup = match &config.text {
+        Some(old) => Some(file::backup(&config, old).map_err(|e| {
+            exit::io(format!(
+                "cannot write a backup of {shown} beside it: {e}; the file is left as it is"
+            ))
+        })?),
+        None => None,
+    };
+    file::replace(&config, &new).map_err(|e| {
+        exit::io(format!(
+            "cannot write {shown}: {e}; the file is left as it is"
+        ))
+    })?;
+    match backup {
+        Some(b) => say!("{done} (backup: {})", b.display()),
+        None => say!("{done} (new file)"),
+    }
+    Ok(Exit::Success)
+}
+
+// ---------------------------------------------------------------------------
+// JSON files
+
+/// The file's JSON value; an empty or missing file is `{}`. Invalid JSON (or a
+/// key written twice, which a rewrite would silently drop) is refused naming
+/// the file, line and column.
+fn parse_json(text: Option<&str>, shown: &str) -> Result<Value> {
+    match text {
+        Some(t) if !input::strip_bom(t).trim().is_empty() => input::parse_json_text(t)
+            .map_err(|e| exit::usage(format!("{shown}: {e}; the file is left as it is"))),
+        _ => Ok(json!({})),
+    }
+}
+
+/// Pretty JSON (two-space indent) with a trailing newline.
+fn json_text(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).expect("a JSON value serialises");
+    s.push('\n');
+    s
+}
+
+/// The file's top-level object, or exit 2.
+fn top_object<'a>(root: &'a mut Value, shown: &str) -> Result<&'a mut Map<String, Value>> {
+    let kind = kind_of(root);
+    root.as_object_mut().ok_or_else(|| {
+        exit::usage(format!(
+            "{shown}: the top-level value is {kind}, not an object; the file is left as it is"
+        ))
+    })
+}
+
+/// `v` as an object, or exit 2 naming `key`.
+fn object_at<'a>(v: &'a mut Value, shown: &str, key: &str) -> Result<&'a mut Map<String, Value>> {
+    let kind = kind_of(v);
+    v.as_object_mut().ok_or_else(|| {
+        exit::usage(format!(
+            "{shown}: `{key}` is {kind}, not an object; the file is left as it is"
+        ))
+    })
+}
+
+/// A JSON value's kind, with its article.
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Where the files are
+
+/// The agent, if it is one of `known`; else exit 2 listing them.
+fn known_agent<'a>(command: &str, agent: &str, known: &[&'a str]) -> Result<&'a str> {
+    known.iter().copied().find(|k| *k == agent).ok_or_else(|| {
+        exit::usage(format!(
+            "{command}: unknown agent `{agent}`; known agents: {}",
+            known.join(", ")
+        ))
+    })
+}
+
+/// The home directory, from `HOME`.
+fn home() -> Result<PathBuf> {
+    match std::env::var_os("HOME") {
+        Some(h) if !h.is_empty() => Ok(PathBuf::from(h)),
+        _ => Err(exit::usage(
+            "HOME is not set: cannot find the agent's configuration in the home directory",
+        )),
+    }
+}
+
+/// Claude Code's user directory: `CLAUDE_CONFIG_DIR` when set, else `~/.claude`.
+fn claude_dir() -> Result<PathBuf> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR") {
+        Some(d) if !d.is_empty() => Ok(PathBuf::from(d)),
+        _ => Ok(home()?.join(".claude")),
+    }
+}
+
+/// Claude Code's state file holding user MCP servers: `.claude.json` in
+/// `CLAUDE_CONFIG_DIR` when set, else `~/.claude.json`.
+fn claude_json() -> Result<PathBuf> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR") {
+        Some(d) if !d.is_empty() => Ok(PathBuf::from(d).join(".claude.json")),
+        _ => Ok(home()?.join(".claude.json")),
+    }
+}
+
+/// Codex's directory: `CODEX_HOME` when set, else `~/.codex`.
+fn codex_dir() -> Result<PathBuf> {
+    match std::env::var_os("CODEX_HOME") {
+        Some(d) if !d.is_empty() => Ok(PathBuf::from(d)),
+        _ => Ok(home()?.join(".codex")),
+    }
+}
+
+/// The absolute path of the running binary, as the agents will start it.
+fn exe() -> Result<String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| exit::io(format!("cannot find the toolnexus binary's own path: {e}")))?;
+    exe.to_str().map(str::to_string).ok_or_else(|| {
+        exit::usage(format!(
+            "the toolnexus binary's path {} is not UTF-8; agents' configuration files cannot name it",
+            exe.display()
+        ))
+    })
+}
+
+/// Whether a program (a path or a name) is a `toolnexus` binary.
+fn is_toolnexus(program: &str) -> bool {
+    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    base == "toolnexus" || base == "toolnexus.exe"
+}
+
+// ---------------------------------------------------------------------------
+// Shell words
+
+/// `word` quoted for a POSIX shell when it needs it (single quotes).
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Splits a command line into words as a shell would, for simple quoting:
+/// blanks separate words, `'…'` is literal, `"…"` keeps blanks and honours
+/// `\"`, `\\`, `\$` and `` \` ``, and a backslash outside quotes escapes the
+/// next character. No expansion happens. An unterminated quote is an error.
+fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("a ' quote is not closed".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("a \" quote is not closed".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("a \" quote is not closed".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => word.push(c),
+                    None => return Err("it ends with a lone backslash".into()),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// The 1-based line and column (in characters) of byte `at` of `text`.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_like_a_shell() {
+        assert_eq!(
+            split_words(r#" --style local  --model-dir '/a b/c' "x\"y" z\ w "#).unwrap(),
+            ["--style", "local", "--model-dir", "/a b/c", "x\"y", "z w"]
+        );
+        assert_eq!(split_words("").unwrap(), Vec::<String>::new());
+        assert_eq!(split_words("''").unwrap(), [""]);
+        assert!(split_words("'open").unwrap_err().contains("'"));
+        assert!(split_words("\"open").unwrap_err().contains('"'));
+    }
+
+    #[test]
+    fn paths_are_quoted_only_when_needed() {
+        assert_eq!(shell_quote("/usr/bin/toolnexus"), "/usr/bin/toolnexus");
+        assert_eq!(shell_quote("/My Tools/toolnexus"), "'/My Tools/toolnexus'");
+        assert_eq!(shell_quote("/it's/toolnexus"), r"'/it'\''s/toolnexus'");
+        let quoted = shell_quote("/My Tools/toolnexus");
+        assert_eq!(split_words(&quoted).unwrap(), ["/My Tools/toolnexus"]);
+    }
+
+    #[test]
+    fn guard_hooks_are_recognised_by_program_and_subcommand() {
+        let hook = |c: &str| json!({"type": "command", "command": c});
+        assert!(is_guard_hook(&hook("/opt/bin/toolnexus guard")));
+        assert!(is_guard_hook(&hook(
+            "'/My Tools/toolnexus' guard --policy p.json"
+        )));
+        assert!(is_guard_hook(&hook("toolnexus guard")));
+        assert!(!is_guard_hook(&hook("toolnexus eval")));
+        assert!(!is_guard_hook(&hook("/bin/guard toolnexus")));
+        assert!(!is_guard_hook(&hook("my-toolnexus guard")));
+        assert!(!is_guard_hook(&json!({"type": "command"})));
+    }
+
+    #[test]
+    fn line_and_column_count_characters() {
+        assert_eq!(line_column("ab\ncdé\nx", 7), (2, 4));
+        assert_eq!(line_column("", 0), (1, 1));
+    }
 }

@@ -10,6 +10,7 @@ mod eval;
 mod faithful;
 mod guard;
 mod inputs;
+mod install;
 mod local;
 mod model;
 mod serve;

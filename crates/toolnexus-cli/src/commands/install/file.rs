@@ -1,0 +1,170 @@
+//! Reading and replacing an agent's configuration file safely: a backup that
+//! never overwrites an older one, and an atomic replacement (a temporary file
+//! in the same directory, fsync'd, renamed over the file) that keeps the
+//! file's permissions. A crash at any point leaves the old file or the new one,
+//! never a torn one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::exit;
+
+/// A configuration file as it was read.
+pub struct Config {
+    /// Where it is written: the file itself, or what a symbolic link at the
+    /// agent's path points to (the link is kept).
+    pub path: PathBuf,
+    /// Its text, or `None` when there is no such file yet.
+    pub text: Option<String>,
+    /// Its permission bits, kept on the new file and the backup.
+    pub mode: Option<u32>,
+}
+
+/// Reads `path` (following a symbolic link). A missing file is `text: None`;
+/// a directory, a file that is not UTF-8 or one that cannot be read is bad
+/// input (exit 2), naming the file.
+pub fn read(path: &Path) -> Result<Config> {
+    let path = match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match fs::canonicalize(path) {
+            Ok(target) => target,
+            // A dangling link: written through as a new file at its target.
+            Err(_) => link_target(path),
+        },
+        _ => path.to_path_buf(),
+    };
+    let shown = path.display();
+    match fs::metadata(&path) {
+        Ok(m) if m.is_dir() => {
+            return Err(exit::usage(format!("{shown}: is a directory, not a file")));
+        }
+        Ok(_) => {}
+        // A missing file, or a missing directory on its way (a file in its
+        // place fails when the directory is created, as a write failure).
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Config {
+                path,
+                text: None,
+                mode: None,
+            });
+        }
+        Err(e) => return Err(exit::usage(format!("cannot read {shown}: {e}"))),
+    }
+    let bytes = fs::read(&path).map_err(|e| exit::usage(format!("cannot read {shown}: {e}")))?;
+    let mode = fs::metadata(&path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777);
+    let text = String::from_utf8(bytes).map_err(|e| {
+        exit::usage(format!(
+            "{shown}: not UTF-8 text (at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok(Config {
+        path,
+        text: Some(text),
+        mode,
+    })
+}
+
+/// Where a (dangling) symbolic link points, relative to its directory.
+fn link_target(link: &Path) -> PathBuf {
+    match fs::read_link(link) {
+        Ok(t) if t.is_absolute() => t,
+        Ok(t) => link.parent().map_or(t.clone(), |d| d.join(t)),
+        Err(_) => link.to_path_buf(),
+    }
+}
+
+/// Copies the file's old text beside it as `<file>.bak`, or `<file>.bak.N`
+/// (the first N free) when that exists: an older backup is never overwritten.
+/// The copy has the file's permissions and is fsync'd before returning.
+pub fn backup(config: &Config, old: &str) -> io::Result<PathBuf> {
+    let base = config.path.as_os_str().to_owned();
+    let mode = config.mode.unwrap_or(0o600);
+    for n in 0u32.. {
+        let mut name = base.clone();
+        name.push(if n == 0 {
+            ".bak".to_string()
+        } else {
+            format!(".bak.{n}")
+        });
+        let path = PathBuf::from(name);
+        let mut f = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode & 0o777)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let written = f
+            .write_all(old.as_bytes())
+            .and_then(|()| f.set_permissions(fs::Permissions::from_mode(mode)))
+            .and_then(|()| f.sync_all());
+        if let Err(e) = written {
+            drop(f);
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
+        sync_dir(&path);
+        return Ok(path);
+    }
+    unreachable!("u32 backups exhausted")
+}
+
+/// Replaces the file with `text` atomically, keeping its permissions (a new
+/// file gets the usual ones under the umask). Missing directories are created.
+pub fn replace(config: &Config, text: &str) -> io::Result<()> {
+    let path = &config.path;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map_or("config".into(), |n| n.to_string_lossy());
+    let tmp = dir.join(format!(".{name}.toolnexus-{}.tmp", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(config.mode.map_or(0o666, |m| m & 0o777))
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        if let Some(mode) = config.mode {
+            f.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    sync_dir(path);
+    Ok(())
+}
+
+/// Flushes the directory entry of `path` (best effort: a rename or a new file
+/// survives a crash once its directory is synced).
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+}
