@@ -3,7 +3,9 @@
 
 use anyhow::Result;
 
-use crate::args::{CacheCommand, Cli, Command, GuardCommand, McpCommand, ModelCommand, TapeCommand};
+use crate::args::{
+    CacheCommand, Cli, Command, GuardCommand, McpCommand, ModelCommand, TapeCommand,
+};
 use crate::exit::Exit;
 
 pub mod assess;

@@ -59,7 +59,11 @@ pub struct Guard {}
 impl Guard {
     /// Loads the policy (`None`: the built-in one) and builds its judge: the
     /// named style, a warm server, or the policy's built-in cascade.
-    pub fn load(_policy: Option<&Path>, _style: &StyleArgs, _server: Option<&str>) -> Result<Guard> {
+    pub fn load(
+        _policy: Option<&Path>,
+        _style: &StyleArgs,
+        _server: Option<&str>,
+    ) -> Result<Guard> {
         Err(exit::usage("guard: not available yet"))
     }
 
