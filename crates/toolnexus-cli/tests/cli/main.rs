@@ -10,6 +10,7 @@ mod eval;
 mod faithful;
 mod inputs;
 mod local;
+mod mcp;
 mod model;
 mod serve;
 mod serve_bounds;
