@@ -73,9 +73,14 @@ struct Session {
 
 impl Session {
     fn start(cwd: &Path, args: &[&str]) -> Session {
+        Session::start_with(cwd, args, &[])
+    }
+
+    fn start_with(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Session {
         let mut all = vec!["mcp"];
         all.extend_from_slice(args);
         let mut cmd = toolnexus(cwd, &all);
+        cmd.envs(env.iter().copied());
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -417,4 +422,75 @@ fn stdin_closed_before_initialize_is_a_clean_exit() {
     );
     let (code, stderr) = s.finish();
     assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn cache_stores_what_the_tools_decided() {
+    let dir = TempDir::new("mcp-cache");
+    let tape = dir.join("mcp.tape.json");
+    mcp_tape(&tape);
+    let cache = dir.join("decisions.db");
+    let mut s = Session::start(
+        dir.path(),
+        &[
+            "--style",
+            "tape",
+            "--tape",
+            tape.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ],
+    );
+    s.initialize();
+    let r = s.call(
+        "noul",
+        json!({"state": STATE, "instructions": "Is this unsolicited bulk mail?"}),
+    );
+    assert!(!is_error(&r), "{r}");
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    let stats = crate::support::tn(dir.path(), &["cache", "stats", cache.to_str().unwrap()]);
+    assert_eq!(stats.code, 0, "{stats:?}");
+    assert!(stats.stdout.contains("1 entries"), "{stats:?}");
+}
+
+#[test]
+fn a_failing_backend_is_a_tool_error_without_the_key() {
+    const KEY: &str = "sk-mcp-test-0123456789abcdef";
+    let dir = TempDir::new("mcp-upstream");
+    // The upstream echoes what it was sent, key included, in its error body.
+    let up = crate::support::Upstream::start(|got| {
+        let auth = got
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        (
+            500,
+            vec![],
+            json!({"detail": format!("boom: {auth}")}).to_string(),
+        )
+    });
+    let mut s = Session::start_with(
+        dir.path(),
+        &[
+            "--style",
+            "systemone",
+            "--base-url",
+            &up.base_url,
+            "--retries",
+            "0",
+        ],
+        &[("TYPESAFE_API_KEY", KEY)],
+    );
+    s.initialize();
+    let r = s.call("noul", json!({"state": "hello", "instructions": "Spam?"}));
+    assert!(is_error(&r), "{r}");
+    assert!(text_of(&r).starts_with("noul: "), "{r}");
+    assert!(!r.to_string().contains(KEY), "the key leaked: {r}");
+    assert!(!up.requests().is_empty(), "the upstream was asked");
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains(KEY), "the key leaked to stderr: {stderr}");
 }
