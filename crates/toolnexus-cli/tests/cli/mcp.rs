@@ -494,3 +494,31 @@ fn a_failing_backend_is_a_tool_error_without_the_key() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains(KEY), "the key leaked to stderr: {stderr}");
 }
+
+#[test]
+fn with_nothing_named_the_embedded_model_serves() {
+    let dir = TempDir::new("mcp-local");
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    let mut s = Session::start_with(
+        dir.path(),
+        &[],
+        &[("TOOLNEXUS_MODEL_DIR", model.to_str().unwrap())],
+    );
+    s.initialize();
+    let r = s.call(
+        "choice",
+        json!({"state": "my parcel is late", "instructions": "Which desk owns this?",
+               "options": {"shipping": "a parcel is late or lost", "billing": "money moved"}}),
+    );
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(
+        r["structuredContent"]["model"], "local-minilm-zero-shot",
+        "{r}"
+    );
+    let p = &r["structuredContent"]["answers"]["answer"]["probabilities"];
+    assert!(p["shipping"].is_number() && p["billing"].is_number(), "{r}");
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("style local"), "{stderr}");
+}
