@@ -174,7 +174,14 @@ pub struct HookInstallArgs {
 
 /// `toolnexus mcp`: judgments as MCP tools over stdio.
 #[derive(Debug, Clone, Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Tools: noul {state, instructions, criteria?}, choice {state, instructions, options}, \
+score {state, instructions, levels}, evaluate {state, questions, model?}, guard {tool_name, tool_input, cwd?}.\n\
+With no --style, no --tape and no API key set, the embedded model answers (--style local); \
+without it the server does not start (exit 2). Standard output carries MCP frames only; \
+the server ends with exit 0 when standard input closes."
+)]
 pub struct McpArgs {
     /// install or uninstall; with none, serve MCP on stdin/stdout.
     #[command(subcommand)]
