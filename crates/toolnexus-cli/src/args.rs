@@ -68,6 +68,9 @@ impl Command {
             | Command::Model(_)
             | Command::Tape(TapeCommand::Record(_)) => true,
             Command::Assess(a) => matches!(a.command, Some(AssessCommand::Run(_))),
+            // The MCP server ends on its own when the client goes (stdin closed,
+            // or a write that fails), with exit 0, never by SIGPIPE.
+            Command::Mcp(a) => a.command.is_none(),
             _ => false,
         }
     }
@@ -249,7 +252,14 @@ pub struct HookInstallArgs {
 
 /// `toolnexus mcp`: judgments as MCP tools over stdio.
 #[derive(Debug, Clone, Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Tools: noul {state, instructions, criteria?}, choice {state, instructions, options}, \
+score {state, instructions, levels}, evaluate {state, questions, model?}, guard {tool_name, tool_input, cwd?}.\n\
+With no --style, no --tape and no API key set, the embedded model answers (--style local); \
+without it the server does not start (exit 2). Standard output carries MCP frames only; \
+the server ends with exit 0 when standard input closes."
+)]
 pub struct McpArgs {
     /// install or uninstall; with none, serve MCP on stdin/stdout.
     #[command(subcommand)]
@@ -264,7 +274,9 @@ pub struct McpArgs {
     /// The guard policy of the `guard` tool (default: the built-in policy).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Where decisions come from.
+    /// Where decisions come from: any style `eval` takes. With no --style, no
+    /// --tape and no API key set, the embedded model (--style local) when it
+    /// is on this machine; without it the server does not start (exit 2).
     #[command(flatten)]
     pub style: StyleArgs,
 }

@@ -12,6 +12,7 @@ mod guard;
 mod inputs;
 mod install;
 mod local;
+mod mcp;
 mod model;
 mod serve;
 mod serve_bounds;
