@@ -11,7 +11,7 @@ Starts `toolnexus mcp` over stdio twice, as an agent's client does:
 
 For each it initializes, lists the tools, checks every tool's input schema
 (required fields, property types), calls every tool and checks the structured
-content; the guard tool may answer a verdict or a tool error. Each check
+content; the guard tool answers a verdict. Each check
 prints `PASS name` or `FAIL name: why`; the last line is `N passed, N failed`
 and the exit status is 1 when anything failed. A whole run is bounded by
 --deadline seconds.
@@ -222,12 +222,9 @@ async def session_checks(c: Checks, label: str, bin_path: str, args: list[str], 
             r = await session.call_tool(
                 "guard", {"tool_name": "Bash", "tool_input": {"command": "rm -rf ~"}, "cwd": "/tmp"}
             )
-            if r.is_error:
-                ok = text_of(r).startswith("guard")
-            else:
-                v = (r.structured_content or {}).get("verdict")
-                ok = v in ("allow", "ask", "deny") and isinstance((r.structured_content or {}).get("reason"), str)
-            c.check(f"{label}: guard (a verdict, or a tool error)", ok, f"{r.structured_content!r} {text_of(r)!r}")
+            sc = r.structured_content or {}
+            ok = not r.is_error and sc.get("verdict") == "deny" and "rule" in str(sc.get("reason"))
+            c.check(f"{label}: guard (a rule denies rm -rf ~)", ok, f"{r.structured_content!r} {text_of(r)!r}")
 
             r = await session.call_tool("score", {"state": STATE, "instructions": "Risk?", "levels": ["one"]})
             c.check(

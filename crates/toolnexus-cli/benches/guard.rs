@@ -63,7 +63,13 @@ fn hook_inputs() -> Vec<String> {
 fn start_server(state: &std::path::Path) -> Server {
     let mut child = Command::new(BIN)
         .args([
-            "serve", "--addr", "127.0.0.1:0", "--style", "local", "--cascade", "--student",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--style",
+            "local",
+            "--cascade",
+            "--student",
             "builtin:guard",
         ])
         .env("XDG_STATE_HOME", state)

@@ -284,18 +284,16 @@ fn every_tool_answers_over_stdio_and_the_server_ends_with_stdin() {
     assert_eq!(r["structuredContent"]["answers"]["phishing"]["noul"], 0.97);
     assert_eq!(text_of(&r), "phishing: true (p=0.97); spam: true (p=0.93)");
 
-    // The guard answers a verdict, or (while the policy cannot be loaded) a
-    // tool error; never a protocol error.
+    // The guard judges a tool call by the built-in policy: a rule denies this
+    // one without a model.
     let r = s.call(
         "guard",
         json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "cwd": "/tmp"}),
     );
-    if is_error(&r) {
-        assert!(text_of(&r).starts_with("guard"), "{r}");
-    } else {
-        let v = r["structuredContent"]["verdict"].as_str().unwrap_or("");
-        assert!(["allow", "ask", "deny"].contains(&v), "{r}");
-    }
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(r["structuredContent"]["verdict"], "deny", "{r}");
+    let reason = r["structuredContent"]["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("rule rm-recursive-outside"), "{r}");
 
     // Bad calls: tool errors naming the argument.
     for (tool, args, says) in [
