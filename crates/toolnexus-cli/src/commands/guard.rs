@@ -667,6 +667,7 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
         }
         Some(path) => {
             let p = Policy::load(path).map_err(|e| policy_error(path, &e))?;
+            p.check_rules().map_err(|e| policy_error(path, &e))?;
             say!(
                 "policy {}: ok: {} questions ({}), {} rules, on_error {}, {} skipped tools, log {}",
                 path.display(),

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
+use std::sync::OnceLock;
+
+use regex::bytes::Regex;
 use serde_json::{Map, Value, json};
 use toolnexus::classifier::{Question, Questions};
 
@@ -78,17 +80,17 @@ pub struct Rule {
     /// Its name, as reasons and logs give it.
     pub id: String,
     /// Which tools it looks at (every tool when `None`).
-    pub tools: Option<Regex>,
+    pub tools: Option<Pattern>,
     /// Which argument it reads (`None`: the whole tool_input as compact JSON).
     pub field: Option<String>,
     /// What must match (`None`: the rule fires on the tool alone).
-    pub pattern: Option<Regex>,
+    pub pattern: Option<Pattern>,
     /// What, when it also matches, keeps the rule from firing.
-    pub unless: Option<Regex>,
+    pub unless: Option<Pattern>,
     /// Fires when a path argument lies outside the call's cwd.
     pub outside_cwd: bool,
     /// With `outside_cwd`: paths matching this do not count.
-    pub unless_path: Option<Regex>,
+    pub unless_path: Option<Pattern>,
     /// Ask or deny.
     pub verdict: Verdict,
     /// One line of why, for the reason.
@@ -168,6 +170,25 @@ impl Policy {
     /// The built-in policy.
     pub fn builtin() -> Result<Policy, PolicyError> {
         Policy::parse(DEFAULT_POLICY, None)
+    }
+
+    /// Builds every rule's expression now (a hook builds them as calls need
+    /// them): the first that cannot be built, by its key.
+    pub fn check_rules(&self) -> Result<(), PolicyError> {
+        for (i, r) in self.rules.iter().enumerate() {
+            for (name, p) in [
+                ("tools", &r.tools),
+                ("pattern", &r.pattern),
+                ("unless", &r.unless),
+                ("unless_path", &r.unless_path),
+            ] {
+                if let Some(p) = p {
+                    p.check()
+                        .map_err(|e| err(format!("rules[{i}] ({}).{name}", r.id), e))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads a policy file; relative paths in it resolve against its directory.
@@ -300,7 +321,9 @@ impl Policy {
                 ));
             }
         };
-        if builtin_rules && user.contains_key("rules") {
+        // A user's rules come after the built-in ones (the built-in policy's own
+        // rules are the built-in ones).
+        if builtin_rules && user.contains_key("rules") && text != DEFAULT_POLICY {
             rules.extend(parse_rules(
                 "built-in rules",
                 default.get("rules").unwrap_or(&Value::Null),
@@ -629,19 +652,78 @@ fn string_list(key: &str, v: &Value) -> Result<Vec<String>, PolicyError> {
         .collect()
 }
 
-fn regex(key: &str, v: Option<&Value>) -> Result<Option<Regex>, PolicyError> {
+/// A rule's regular expression: its syntax checked when the policy is read,
+/// compiled on first use. A hook compiles only what the call in front of it
+/// needs (a Bash command never builds the Write rules' automata).
+#[derive(Debug)]
+pub struct Pattern {
+    source: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Clone for Pattern {
+    fn clone(&self) -> Pattern {
+        Pattern {
+            source: self.source.clone(),
+            compiled: OnceLock::new(),
+        }
+    }
+}
+
+impl Pattern {
+    /// The expression as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether it matches; `None` when it cannot be built (over the size limit).
+    pub fn matches(&self, text: &[u8]) -> Option<bool> {
+        self.compiled
+            .get_or_init(|| build(&self.source).ok())
+            .as_ref()
+            .map(|r| r.is_match(text))
+    }
+
+    /// Builds it now: the size limit is the one error the syntax check cannot see.
+    pub fn check(&self) -> Result<(), String> {
+        build(&self.source).map(|_| ())
+    }
+}
+
+/// ASCII classes (`\w`, `\s`, `\b`, `(?i)`) over the text's bytes: commands,
+/// paths and URLs are matched as bytes, and Unicode classes cost several times
+/// as much to build.
+fn build(source: &str) -> Result<Regex, String> {
+    regex::bytes::RegexBuilder::new(source)
+        .unicode(false)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            let text = e.to_string();
+            text.lines().last().unwrap_or(&text).trim().to_string()
+        })
+}
+
+fn regex(key: &str, v: Option<&Value>) -> Result<Option<Pattern>, PolicyError> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => regex::RegexBuilder::new(s)
-            .size_limit(1 << 20)
-            .build()
-            .map(Some)
-            .map_err(|e| {
-                let text = e.to_string();
-                let last = text.lines().last().unwrap_or(&text).trim().to_string();
-                err(key, format!("not a regular expression: {last}"))
-            }),
+        Some(Value::String(s)) => {
+            regex_syntax::ParserBuilder::new()
+                .unicode(false)
+                .utf8(false)
+                .build()
+                .parse(s)
+                .map_err(|e| {
+                    let text = e.to_string();
+                    let last = text.lines().last().unwrap_or(&text).trim().to_string();
+                    err(key, format!("not a regular expression: {last}"))
+                })?;
+            Ok(Some(Pattern {
+                source: s.clone(),
+                compiled: OnceLock::new(),
+            }))
+        }
         Some(v) => Err(err(
             key,
             format!("must be a regular expression (a string), not {v}"),
@@ -826,7 +908,7 @@ impl Rule {
     /// compact JSON (computed once for all rules).
     pub fn fires(&self, call: &super::ToolCall, whole: &str) -> bool {
         if let Some(t) = &self.tools {
-            if !t.is_match(&call.tool_name) {
+            if t.matches(call.tool_name.as_bytes()) == Some(false) {
                 return false;
             }
         }
@@ -839,7 +921,11 @@ impl Rule {
                 .filter_map(|k| call.tool_input.get(*k)?.as_str())
                 .map(|p| absolute(cwd, p))
                 .any(|p| {
-                    !inside(cwd, &p) && !self.unless_path.as_ref().is_some_and(|u| u.is_match(&p))
+                    !inside(cwd, &p)
+                        && !self
+                            .unless_path
+                            .as_ref()
+                            .is_some_and(|u| u.matches(p.as_bytes()) == Some(true))
                 });
         }
         let owned;
@@ -855,11 +941,14 @@ impl Rule {
             },
         };
         if let Some(p) = &self.pattern {
-            if !p.is_match(text) {
+            if p.matches(text.as_bytes()) == Some(false) {
                 return false;
             }
         }
-        !self.unless.as_ref().is_some_and(|u| u.is_match(text))
+        !self
+            .unless
+            .as_ref()
+            .is_some_and(|u| u.matches(text.as_bytes()) == Some(true))
     }
 }
 
