@@ -133,17 +133,26 @@ fn a_question_over_its_cut_asks_and_names_its_figure() {
     assert!(reason.contains("destructive 0.80 ≥ 0.70"), "{reason}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 
-    // Over the deny cut, and a score read as the chance of `high` or above.
+    // Over a deny cut the policy sets (the built-in cuts only ask).
+    let policy = dir.write(
+        "deny-cut.json",
+        r#"{"toolnexus": "guard-policy", "version": 1, "cuts": {
+            "destructive": {"ask": 0.7, "deny": 0.9}, "exfiltration": {"ask": 0.7},
+            "secrets": {"ask": 0.7}, "outside_project": {"ask": 0.7},
+            "risk": {"ask": {"at_least": "high", "p": 0.7}}}}"#,
+    );
     let (up, _) = judge(0.95, 0.01, 0.9);
     let out = guard(
         &dir,
-        &["--server", &up.base_url],
+        &["--server", &up.base_url, "--policy", &policy],
         &hook("Bash", json!({"command": "make clean-all"})),
         &[],
     );
     let (decision, reason) = answer(&out).unwrap();
     assert_eq!(decision, "deny");
     assert!(reason.contains("destructive 0.95 ≥ 0.90"), "{reason}");
+
+    // A score read as the chance of `high` or above.
     let (up, _) = judge(0.1, 0.01, 0.9);
     let out = guard(
         &dir,
