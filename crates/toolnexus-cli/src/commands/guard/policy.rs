@@ -658,6 +658,9 @@ fn string_list(key: &str, v: &Value) -> Result<Vec<String>, PolicyError> {
 #[derive(Debug)]
 pub struct Pattern {
     source: String,
+    /// Every match starts with one of these (when the set is small and known):
+    /// a text holding none of them cannot match, and nothing is compiled.
+    needles: Option<Vec<Vec<u8>>>,
     compiled: OnceLock<Option<Regex>>,
 }
 
@@ -665,6 +668,7 @@ impl Clone for Pattern {
     fn clone(&self) -> Pattern {
         Pattern {
             source: self.source.clone(),
+            needles: self.needles.clone(),
             compiled: OnceLock::new(),
         }
     }
@@ -678,6 +682,14 @@ impl Pattern {
 
     /// Whether it matches; `None` when it cannot be built (over the size limit).
     pub fn matches(&self, text: &[u8]) -> Option<bool> {
+        if let Some(needles) = &self.needles {
+            if !needles
+                .iter()
+                .any(|n| memchr::memmem::find(text, n).is_some())
+            {
+                return Some(false);
+            }
+        }
         self.compiled
             .get_or_init(|| build(&self.source).ok())
             .as_ref()
@@ -704,12 +716,28 @@ fn build(source: &str) -> Result<Regex, String> {
         })
 }
 
+/// The literals every match starts with, when there are at most 400 of them and
+/// none is empty (case-insensitive parts are expanded to their spellings).
+fn needles(hir: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let mut seq = Extractor::new()
+        .kind(ExtractKind::Prefix)
+        .limit_total(400)
+        .extract(hir);
+    seq.minimize_by_preference();
+    let lits = seq.literals()?;
+    if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
+        return None;
+    }
+    Some(lits.iter().map(|l| l.as_bytes().to_vec()).collect())
+}
+
 fn regex(key: &str, v: Option<&Value>) -> Result<Option<Pattern>, PolicyError> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => {
-            regex_syntax::ParserBuilder::new()
+            let hir = regex_syntax::ParserBuilder::new()
                 .unicode(false)
                 .utf8(false)
                 .build()
@@ -721,6 +749,7 @@ fn regex(key: &str, v: Option<&Value>) -> Result<Option<Pattern>, PolicyError> {
                 })?;
             Ok(Some(Pattern {
                 source: s.clone(),
+                needles: needles(&hir),
                 compiled: OnceLock::new(),
             }))
         }
@@ -1014,6 +1043,28 @@ mod tests {
             "/home/a/p",
             &absolute("/home/a/p", "~/.ssh/id_rsa")
         ));
+    }
+
+    #[test]
+    fn a_pattern_is_skipped_only_when_no_match_is_possible() {
+        let p = |src: &str| regex("k", Some(&json!(src))).unwrap().unwrap();
+        let push = p(r"git\s+push\b.*--force");
+        assert!(push.needles.is_some());
+        assert_eq!(push.matches(b"cargo test"), Some(false));
+        assert!(push.compiled.get().is_none(), "nothing was compiled");
+        assert_eq!(push.matches(b"git  push origin --force"), Some(true));
+        let ci = p(r"(?i)\bdrop\s+table");
+        assert_eq!(ci.matches(b"DROP TABLE x"), Some(true));
+        assert_eq!(ci.matches(b"Drop Table x"), Some(true));
+        // Optional leading classes widen the needles; matches are unchanged.
+        let anchored = p(r"^\s*(printenv|env)\s*$");
+        assert_eq!(anchored.matches(b"  env"), Some(true));
+        assert_eq!(anchored.matches(b"env"), Some(true));
+        assert_eq!(anchored.matches(b"ls"), Some(false));
+        // A class at the start with no bound: no needles, always compiled.
+        let open = p(r"[^x]+y");
+        assert!(open.needles.is_none());
+        assert_eq!(open.matches(b"aay"), Some(true));
     }
 
     #[test]
