@@ -110,10 +110,12 @@ pub enum Command {
     /// Serve judgments as MCP tools over stdio (noul, choice, score, evaluate,
     /// guard); install the server into an agent's configuration.
     Mcp(McpArgs),
-    /// Check question files for encodings judgment models misread, before any
-    /// call: empty or alike option descriptions, numbers to compare, negated or
+    /// Check question files for encodings judgment models misread, before any call.
+    ///
+    /// Empty or alike option descriptions, numbers to compare, negated or
     /// double statements, choices with no way out, disordered score levels,
-    /// token budgets. No model is asked.
+    /// instructions that ask two things, token budgets. No model is asked (the
+    /// embedded model, when it is there, only compares option descriptions).
     Lint(LintArgs),
 }
 
@@ -122,7 +124,7 @@ pub enum Command {
 #[command(after_help = LINT_AFTER_HELP)]
 pub struct LintArgs {
     /// Question files, each an object of key → question as `--questions` reads
-    /// them.
+    /// them (`-` reads standard input).
     #[arg(value_name = "FILE", required_unless_present_any = ["list_rules", "explain"])]
     pub files: Vec<PathBuf>,
     /// How to print the findings: text (`FILE:LINE:COL: warning[TNL006]: …`,

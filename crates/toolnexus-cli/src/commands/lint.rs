@@ -280,6 +280,14 @@ fn summary(
 
 /// The file's text; a failure says why (the caller names the file).
 fn read(path: &Path) -> Result<String, String> {
+    if path == Path::new("-") {
+        use std::io::Read as _;
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return Ok(text);
+    }
     if path.is_dir() {
         return Err("is a directory, not a file".into());
     }

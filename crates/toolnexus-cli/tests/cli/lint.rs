@@ -8,7 +8,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{Out, TempDir, run, toolnexus};
+use std::process::Stdio;
+
+use crate::support::{Out, TempDir, collect, run, toolnexus};
 
 fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/lint/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -397,4 +399,32 @@ fn the_repositorys_own_question_files_pass_strict() {
         .collect();
     let out = lint(&dir, &args);
     assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn a_dash_reads_standard_input() {
+    use std::io::Write as _;
+    let dir = TempDir::new("lint-stdin");
+    let mut cmd = toolnexus(
+        dir.path(),
+        &["lint", "--model-dir", dir.path().to_str().unwrap(), "-"],
+    );
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"late": {"type": "noul", "instructions": "Is the parcel never coming?"}}"#)
+        .unwrap();
+    let out = collect(child);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .starts_with("-:1:58: warning[TNL007]: a negated statement: \"never\""),
+        "{}",
+        out.stdout
+    );
 }
