@@ -230,8 +230,8 @@ A noul gives one probability for one statement. \"Is it spam and does it
 mention a refund?\" mixes two: a state where one holds gets a middle number
 that is neither's probability, and thresholds on it mean nothing. Matched:
 \"and\", \"or\" or \"and/or\" followed by the start of a second clause (a verb
-such as is, does, has, can, will, or a subject such as it, this, they,
-there). A list inside one claim (\"delete, overwrite or move files\") is not
+such as is, does, has, can, will, or a subject such as it, they, there,
+we, you). A list inside one claim (\"delete, overwrite or move files\") is not
 matched.
 
 Bad:
@@ -278,11 +278,11 @@ That average means something only when the levels lie on one dimension in
 increasing order. Matched, by simple heuristics: a level repeated (ignoring
 case, spaces and punctuation); levels whose scale words (the level's leading
 label such as \"high:\", else its first scale word) come from different
-scales: degree (none, minimal, low, some, moderate, high, severe, critical
-...), frequency (never, rarely, sometimes, often, always), likelihood
-(impossible, unlikely, possible, likely, certain), quality (terrible, poor,
-fair, good, excellent) or size (tiny, small, large, huge); and levels on one
-scale that run highest first or go up and down.
+scales: degree (none, minimal, low, small, some, moderate, medium, high,
+large, severe, critical ...), frequency (never, rarely, sometimes, often,
+always), likelihood (impossible, unlikely, possible, likely, certain) or
+quality (terrible, poor, fair, good, excellent); and levels on one scale
+that run highest first or go up and down.
 
 Bad:
   \"criteria\": [\"high\", \"medium\", \"low\"]            (highest first)
@@ -304,7 +304,7 @@ Each question gets one answer. Instructions that ask two things (\"What is the
 topic? How urgent is it?\", \"... and also whether ...\") get an answer to
 one of them, or a blend, and nothing in the decision says which. Matched: two
 or more question marks; \"and also\", \"as well as\", \"additionally\", \"in
-addition\", \"and then\", \"and whether\", \"and if\", \"or whether\".
+addition\", \"and whether\", \"and if\", \"or whether\".
 
 Bad:
   \"instructions\": \"Which team owns this? Is it urgent?\"

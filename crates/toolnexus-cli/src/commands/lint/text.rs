@@ -284,11 +284,12 @@ pub fn negations(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-/// Words that start a second clause after "and"/"or".
-const CLAUSE_STARTS: [&str; 30] = [
+/// Words that start a second clause after "and"/"or" ("this" and "that" are
+/// left out: they start noun phrases as often).
+const CLAUSE_STARTS: [&str; 28] = [
     "is", "are", "was", "were", "does", "do", "did", "has", "have", "had", "can", "could", "would",
-    "will", "should", "must", "may", "might", "it", "this", "that", "they", "he", "she", "there",
-    "we", "you", "i", "isn't", "doesn't",
+    "will", "should", "must", "may", "might", "it", "they", "he", "she", "there", "we", "you", "i",
+    "isn't", "doesn't",
 ];
 
 /// Two claims joined in one statement (TNL008).
@@ -313,12 +314,11 @@ pub fn compound(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-const TWO_THINGS: [&str; 8] = [
+const TWO_THINGS: [&str; 7] = [
     "and also",
     "as well as",
     "additionally",
     "in addition",
-    "and then",
     "and whether",
     "and if",
     "or whether",
@@ -433,8 +433,10 @@ pub fn is_way_out(id: &str, description: Option<&str>) -> bool {
     })
 }
 
-/// The ordered scales a score level's words are read on, each word with its rank.
-const SCALES: [(&str, &[(&str, u8)]); 5] = [
+/// The ordered scales a score level's words are read on, each word with its
+/// rank. Size words are on the degree scale: "small, moderate, large" is one
+/// dimension.
+const SCALES: [(&str, &[(&str, u8)]); 4] = [
     (
         "degree",
         &[
@@ -458,6 +460,12 @@ const SCALES: [(&str, &[(&str, u8)]); 5] = [
             ("critical", 5),
             ("extreme", 5),
             ("maximum", 5),
+            ("tiny", 1),
+            ("small", 2),
+            ("large", 4),
+            ("big", 4),
+            ("huge", 5),
+            ("enormous", 5),
         ],
     ),
     (
@@ -503,17 +511,6 @@ const SCALES: [(&str, &[(&str, u8)]); 5] = [
             ("good", 3),
             ("great", 4),
             ("excellent", 4),
-        ],
-    ),
-    (
-        "size",
-        &[
-            ("tiny", 0),
-            ("small", 1),
-            ("large", 3),
-            ("big", 3),
-            ("huge", 4),
-            ("enormous", 4),
         ],
     ),
 ];
@@ -650,6 +647,7 @@ mod tests {
         );
         assert_eq!(found(compound("paid and/or refunded")), ["\"and/or\""]);
         assert!(compound("Would it delete, overwrite or irreversibly change data?").is_empty());
+        assert!(compound("Does it compare our price and that of a rival?").is_empty());
         assert_eq!(
             found(two_things("Which team? How urgent?")),
             ["2 question marks"]
@@ -713,5 +711,16 @@ mod tests {
         ]);
         assert_eq!(score_order(&guard), None);
         assert_eq!(score_order(&levels(&["calm", "annoyed", "furious"])), None);
+        assert_eq!(score_order(&levels(&["small", "moderate", "large"])), None);
+        assert_eq!(
+            score_order(&levels(&[
+                "1 - very poor",
+                "2 - poor",
+                "3 - fair",
+                "4 - good",
+                "5 - excellent"
+            ])),
+            None
+        );
     }
 }
