@@ -110,7 +110,52 @@ pub enum Command {
     /// Serve judgments as MCP tools over stdio (noul, choice, score, evaluate,
     /// guard); install the server into an agent's configuration.
     Mcp(McpArgs),
+    /// Check question files for encodings judgment models misread, before any call.
+    ///
+    /// Empty or alike option descriptions, numbers to compare, negated or
+    /// double statements, choices with no way out, disordered score levels,
+    /// instructions that ask two things, token budgets. No model is asked (the
+    /// embedded model, when it is there, only compares option descriptions).
+    Lint(LintArgs),
 }
+
+/// `toolnexus lint`: static checks of question files.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = LINT_AFTER_HELP)]
+pub struct LintArgs {
+    /// Question files, each an object of key → question as `--questions` reads
+    /// them (`-` reads standard input).
+    #[arg(value_name = "FILE", required_unless_present_any = ["list_rules", "explain"])]
+    pub files: Vec<PathBuf>,
+    /// How to print the findings: text (`FILE:LINE:COL: warning[TNL006]: …`,
+    /// one a line, then a summary) or json (one object: findings, skipped
+    /// checks, unreadable files, summary).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub format: String,
+    /// Print every rule (id, severity, name, what goes wrong) and exit.
+    #[arg(long, conflicts_with = "explain")]
+    pub list_rules: bool,
+    /// Print what a rule checks, why, a bad and a good example and the fix
+    /// (e.g. `--explain TNL006`), and exit.
+    #[arg(long, value_name = "ID")]
+    pub explain: Option<String>,
+    /// Warnings fail too (exit 1), not only errors.
+    #[arg(long)]
+    pub strict: bool,
+    /// The embedded model's directory, for the near-duplicate check between
+    /// option descriptions (default: $TOOLNEXUS_MODEL_DIR, else
+    /// ~/.cache/toolnexus/models/all-minilm-l6-v2; fill it with `toolnexus
+    /// model fetch`). Without a model that check is skipped, and said so.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+}
+
+/// Shown after `toolnexus lint --help`.
+const LINT_AFTER_HELP: &str = "\
+Exit codes: 0 no finding that fails (info findings never fail; warnings fail
+only with --strict); 1 an error finding, or a warning with --strict; 2 a file
+missing, unreadable or not valid questions (with file:line:column), or an
+unknown rule id for --explain.";
 
 /// `toolnexus guard`: a pre-tool-use gate for coding agents.
 #[derive(Debug, Clone, Args)]

@@ -15,6 +15,7 @@ pub mod distill;
 pub mod eval;
 pub mod guard;
 pub mod install;
+pub mod lint;
 pub mod mcp;
 pub mod model;
 pub mod serve;
@@ -47,5 +48,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             Some(McpCommand::Install(i)) => install::mcp_install(i),
             Some(McpCommand::Uninstall(i)) => install::mcp_uninstall(i),
         },
+        Command::Lint(a) => lint::run(a),
     }
 }

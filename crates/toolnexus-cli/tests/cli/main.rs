@@ -11,6 +11,7 @@ mod faithful;
 mod guard;
 mod inputs;
 mod install;
+mod lint;
 mod local;
 mod mcp;
 mod model;
