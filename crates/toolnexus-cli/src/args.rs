@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 pub const AFTER_HELP: &str = "\
 Exit codes:
   0    success
-  1    unexpected internal error
+  1    unexpected internal error; lint: findings that fail the check
   2    usage or bad input: unknown flag or style, missing required flag, input
        file missing or unreadable, invalid JSON (with line and column), invalid
        questions, unreadable tape, an --out file that is not this batch's out
@@ -212,7 +212,7 @@ pub enum GuardCommand {
     /// Run the guard over labelled tool calls (JSONL, as `toolnexus assess`
     /// reads them, with a `verdict` label) and report verdict accuracy, the
     /// confusion matrix and every row labelled deny that came out allow.
-    Test(GuardTestArgs),
+    Test(Box<GuardTestArgs>),
     /// Add the guard as a PreToolUse hook to an agent's settings.
     Install(HookInstallArgs),
     /// Remove the guard's hook from an agent's settings.

@@ -39,7 +39,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Guard(a) => match a.command.clone() {
             None => guard::run(a).await,
             Some(GuardCommand::CheckPolicy(c)) => guard::check_policy(c),
-            Some(GuardCommand::Test(t)) => guard::test(t).await,
+            Some(GuardCommand::Test(t)) => guard::test(*t).await,
             Some(GuardCommand::Install(i)) => install::guard_install(i),
             Some(GuardCommand::Uninstall(i)) => install::guard_uninstall(i),
         },

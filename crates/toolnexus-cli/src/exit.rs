@@ -13,6 +13,9 @@ pub enum Exit {
     Success,
     /// An unexpected internal error.
     Internal,
+    /// `toolnexus lint` found what fails the check (the same status as an
+    /// internal error, as linters use 1 for findings).
+    Findings,
     /// Usage or bad input: the user must fix the command or an input file.
     Usage,
     /// An evaluation failed (or some lines of a batch did).
@@ -35,7 +38,7 @@ impl Exit {
     pub fn code(self) -> u8 {
         match self {
             Exit::Success => 0,
-            Exit::Internal => 1,
+            Exit::Internal | Exit::Findings => 1,
             Exit::Usage => 2,
             Exit::Eval => 3,
             Exit::Io => 4,

@@ -235,13 +235,13 @@ impl Guard {
                 why.push(text.clone());
             }
         }
-        if let Some(e) = &failure {
-            if error_verdict == verdict {
-                why.push(format!(
-                    "the call could not be judged ({e}); the policy's on_error is {}",
-                    self.policy.on_error.as_str()
-                ));
-            }
+        if let Some(e) = &failure
+            && error_verdict == verdict
+        {
+            why.push(format!(
+                "the call could not be judged ({e}); the policy's on_error is {}",
+                self.policy.on_error.as_str()
+            ));
         }
         let reason = match verdict {
             Verdict::Allow => {
@@ -522,12 +522,12 @@ fn read_hook(bytes: &[u8]) -> Result<(ToolCall, Map<String, Value>), String> {
     let Value::Object(o) = v else {
         return Err("the hook input is not a JSON object".into());
     };
-    if let Some(event) = o.get("hook_event_name") {
-        if event.as_str() != Some("PreToolUse") {
-            return Err(format!(
-                "hook_event_name is {event}, not \"PreToolUse\": install the guard as a PreToolUse hook"
-            ));
-        }
+    if let Some(event) = o.get("hook_event_name")
+        && event.as_str() != Some("PreToolUse")
+    {
+        return Err(format!(
+            "hook_event_name is {event}, not \"PreToolUse\": install the guard as a PreToolUse hook"
+        ));
     }
     let call = tool_call(&o)?;
     Ok((call, o))

@@ -23,7 +23,7 @@ use rules::{RULES, Rule, Severity};
 use scan::{LineCol, Seg, Spans};
 
 /// Findings that fail the run exit 1 (the code the command's help documents).
-const FINDINGS_FAIL: Exit = Exit::Internal;
+const FINDINGS_FAIL: Exit = Exit::Findings;
 
 /// One thing a rule found.
 #[derive(Debug)]

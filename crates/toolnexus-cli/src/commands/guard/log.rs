@@ -129,10 +129,10 @@ pub fn write(
     let mut text = Value::Object(line).to_string();
     text.push('\n');
     let result = (|| -> std::io::Result<()> {
-        if let Some(dir) = spec.path.parent() {
-            if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir)?;
-            }
+        if let Some(dir) = spec.path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir)?;
         }
         let mut f = std::fs::OpenOptions::new()
             .create(true)

@@ -682,13 +682,12 @@ impl Pattern {
 
     /// Whether it matches; `None` when it cannot be built (over the size limit).
     pub fn matches(&self, text: &[u8]) -> Option<bool> {
-        if let Some(needles) = &self.needles {
-            if !needles
+        if let Some(needles) = &self.needles
+            && !needles
                 .iter()
                 .any(|n| memchr::memmem::find(text, n).is_some())
-            {
-                return Some(false);
-            }
+        {
+            return Some(false);
         }
         self.compiled
             .get_or_init(|| build(&self.source).ok())
@@ -899,10 +898,10 @@ fn parse_log(o: &Map<String, Value>, base: Option<&Path>) -> Result<LogSpec, Pol
 /// file's neighbours.
 fn resolve(p: &str, base: Option<&Path>) -> PathBuf {
     if let Some(rest) = p.strip_prefix("~/") {
-        if let Some(rest) = rest.strip_prefix(".local/state/") {
-            if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|s| !s.is_empty()) {
-                return PathBuf::from(state).join(rest);
-            }
+        if let Some(rest) = rest.strip_prefix(".local/state/")
+            && let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|s| !s.is_empty())
+        {
+            return PathBuf::from(state).join(rest);
         }
         if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
             return PathBuf::from(home).join(rest);
@@ -936,10 +935,10 @@ impl Rule {
     /// Whether the rule fires on a call; `whole` is the call's tool_input as
     /// compact JSON (computed once for all rules).
     pub fn fires(&self, call: &super::ToolCall, whole: &str) -> bool {
-        if let Some(t) = &self.tools {
-            if t.matches(call.tool_name.as_bytes()) == Some(false) {
-                return false;
-            }
+        if let Some(t) = &self.tools
+            && t.matches(call.tool_name.as_bytes()) == Some(false)
+        {
+            return false;
         }
         if self.outside_cwd {
             let Some(cwd) = call.cwd.as_deref() else {
@@ -951,10 +950,10 @@ impl Rule {
                 .map(|p| absolute(cwd, p))
                 .any(|p| {
                     !inside(cwd, &p)
-                        && !self
+                        && self
                             .unless_path
                             .as_ref()
-                            .is_some_and(|u| u.matches(p.as_bytes()) == Some(true))
+                            .is_none_or(|u| u.matches(p.as_bytes()) != Some(true))
                 });
         }
         let owned;
@@ -969,15 +968,14 @@ impl Rule {
                 None => return false,
             },
         };
-        if let Some(p) = &self.pattern {
-            if p.matches(text.as_bytes()) == Some(false) {
-                return false;
-            }
+        if let Some(p) = &self.pattern
+            && p.matches(text.as_bytes()) == Some(false)
+        {
+            return false;
         }
-        !self
-            .unless
+        self.unless
             .as_ref()
-            .is_some_and(|u| u.matches(text.as_bytes()) == Some(true))
+            .is_none_or(|u| u.matches(text.as_bytes()) != Some(true))
     }
 }
 
