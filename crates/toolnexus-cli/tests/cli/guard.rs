@@ -121,7 +121,7 @@ fn a_rule_that_denies_decides_without_asking_the_judge() {
 #[test]
 fn a_question_over_its_cut_asks_and_names_its_figure() {
     let dir = TempDir::new("guard-cut");
-    let (up, calls) = judge(0.8, 0.01, 0.1);
+    let (up, calls) = judge(0.93, 0.01, 0.1);
     let out = guard(
         &dir,
         &["--server", &up.base_url],
@@ -130,7 +130,7 @@ fn a_question_over_its_cut_asks_and_names_its_figure() {
     );
     let (decision, reason) = answer(&out).expect("an ask is printed");
     assert_eq!(decision, "ask");
-    assert!(reason.contains("destructive 0.80 ≥ 0.70"), "{reason}");
+    assert!(reason.contains("destructive 0.93 ≥ 0.90"), "{reason}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 
     // Over a deny cut the policy sets (the built-in cuts only ask).
