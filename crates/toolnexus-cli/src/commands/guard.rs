@@ -183,9 +183,17 @@ impl Guard {
             json!(hits.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()),
         );
 
-        // A rule that denies settles it: nothing could be stricter.
-        let asked = if rule_verdict == Verdict::Deny {
-            detail.insert("judge".into(), json!("not asked: a rule denies"));
+        // A rule as strict as any cut could be settles it: the judge could not
+        // make the verdict stricter (with the built-in cuts, which only ask, a
+        // rule that asks is enough).
+        let asked = if rule_verdict >= self.policy.strictest_cut() {
+            detail.insert(
+                "judge".into(),
+                json!(match rule_verdict {
+                    Verdict::Deny => "not asked: a rule denies",
+                    _ => "not asked: a rule asks, and no cut could deny",
+                }),
+            );
             None
         } else {
             let budget = Duration::from_millis(self.policy.budget_ms);

@@ -116,6 +116,18 @@ fn a_rule_that_denies_decides_without_asking_the_judge() {
     assert_eq!(decision, "deny");
     assert!(reason.contains("rule force-push"), "{reason}");
     assert_eq!(calls.load(Ordering::SeqCst), 0, "the judge was not asked");
+
+    // The built-in cuts only ask: a rule that asks settles it too.
+    let out = guard(
+        &dir,
+        &["--server", &up.base_url],
+        &hook("Bash", json!({"command": "npm install left-pad"})),
+        &[],
+    );
+    let (decision, reason) = answer(&out).expect("an ask is printed");
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("rule install-package"), "{reason}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "the judge was not asked");
 }
 
 #[test]

@@ -172,6 +172,16 @@ impl Policy {
         Policy::parse(DEFAULT_POLICY, None)
     }
 
+    /// The strictest verdict any question's cut can give: deny when some
+    /// question has a deny cut, else ask.
+    pub fn strictest_cut(&self) -> Verdict {
+        if self.cuts.values().any(|c| c.deny.is_some()) {
+            Verdict::Deny
+        } else {
+            Verdict::Ask
+        }
+    }
+
     /// Builds every rule's expression now (a hook builds them as calls need
     /// them): the first that cannot be built, by its key.
     pub fn check_rules(&self) -> Result<(), PolicyError> {
@@ -327,6 +337,7 @@ impl Policy {
             rules.extend(parse_rules(
                 "built-in rules",
                 default.get("rules").unwrap_or(&Value::Null),
+                false,
             )?);
         }
         let own_rules = match (user.get("rules"), builtin_rules) {
@@ -334,7 +345,8 @@ impl Policy {
             (None, true) => default.get("rules").cloned().unwrap_or(json!([])),
             (None, false) => json!([]),
         };
-        for r in parse_rules("rules", &own_rules)? {
+        let own_are_builtin = text == DEFAULT_POLICY || !user.contains_key("rules");
+        for r in parse_rules("rules", &own_rules, !own_are_builtin)? {
             if let Some(i) = rules.iter().position(|x: &Rule| x.id == r.id) {
                 rules[i] = r;
             } else {
@@ -660,7 +672,8 @@ pub struct Pattern {
     source: String,
     /// Every match starts with one of these (when the set is small and known):
     /// a text holding none of them cannot match, and nothing is compiled.
-    needles: Option<Vec<Vec<u8>>>,
+    /// Found on first use, like the automaton.
+    needles: OnceLock<Option<Vec<Vec<u8>>>>,
     compiled: OnceLock<Option<Regex>>,
 }
 
@@ -682,7 +695,7 @@ impl Pattern {
 
     /// Whether it matches; `None` when it cannot be built (over the size limit).
     pub fn matches(&self, text: &[u8]) -> Option<bool> {
-        if let Some(needles) = &self.needles
+        if let Some(needles) = self.needles.get_or_init(|| needles(&self.source))
             && !needles
                 .iter()
                 .any(|n| memchr::memmem::find(text, n).is_some())
@@ -717,12 +730,18 @@ fn build(source: &str) -> Result<Regex, String> {
 
 /// The literals every match starts with, when there are at most 400 of them and
 /// none is empty (case-insensitive parts are expanded to their spellings).
-fn needles(hir: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
+fn needles(source: &str) -> Option<Vec<Vec<u8>>> {
     use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(source)
+        .ok()?;
     let mut seq = Extractor::new()
         .kind(ExtractKind::Prefix)
         .limit_total(400)
-        .extract(hir);
+        .extract(&hir);
     seq.minimize_by_preference();
     let lits = seq.literals()?;
     if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
@@ -731,12 +750,17 @@ fn needles(hir: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
     Some(lits.iter().map(|l| l.as_bytes().to_vec()).collect())
 }
 
-fn regex(key: &str, v: Option<&Value>) -> Result<Option<Pattern>, PolicyError> {
+fn regex(key: &str, v: Option<&Value>, check: bool) -> Result<Option<Pattern>, PolicyError> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) if !check => Ok(Some(Pattern {
+            source: s.clone(),
+            needles: OnceLock::new(),
+            compiled: OnceLock::new(),
+        })),
         Some(Value::String(s)) => {
-            let hir = regex_syntax::ParserBuilder::new()
+            regex_syntax::ParserBuilder::new()
                 .unicode(false)
                 .utf8(false)
                 .build()
@@ -748,7 +772,7 @@ fn regex(key: &str, v: Option<&Value>) -> Result<Option<Pattern>, PolicyError> {
                 })?;
             Ok(Some(Pattern {
                 source: s.clone(),
-                needles: needles(&hir),
+                needles: OnceLock::new(),
                 compiled: OnceLock::new(),
             }))
         }
@@ -771,7 +795,9 @@ const RULE_KEYS: &[&str] = &[
     "why",
 ];
 
-fn parse_rules(key: &str, v: &Value) -> Result<Vec<Rule>, PolicyError> {
+/// `check`: the expressions' syntax is checked now (a user's rules); the
+/// built-in rules are compiled in tests instead, so a hook does not pay for it.
+fn parse_rules(key: &str, v: &Value, check: bool) -> Result<Vec<Rule>, PolicyError> {
     let a = v
         .as_array()
         .ok_or_else(|| err(key, "must be an array of rules"))?;
@@ -830,10 +856,10 @@ fn parse_rules(key: &str, v: &Value) -> Result<Vec<Rule>, PolicyError> {
             }
         };
         let rule = Rule {
-            tools: regex(&format!("{at}.tools"), o.get("tools"))?,
-            pattern: regex(&format!("{at}.pattern"), o.get("pattern"))?,
-            unless: regex(&format!("{at}.unless"), o.get("unless"))?,
-            unless_path: regex(&format!("{at}.unless_path"), o.get("unless_path"))?,
+            tools: regex(&format!("{at}.tools"), o.get("tools"), check)?,
+            pattern: regex(&format!("{at}.pattern"), o.get("pattern"), check)?,
+            unless: regex(&format!("{at}.unless"), o.get("unless"), check)?,
+            unless_path: regex(&format!("{at}.unless_path"), o.get("unless_path"), check)?,
             why: match o.get("why") {
                 None => format!("matched rule {id}"),
                 Some(Value::String(s)) => s.clone(),
@@ -1017,6 +1043,8 @@ mod tests {
     #[test]
     fn the_builtin_policy_parses_and_names_its_questions() {
         let p = Policy::builtin().unwrap();
+        // Its expressions are not checked when a hook reads it: they are here.
+        p.check_rules().unwrap();
         assert_eq!(
             p.questions.keys().cloned().collect::<Vec<_>>(),
             [
@@ -1045,9 +1073,9 @@ mod tests {
 
     #[test]
     fn a_pattern_is_skipped_only_when_no_match_is_possible() {
-        let p = |src: &str| regex("k", Some(&json!(src))).unwrap().unwrap();
+        let p = |src: &str| regex("k", Some(&json!(src)), true).unwrap().unwrap();
         let push = p(r"git\s+push\b.*--force");
-        assert!(push.needles.is_some());
+        assert!(needles(push.as_str()).is_some());
         assert_eq!(push.matches(b"cargo test"), Some(false));
         assert!(push.compiled.get().is_none(), "nothing was compiled");
         assert_eq!(push.matches(b"git  push origin --force"), Some(true));
@@ -1061,7 +1089,7 @@ mod tests {
         assert_eq!(anchored.matches(b"ls"), Some(false));
         // A class at the start with no bound: no needles, always compiled.
         let open = p(r"[^x]+y");
-        assert!(open.needles.is_none());
+        assert!(needles(open.as_str()).is_none());
         assert_eq!(open.matches(b"aay"), Some(true));
     }
 
