@@ -102,6 +102,18 @@ pub fn read_file(flag: &str, path: &Path) -> Result<String> {
     })
 }
 
+/// A JSON value's kind, with its article, for messages (`a string`, `null`).
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Whether `arg` reads as inline JSON rather than a path.
 fn looks_inline(arg: &str) -> bool {
     let t = strip_bom(arg).trim_start();

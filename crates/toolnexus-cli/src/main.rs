@@ -111,7 +111,7 @@ fn main() -> ExitCode {
 }
 
 /// The process's standard streams: never a panic over them.
-mod stdio {
+pub(crate) mod stdio {
     /// A standard stream that was closed when we started (`>&-`) is opened on
     /// `/dev/null`, so the first file the command opens cannot take its number
     /// and receive what was meant for the terminal.
@@ -143,16 +143,20 @@ mod stdio {
         }
     }
 
+    /// What a panic said (its message, or `a panic`).
+    pub fn panic_text(info: &std::panic::PanicHookInfo<'_>) -> String {
+        info.payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string())
+    }
+
     /// A panic prints one line naming it as an internal error (exit 1), never
     /// a backtrace banner, and never panics itself on a closed stderr.
     pub fn panic_hook() {
         std::panic::set_hook(Box::new(|info| {
-            let what = info
-                .payload()
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| info.payload().downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".to_string());
+            let what = panic_text(info);
             let at = info
                 .location()
                 .map(|l| format!(" at {}:{}", l.file(), l.line()))

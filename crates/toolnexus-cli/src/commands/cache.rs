@@ -11,6 +11,18 @@ pub fn open(path: &std::path::Path) -> Result<SqliteCache> {
     SqliteCache::open(path, SqliteOptions::default()).map_err(failed)
 }
 
+/// `classifier` behind the decision cache at `path`, when a `--cache` is given
+/// and can be opened (see [`open_for_run`] for what happens when it cannot).
+pub fn wrap(
+    classifier: toolnexus::classifier::Classifier,
+    path: Option<&std::path::Path>,
+) -> Result<toolnexus::classifier::Classifier> {
+    Ok(match path.map(open_for_run).transpose()?.flatten() {
+        Some(cache) => toolnexus::cache::caching(classifier, std::sync::Arc::new(cache)),
+        None => classifier,
+    })
+}
+
 /// Opens the `--cache FILE` of a run (`batch`, `serve`): a file that is not a
 /// cache is bad input (exit 2) and stops the run before anything is asked; a
 /// file that cannot be opened (permissions, a full disk, a missing directory)

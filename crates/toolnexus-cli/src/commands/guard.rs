@@ -550,30 +550,29 @@ pub fn tool_call(o: &Map<String, Value>) -> Result<ToolCall, String> {
     };
     let tool_input = match o.get("tool_input") {
         Some(v @ Value::Object(_)) => v.clone(),
-        Some(v) => return Err(format!("tool_input must be an object, not {}", kind(v))),
+        Some(v) => {
+            return Err(format!(
+                "tool_input must be an object, not {}",
+                crate::input::json_kind(v)
+            ));
+        }
         None => return Err("tool_input is missing".into()),
     };
     let cwd = match o.get("cwd") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(v) => return Err(format!("cwd must be a path, not {}", kind(v))),
+        Some(v) => {
+            return Err(format!(
+                "cwd must be a path, not {}",
+                crate::input::json_kind(v)
+            ));
+        }
     };
     Ok(ToolCall {
         tool_name,
         tool_input,
         cwd,
     })
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Prints the hook answer for a failure and leaves: the verdict any failure
@@ -599,12 +598,7 @@ pub async fn run(args: GuardArgs) -> Result<Exit> {
     // A panic anywhere below is answered, not crashed on: a crashed hook is a
     // non-blocking error, and the call would go through.
     std::panic::set_hook(Box::new(|info| {
-        let what = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into());
+        let what = crate::stdio::panic_text(info);
         tell!("toolnexus guard: internal error: {what}");
         fail_closed(&format!("internal error: {what}"));
     }));

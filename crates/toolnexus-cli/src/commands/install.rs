@@ -121,7 +121,7 @@ fn guard_edit(root: &mut Value, command: Option<&str>, shown: &str) -> Result<bo
         return Ok(false);
     }
     let pre = hooks.entry("PreToolUse").or_insert_with(|| json!([]));
-    let kind = kind_of(pre);
+    let kind = crate::input::json_kind(pre);
     let groups = pre.as_array_mut().ok_or_else(|| {
         exit::usage(format!(
             "{shown}: `hooks.PreToolUse` is {kind}, not an array; the file is left as it is"
@@ -544,7 +544,7 @@ fn json_text(v: &Value) -> String {
 
 /// The file's top-level object, or exit 2.
 fn top_object<'a>(root: &'a mut Value, shown: &str) -> Result<&'a mut Map<String, Value>> {
-    let kind = kind_of(root);
+    let kind = crate::input::json_kind(root);
     root.as_object_mut().ok_or_else(|| {
         exit::usage(format!(
             "{shown}: the top-level value is {kind}, not an object; the file is left as it is"
@@ -554,24 +554,12 @@ fn top_object<'a>(root: &'a mut Value, shown: &str) -> Result<&'a mut Map<String
 
 /// `v` as an object, or exit 2 naming `key`.
 fn object_at<'a>(v: &'a mut Value, shown: &str, key: &str) -> Result<&'a mut Map<String, Value>> {
-    let kind = kind_of(v);
+    let kind = crate::input::json_kind(v);
     v.as_object_mut().ok_or_else(|| {
         exit::usage(format!(
             "{shown}: `{key}` is {kind}, not an object; the file is left as it is"
         ))
     })
-}
-
-/// A JSON value's kind, with its article.
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -43,11 +43,7 @@ use crate::style::{self, Fallback};
 pub async fn run(args: McpArgs) -> Result<Exit> {
     let style_args = pick_style(&args.style)?;
     let mut built = style::build(&style_args, Fallback::SystemOne)?;
-    if let Some(path) = &args.cache
-        && let Some(cache) = crate::commands::cache::open_for_run(path)?
-    {
-        built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
-    }
+    built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
     let bands = args
         .thresholds
         .as_deref()

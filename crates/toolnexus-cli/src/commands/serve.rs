@@ -306,11 +306,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     }
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
-    if let Some(path) = &args.cache
-        && let Some(cache) = crate::commands::cache::open_for_run(path)?
-    {
-        built.classifier = toolnexus::cache::caching(built.classifier, Arc::new(cache));
-    }
+    built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
     let bands = args
         .thresholds
         .as_deref()

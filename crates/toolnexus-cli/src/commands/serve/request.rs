@@ -98,7 +98,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
                 &["state"],
                 format!(
                     "the state must be a string, an object or an array, not {}",
-                    kind_of(&other)
+                    crate::input::json_kind(&other)
                 ),
                 "state_type",
             ));
@@ -125,7 +125,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
                 &["questions"],
                 format!(
                     "questions must be an object of key to question, not {}",
-                    kind_of(&other)
+                    crate::input::json_kind(&other)
                 ),
                 "dict_type",
             ));
@@ -152,7 +152,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
                 &["assets"],
                 format!(
                     "assets must be an object of name to asset, not {}",
-                    kind_of(&other)
+                    crate::input::json_kind(&other)
                 ),
                 "dict_type",
             ));
@@ -170,17 +170,6 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
         })
     } else {
         Err(errors)
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
