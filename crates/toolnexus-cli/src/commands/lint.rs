@@ -81,8 +81,12 @@ pub fn run(args: LintArgs) -> Result<Exit> {
     let mut questions = 0;
     for path in &args.files {
         let file = path.display().to_string();
-        let text = match read(path) {
-            Ok(t) => t,
+        let parsed = read(path).and_then(|owned| {
+            let v = crate::input::parse_json_text(crate::input::strip_bom(&owned))?;
+            Ok((owned, v))
+        });
+        let (owned, v) = match parsed {
+            Ok(x) => x,
             Err(message) => {
                 unreadable.push(Unreadable {
                     file,
@@ -92,18 +96,7 @@ pub fn run(args: LintArgs) -> Result<Exit> {
                 continue;
             }
         };
-        let text = crate::input::strip_bom(&text);
-        let v = match crate::input::parse_json_text(text) {
-            Ok(v) => v,
-            Err(message) => {
-                unreadable.push(Unreadable {
-                    file,
-                    at: None,
-                    message,
-                });
-                continue;
-            }
-        };
+        let text = crate::input::strip_bom(&owned);
         let spans = Spans::scan(text);
         let set = read_questions(&file, &v, &spans, &mut unreadable);
         questions += set.len();
