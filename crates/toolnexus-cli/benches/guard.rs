@@ -11,7 +11,9 @@
 //! - without one: `GUARD_COLD_CALLS` (default 40) runs of `toolnexus guard`,
 //!   each loading the embedded model itself.
 //!
-//! The calls are the guard set's held-out hook inputs, in a loop. Needs the
+//! Run without `--bench` (as `cargo test --all-targets` does), it is a smoke
+//! test: three calls of each kind. The calls are the guard set's held-out hook
+//! inputs, in a loop. Needs the
 //! embedded model (`toolnexus model fetch`, or TOOLNEXUS_MODEL_DIR); without it
 //! the bench says so and measures nothing. The log is written under a
 //! temporary state directory.
@@ -143,12 +145,16 @@ fn main() {
     }
     let state = std::env::temp_dir().join(format!("toolnexus-guard-bench-{}", std::process::id()));
     let inputs = hook_inputs();
-    let calls = env_usize("GUARD_CALLS", 200);
-    let cold = env_usize("GUARD_COLD_CALLS", 40);
+    let bench = std::env::args().any(|a| a == "--bench");
+    let (calls, cold) = if bench {
+        (env_usize("GUARD_CALLS", 200), env_usize("GUARD_COLD_CALLS", 40))
+    } else {
+        (3, 3)
+    };
 
     let server = start_server(&state);
     let args = ["--server", server.1.as_str()];
-    for input in inputs.iter().take(10) {
+    for input in inputs.iter().take(if bench { 10 } else { 1 }) {
         one(&args, input, &state); // warm the server and the page cache
     }
     let warm: Vec<Duration> = (0..calls)
