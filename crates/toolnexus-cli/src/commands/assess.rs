@@ -2,6 +2,8 @@
 //! thresholds, calibrate, compare and check — all but `run` pure functions of
 //! run files. With no subcommand, the offline demo.
 
+mod drift;
+
 use std::io::IsTerminal as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -37,6 +39,7 @@ pub async fn run(args: AssessArgs) -> Result<Exit> {
         Some(AssessCommand::Calibrate(a)) => calibrate(a),
         Some(AssessCommand::Compare(a)) => compare(a),
         Some(AssessCommand::Check(a)) => check(a),
+        Some(AssessCommand::Drift(a)) => drift::run(a).await,
     }
 }
 
