@@ -660,6 +660,29 @@ pub struct BatchArgs {
     /// identical states in the input are asked once.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
+    /// A second style that answers every state in the shadow, off the
+    /// primary's path (its answers never change, delay or reach the --out
+    /// file); each disagreement goes to --shadow-out.
+    #[arg(long, value_name = "STYLE", value_parser = parse_style, requires = "shadow_out")]
+    pub shadow_style: Option<StyleName>,
+    /// The model the shadow style asks for.
+    #[arg(long, value_name = "MODEL", requires = "shadow_style")]
+    pub shadow_model: Option<String>,
+    /// The shadow style's base URL.
+    #[arg(long, value_name = "URL", requires = "shadow_style")]
+    pub shadow_base_url: Option<String>,
+    /// Where the shadow's disagreements go, one JSON line each:
+    /// {"line":n,"key":..,"primary":..,"shadow":..,"shift":..,"flip":..} (or
+    /// {"line":n,"error":..} when the shadow failed), then one
+    /// {"summary":{..}} line. Rewritten by every run: a resumed batch lists
+    /// only the states it asked this time.
+    #[arg(long, value_name = "FILE", requires = "shadow_style")]
+    pub shadow_out: Option<PathBuf>,
+    /// A disagreement is a changed answer (choice pick, score level, noul
+    /// side of 0.5) or a shift (total-variation distance) above this.
+    #[arg(long, value_name = "TVD", default_value_t = 0.1, value_parser = parse_unit_share,
+          requires = "shadow_style")]
+    pub shadow_min_shift: f64,
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,

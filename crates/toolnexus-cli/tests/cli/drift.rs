@@ -418,3 +418,214 @@ fn a_golden_tape_against_a_live_style_that_answers_otherwise() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("name a live style"), "{}", out.stderr);
 }
+
+/// A loopback System One whose spam answer for state `{"n": i}` is `p(i)`.
+fn answering(model: &'static str, p: fn(usize) -> f64) -> Upstream {
+    Upstream::start(move |got| {
+        let i = got.json()["state"]["n"].as_u64().unwrap() as usize;
+        (
+            200,
+            vec![],
+            format!(
+                r#"{{"model":"{model}","answers":{{"spam":{{"type":"noul","noul":{}}}}}}}"#,
+                p(i)
+            ),
+        )
+    })
+}
+
+#[test]
+fn batch_shadow_style_writes_each_disagreement_and_leaves_the_primary_alone() {
+    let dir = TempDir::new("drift-shadow");
+    let n = 30;
+    let states: String = (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    let states = dir.write("states.jsonl", &states);
+    let qs = dir.write("q.json", &spam_questions().to_string());
+    let primary = answering("jev-1", |i| (i % 10) as f64 / 10.0);
+    // The shadow flips states 4, 14, 24 (0.4 → 0.6), shifts 6, 16, 26 by 0.15
+    // without a flip (0.6 → 0.75), and moves 8, 18, 28 by only 0.05 (under
+    // the default 0.1).
+    let shadow = answering("jev-2", |i| match i % 10 {
+        4 => 0.6,
+        6 => 0.75,
+        8 => 0.85,
+        _ => (i % 10) as f64 / 10.0,
+    });
+    let out_path = dir.join("out.jsonl");
+    let out = out_path.display().to_string();
+    let shadow_out = dir.join("shadow.jsonl");
+    let shadow_arg = shadow_out.display().to_string();
+    let args = [
+        "batch",
+        "--style",
+        "systemone",
+        "--base-url",
+        &primary.base_url,
+        "--questions",
+        &qs,
+        "--states",
+        &states,
+        "--out",
+        &out,
+        "--shadow-style",
+        "systemone",
+        "--shadow-base-url",
+        &shadow.base_url,
+        "--shadow-model",
+        "jev-2",
+        "--shadow-out",
+        &shadow_arg,
+        "--no-progress",
+    ];
+    let run = tn(dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("batch: shadow --shadow-style systemone (jev-2): compared 30, 6 disagreeing"),
+        "{}",
+        run.stderr
+    );
+    // The primary's answers, untouched.
+    let lines = crate::support::out_lines(&out_path);
+    assert_eq!(lines.len(), n);
+    for l in &lines {
+        let i = l["line"].as_u64().unwrap() as usize - 1;
+        assert_eq!(l["decision"]["model"], "jev-1");
+        assert!(close(
+            &l["decision"]["answers"]["spam"]["noul"],
+            (i % 10) as f64 / 10.0
+        ));
+    }
+    assert_eq!(shadow.requests().len(), n);
+    assert_eq!(shadow.requests()[0].json()["model"], "jev-2");
+    // One line per disagreement, then the summary.
+    let text = std::fs::read_to_string(&shadow_out).unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (summary, found) = rows.split_last().unwrap();
+    let mut found: Vec<(u64, bool)> = found
+        .iter()
+        .map(|v| (v["line"].as_u64().unwrap(), v["flip"].as_bool().unwrap()))
+        .collect();
+    found.sort();
+    // States 4, 6, 14, 16, 24, 26 are lines 5, 7, 15, 17, 25, 27.
+    assert_eq!(
+        found,
+        [
+            (5, true),
+            (7, false),
+            (15, true),
+            (17, false),
+            (25, true),
+            (27, false)
+        ]
+    );
+    let flip = rows.iter().find(|v| v["line"] == 5).unwrap();
+    assert_eq!(flip["key"], "spam");
+    assert!(close(&flip["primary"]["noul"], 0.4) && close(&flip["shadow"]["noul"], 0.6));
+    assert!(close(&flip["shift"], 0.2));
+    assert_eq!(summary["summary"]["compared"], 30);
+    assert_eq!(summary["summary"]["disagreements"], 6);
+
+    // Resumed with nothing left to ask: the shadow file is rewritten, empty
+    // but for its summary.
+    let run = tn(dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(&shadow_out).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("\"compared\":0"), "{text}");
+
+    // A lower --shadow-min-shift also lists the small shift of state 8.
+    let run = tn(
+        dir.path(),
+        &[&args[..], &["--restart", "--shadow-min-shift", "0.01"]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(&shadow_out).unwrap();
+    assert_eq!(text.lines().count(), 10, "{text}");
+
+    // The shadow file may not be the out file or an input.
+    let run = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "systemone",
+            "--base-url",
+            &primary.base_url,
+            "--questions",
+            &qs,
+            "--states",
+            &states,
+            "--out",
+            &out,
+            "--shadow-style",
+            "systemone",
+            "--shadow-out",
+            &states,
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--shadow-out"), "{}", run.stderr);
+    // --shadow-out without --shadow-style is a usage error.
+    let run = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--questions",
+            &qs,
+            "--states",
+            &states,
+            "--out",
+            &out,
+            "--shadow-out",
+            &shadow_arg,
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn a_failing_shadow_is_reported_and_never_fails_the_batch() {
+    let dir = TempDir::new("drift-shadow-fail");
+    let states = dir.write("states.jsonl", "{\"n\": 1}\n{\"n\": 2}\n");
+    let qs = dir.write("q.json", &spam_questions().to_string());
+    let primary = answering("jev-1", |_| 0.2);
+    let broken = Upstream::start(|_| (400, vec![], r#"{"detail":"bad request"}"#.to_string()));
+    let out_path = dir.join("out.jsonl");
+    let shadow_out = dir.join("shadow.jsonl");
+    let run = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "systemone",
+            "--base-url",
+            &primary.base_url,
+            "--questions",
+            &qs,
+            "--states",
+            &states,
+            "--out",
+            &out_path.display().to_string(),
+            "--shadow-style",
+            "systemone",
+            "--shadow-base-url",
+            &broken.base_url,
+            "--shadow-out",
+            &shadow_out.display().to_string(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(crate::support::out_lines(&out_path).len(), 2);
+    let text = std::fs::read_to_string(&shadow_out).unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows[0]["error"].as_str().unwrap().contains("400"), "{text}");
+    assert_eq!(rows[2]["summary"]["shadow_failed"], 2);
+}
