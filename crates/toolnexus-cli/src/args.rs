@@ -1132,7 +1132,12 @@ const DRIFT_AFTER_HELP: &str = "\
 A flip is a changed answer (another choice pick, another score level, a noul
 across 0.5); a shift is the total-variation distance between the two answers'
 distributions (a noul as p, 1 - p). Run files pair rows by id, batch out files
-by line number; a golden tape pairs each recorded call with the live answer.
+by line number. No labels are read.
+
+A golden tape instead of A and B: `assess drift --tape GOLDEN.tape.json
+--style systemone --model M` asks every recorded call's state and questions
+(of --call only, when given) again of the live style; the recordings are A,
+the live answers B. The number of calls is printed before any is made.
 
 Exit codes:
   0    no gate broken

@@ -1,6 +1,7 @@
 //! `toolnexus assess`: run labelled examples, then report, gate, pick
-//! thresholds, calibrate, compare and check — all but `run` pure functions of
-//! run files. With no subcommand, the offline demo.
+//! thresholds, calibrate, compare, check and drift — all but `run` (and
+//! `drift --tape`) pure functions of run files. With no subcommand, the
+//! offline demo.
 
 mod drift;
 

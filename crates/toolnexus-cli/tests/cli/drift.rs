@@ -282,7 +282,7 @@ fn batch_out_files_pair_by_line_and_name_their_lines() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let up = Upstream::start(|got| {
         let i = got.json()["state"]["n"].as_u64().unwrap() as usize;
-        let p = if i % 5 == 0 { 0.9 } else { spam_p(i) };
+        let p = if i.is_multiple_of(5) { 0.9 } else { spam_p(i) };
         (
             200,
             vec![],
