@@ -660,6 +660,29 @@ pub struct BatchArgs {
     /// identical states in the input are asked once.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
+    /// A second style that answers every state in the shadow, off the
+    /// primary's path (its answers never change, delay or reach the --out
+    /// file); each disagreement goes to --shadow-out.
+    #[arg(long, value_name = "STYLE", value_parser = parse_style, requires = "shadow_out")]
+    pub shadow_style: Option<StyleName>,
+    /// The model the shadow style asks for.
+    #[arg(long, value_name = "MODEL", requires = "shadow_style")]
+    pub shadow_model: Option<String>,
+    /// The shadow style's base URL.
+    #[arg(long, value_name = "URL", requires = "shadow_style")]
+    pub shadow_base_url: Option<String>,
+    /// Where the shadow's disagreements go, one JSON line each:
+    /// {"line":n,"key":..,"primary":..,"shadow":..,"shift":..,"flip":..} (or
+    /// {"line":n,"error":..} when the shadow failed), then one
+    /// {"summary":{..}} line. Rewritten by every run: a resumed batch lists
+    /// only the states it asked this time.
+    #[arg(long, value_name = "FILE", requires = "shadow_style")]
+    pub shadow_out: Option<PathBuf>,
+    /// A disagreement is a changed answer (choice pick, score level, noul
+    /// side of 0.5) or a shift (total-variation distance) above this.
+    #[arg(long, value_name = "TVD", default_value_t = 0.1, value_parser = parse_unit_share,
+          requires = "shadow_style")]
+    pub shadow_min_shift: f64,
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,
@@ -931,6 +954,9 @@ pub enum AssessCommand {
     Compare(CompareArgs),
     /// Check that a thresholds file still holds on a run over new labels.
     Check(CheckArgs),
+    /// How far answers moved between two runs or batch out files, or a golden
+    /// tape and a live style: flips and shifts per question, no labels needed.
+    Drift(DriftArgs),
 }
 
 /// `toolnexus assess run`.
@@ -1057,6 +1083,67 @@ pub struct CompareArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+/// `toolnexus assess drift`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = DRIFT_AFTER_HELP)]
+pub struct DriftArgs {
+    /// Side A: an assess run file (rows paired by id) or a batch out file
+    /// (lines paired by line number: both from the same states file).
+    #[arg(
+        value_name = "A",
+        required_unless_present = "tape",
+        conflicts_with = "tape"
+    )]
+    pub a: Option<PathBuf>,
+    /// Side B: a file of the same kind as A.
+    #[arg(value_name = "B", required_unless_present = "tape")]
+    pub b: Option<PathBuf>,
+    /// Fail (exit 3) when a question's flip rate is above this share, e.g. 0.05.
+    #[arg(long, value_name = "SHARE", value_parser = parse_unit_share)]
+    pub max_flips: Option<f64>,
+    /// Fail (exit 3) when a question's mean shift (total-variation distance,
+    /// 0 to 1) is above this, e.g. 0.1.
+    #[arg(long, value_name = "TVD", value_parser = parse_unit_share)]
+    pub max_shift: Option<f64>,
+    /// The changes to list, largest shift first.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub show: usize,
+    /// Print the drift as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// With --tape GOLDEN.tape.json instead of A and B: every recorded call's
+    /// state and questions (of --call only, when given) asked again of the
+    /// style the flags name; the tape's decisions are A, the live answers B.
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+/// A share or distance in [0, 1].
+fn parse_unit_share(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("{s:?}: want a number from 0 to 1")),
+    }
+}
+
+/// Shown after `toolnexus assess drift --help`.
+const DRIFT_AFTER_HELP: &str = "\
+A flip is a changed answer (another choice pick, another score level, a noul
+across 0.5); a shift is the total-variation distance between the two answers'
+distributions (a noul as p, 1 - p). Run files pair rows by id, batch out files
+by line number. No labels are read.
+
+A golden tape instead of A and B: `assess drift --tape GOLDEN.tape.json
+--style systemone --model M` asks every recorded call's state and questions
+(of --call only, when given) again of the live style; the recordings are A,
+the live answers B. The number of calls is printed before any is made.
+
+Exit codes:
+  0    no gate broken
+  2    bad input: a file that is not a run or batch out file (named with its
+       line), A and B of different kinds, or no row on both sides
+  3    a question breaks --max-flips or --max-shift";
 
 /// `toolnexus assess check`.
 #[derive(Debug, Clone, Args)]

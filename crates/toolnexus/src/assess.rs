@@ -5,6 +5,7 @@
 pub mod calibrate;
 mod calibration;
 mod compare;
+mod drift;
 mod error;
 mod examples;
 mod file;
@@ -26,6 +27,9 @@ pub use calibration::{
 pub use compare::{
     CheckReport, CheckStatus, Comparison, CutCheck, QuestionComparison, check_thresholds,
     compare_runs,
+};
+pub use drift::{
+    Answered, Change, Drift, DriftOptions, QuestionDrift, answer_shift, answer_text, drift,
 };
 pub use error::{AssessError, AssessErrorKind};
 pub use examples::{Example, Gold, parse_examples, read_examples};

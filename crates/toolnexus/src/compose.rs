@@ -75,7 +75,8 @@
 //! the primary answered, asks a candidate the same request off the caller's
 //! path (a Tokio task), then compares the two decisions key by key: |Δ noul|,
 //! a choice mismatch with both choices, |Δ score|, keys one side did not
-//! answer. Each comparison is a [`Disagreement`], handed to
+//! answer. Each comparison is a [`Disagreement`] (with the state and both
+//! whole decisions), handed to
 //! [`ShadowOptions::on_disagreement`] and appended as one line to
 //! [`ShadowOptions::jsonl`]. A candidate failure is reported the same way (its
 //! kind, status and message).
@@ -124,6 +125,9 @@
 //! stats.idle().await;
 //! let seen = seen.lock().unwrap();
 //! assert_eq!(seen[0].keys["spam"], KeyDiff::Noul { primary: 0.25, candidate: 0.75, delta: 0.5 });
+//! // The state asked and both whole decisions come with it.
+//! assert_eq!(seen[0].state, json!("hello"));
+//! assert_eq!(seen[0].candidate_decision.as_ref().map(|d| d.model.as_str()), Some("jev-2"));
 //! assert_eq!((stats.compared(), stats.disagreed()), (1, 1));
 //! # Ok(())
 //! # }
@@ -1072,18 +1076,32 @@ pub struct Disagreement {
     pub candidate_elapsed: Duration,
     /// When the comparison was made.
     pub at: SystemTime,
+    /// The state both were asked about (what ties the comparison to the
+    /// caller's own record of the call).
+    pub state: Value,
+    /// The primary's whole decision (every distribution, not only the
+    /// differences in `keys`).
+    pub primary_decision: Decision,
+    /// The candidate's whole decision, when it answered.
+    pub candidate_decision: Option<Decision>,
 }
 
 impl Disagreement {
     fn new(
         call_name: String,
-        primary: &Decision,
+        state: Value,
+        primary: Decision,
         candidate: Result<Decision, ClassifierError>,
         candidate_elapsed: Duration,
     ) -> Disagreement {
-        let (candidate_model, keys, candidate_error) = match candidate {
-            Ok(c) => (Some(c.model.clone()), compare(primary, &c), None),
-            Err(e) => (None, BTreeMap::new(), Some(CandidateFailure::from(&e))),
+        let (candidate_model, keys, candidate_error, candidate_decision) = match candidate {
+            Ok(c) => (Some(c.model.clone()), compare(&primary, &c), None, Some(c)),
+            Err(e) => (
+                None,
+                BTreeMap::new(),
+                Some(CandidateFailure::from(&e)),
+                None,
+            ),
         };
         Disagreement {
             call_name,
@@ -1093,6 +1111,9 @@ impl Disagreement {
             candidate_error,
             candidate_elapsed,
             at: SystemTime::now(),
+            state,
+            primary_decision: primary,
+            candidate_decision,
         }
     }
 
@@ -1397,11 +1418,17 @@ impl ShadowShared {
         runtime.spawn(async move {
             let _guard = guard;
             let ctx = EvalContext::new().with_call_name(call_name.clone());
+            let state = request.state.clone();
             let started = Instant::now();
             let answered = shared.candidate.evaluate_request(ctx, request).await;
             let elapsed = started.elapsed();
-            let report =
-                Disagreement::new(call_name, &primary, answered.map(|e| e.decision), elapsed);
+            let report = Disagreement::new(
+                call_name,
+                state,
+                primary,
+                answered.map(|e| e.decision),
+                elapsed,
+            );
             shared.report(report).await;
         });
     }

@@ -1,6 +1,9 @@
 //! `toolnexus assess`: run labelled examples, then report, gate, pick
-//! thresholds, calibrate, compare and check — all but `run` pure functions of
-//! run files. With no subcommand, the offline demo.
+//! thresholds, calibrate, compare, check and drift — all but `run` (and
+//! `drift --tape`) pure functions of run files. With no subcommand, the
+//! offline demo.
+
+mod drift;
 
 use std::io::IsTerminal as _;
 use std::path::Path;
@@ -37,6 +40,7 @@ pub async fn run(args: AssessArgs) -> Result<Exit> {
         Some(AssessCommand::Calibrate(a)) => calibrate(a),
         Some(AssessCommand::Compare(a)) => compare(a),
         Some(AssessCommand::Check(a)) => check(a),
+        Some(AssessCommand::Drift(a)) => drift::run(a).await,
     }
 }
 

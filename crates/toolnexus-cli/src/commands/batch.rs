@@ -30,6 +30,7 @@
 
 mod out;
 mod sha256;
+mod shadow;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -80,6 +81,25 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             }
         }
         input::refuse_overwrite("--out", &args.out, &inputs)?;
+    }
+    if let Some(path) = shadow::Shadow::path(&args) {
+        let mut inputs: Vec<(&str, &Path)> = vec![
+            ("--states", args.states.as_path()),
+            ("--questions", Path::new(&args.questions)),
+            ("--out", args.out.as_path()),
+        ];
+        for (flag, path) in [
+            ("--thresholds", &args.thresholds),
+            ("--cache", &args.cache),
+            ("--tape", &args.style.tape),
+            ("--student", &args.style.student),
+            ("--calibration", &args.style.calibration),
+        ] {
+            if let Some(p) = path {
+                inputs.push((flag, p.as_path()));
+            }
+        }
+        input::refuse_overwrite("--shadow-out", path, &inputs)?;
     }
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let text = input::read_file("--states", &args.states)?;
@@ -160,6 +180,15 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         .rpm
         .filter(|_| !live)
         .map(|n| Arc::new(Pacer::per_minute(n)));
+    // The shadow wraps the primary as the out file sees it (cache included);
+    // its file is opened only once the out file is ours.
+    let shadow = match shadow::Shadow::wrap(&args, built.classifier.clone(), &pending)? {
+        Some((wrapped, s)) => {
+            built.classifier = wrapped;
+            Some(s)
+        }
+        None => None,
+    };
     let call = built.call.clone();
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)
@@ -223,6 +252,13 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             return Ok(Exit::ClosedOutput);
         }
         return Err(write_failed(e));
+    }
+    let shadow_said = match shadow {
+        Some(s) => Some(s.finish(!interrupted).await?),
+        None => None,
+    };
+    if let Some(line) = &shadow_said {
+        tell!("{line}");
     }
 
     if interrupted {

@@ -5,6 +5,7 @@ mod assess;
 mod batch;
 mod cache;
 mod distill;
+mod drift;
 mod errors;
 mod eval;
 mod faithful;

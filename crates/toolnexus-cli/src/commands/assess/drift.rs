@@ -1,0 +1,346 @@
+//! `toolnexus assess drift`: two sides' answers to the same states compared
+//! without labels ([`toolnexus::assess::drift`] does the arithmetic).
+//!
+//! A side is an assess run file (rows paired by id), a batch out file (result
+//! lines paired by line number: both written from the same states file; a
+//! header-less stream from `batch --out -` reads alike), or, with `--tape`, a
+//! golden tape replayed through a live style (each recorded call is side A,
+//! the live answer to its state and questions side B; rows are named
+//! `CALL#k`, the k-th entry of the call as the tape file holds them).
+
+use std::path::Path;
+
+use anyhow::Result;
+use futures::StreamExt as _;
+use serde_json::Value;
+use toolnexus::assess::{Answered, Drift, DriftOptions, RUN_FORMAT, Run, drift};
+use toolnexus::classifier::{Decision, EvalContext, EvalRequest};
+use toolnexus::judge::{Tape, TapeOutcome};
+
+use crate::args::{DriftArgs, StyleName};
+use crate::exit::{self, Exit};
+use crate::input;
+use crate::style::{self, Fallback};
+
+/// Live calls in flight at once when a tape is asked again.
+const TAPE_CONCURRENCY: usize = 8;
+
+/// What a side's file is, and so how its rows pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Run,
+    Batch,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Run => "an assess run file",
+            Kind::Batch => "a batch out file",
+        }
+    }
+}
+
+/// One side read from a file.
+struct Side {
+    kind: Kind,
+    rows: Vec<Answered>,
+    /// A batch header's `sha256:` of its states file.
+    states: Option<String>,
+}
+
+/// Runs `toolnexus assess drift`.
+pub async fn run(args: DriftArgs) -> Result<Exit> {
+    let mut options = DriftOptions::default().with_show(args.show);
+    if let Some(share) = args.max_flips {
+        options = options.with_max_flips(share);
+    }
+    if let Some(tvd) = args.max_shift {
+        options = options.with_max_shift(tvd);
+    }
+    let (report, a_name, b_name, paired_by) = match (&args.a, &args.b, &args.style.tape) {
+        (Some(a), Some(b), None) => {
+            let (sa, sb) = (read_side(a)?, read_side(b)?);
+            if sa.kind != sb.kind {
+                return Err(exit::usage(format!(
+                    "assess drift: {} is {} and {} is {}: compare two of a kind",
+                    a.display(),
+                    sa.kind.as_str(),
+                    b.display(),
+                    sb.kind.as_str()
+                )));
+            }
+            if let (Some(x), Some(y)) = (&sa.states, &sb.states)
+                && x != y
+            {
+                tell!(
+                    "warning: {} and {} were written from different states files; their lines are paired by number all the same",
+                    a.display(),
+                    b.display()
+                );
+            }
+            let paired_by = match sa.kind {
+                Kind::Run => "id",
+                Kind::Batch => "line",
+            };
+            (
+                drift(&sa.rows, &sb.rows, &options),
+                a.display().to_string(),
+                b.display().to_string(),
+                paired_by,
+            )
+        }
+        (None, None, Some(tape)) => {
+            let (a, b, live) = ask_tape(&args, tape).await?;
+            (
+                drift(&a, &b, &options),
+                tape.display().to_string(),
+                live,
+                "recorded call",
+            )
+        }
+        _ => {
+            return Err(exit::usage(
+                "assess drift: give two files A B, or --tape GOLDEN.tape.json and a live style",
+            ));
+        }
+    };
+    if report.paired == 0 {
+        return Err(exit::usage(format!(
+            "assess drift: {a_name} and {b_name} share no row (paired by {paired_by}); nothing to compare"
+        )));
+    }
+    print(&report, &a_name, &b_name, paired_by, args.json);
+    Ok(if report.breached() {
+        Exit::Eval
+    } else {
+        Exit::Success
+    })
+}
+
+fn print(report: &Drift, a: &str, b: &str, paired_by: &str, json: bool) {
+    if json {
+        let mut v = serde_json::to_value(report).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut v {
+            m.insert("a".into(), Value::from(a));
+            m.insert("b".into(), Value::from(b));
+            m.insert("paired_by".into(), Value::from(paired_by));
+            m.insert("breached".into(), Value::from(report.breached()));
+        }
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&v).unwrap_or_else(|_| v.to_string())
+        );
+        return;
+    }
+    say!("A: {a}\nB: {b}\n");
+    put!("{}", report.table());
+    for q in report.questions.iter().filter(|q| !q.breaches.is_empty()) {
+        say!("gate: {}: {}", q.key, q.breaches.join("; "));
+    }
+}
+
+/// Reads A or B: a run file or a batch out file, told apart by its first line.
+fn read_side(path: &Path) -> Result<Side> {
+    let text = read_text(path)?;
+    let first = text.lines().next().unwrap_or("");
+    let head: Option<Value> = serde_json::from_str(input::strip_bom(first)).ok();
+    let field = |k: &str| head.as_ref().and_then(|h| h.get(k));
+    if field("format").and_then(Value::as_str) == Some(RUN_FORMAT) {
+        let run = Run::parse(&text, path).map_err(|e| exit::usage(e.to_string()))?;
+        if let Some(line) = run.torn_line {
+            tell!(
+                "warning: {}:{line}: torn final line (cut short by an interrupted run) left out",
+                path.display()
+            );
+        }
+        let rows = run
+            .rows
+            .into_iter()
+            .map(|r| match r.outcome {
+                toolnexus::assess::Outcome::Decided(d) => Answered::decided(r.id, d),
+                toolnexus::assess::Outcome::Failed { kind, message } => {
+                    Answered::failed(r.id, format!("{kind}: {message}"))
+                }
+            })
+            .collect();
+        return Ok(Side {
+            kind: Kind::Run,
+            rows,
+            states: None,
+        });
+    }
+    let batch_header = field("toolnexus").and_then(Value::as_str) == Some("batch");
+    if batch_header || field("line").is_some() {
+        return read_batch(path, &text, batch_header, head.as_ref());
+    }
+    Err(exit::usage(format!(
+        "{}:1: neither an assess run file (a {RUN_FORMAT:?} header) nor a batch out file (a {{\"toolnexus\":\"batch\"}} header, or {{\"line\":n,…}} lines)",
+        path.display()
+    )))
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    if path.is_dir() {
+        return Err(exit::usage(format!(
+            "{}: is a directory, not a file",
+            path.display()
+        )));
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| exit::usage(format!("{}: cannot read: {e}", path.display())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        exit::usage(format!(
+            "{}: not UTF-8 text (an invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// A batch out file's result lines: `{"line":n,"decision":{…}}` or
+/// `{"line":n,"error":"…"}`; a torn final line (no newline, not JSON) is left
+/// out and said so.
+fn read_batch(path: &Path, text: &str, header: bool, head: Option<&Value>) -> Result<Side> {
+    let shown = path.display();
+    let states = head
+        .filter(|_| header)
+        .and_then(|h| h.pointer("/fingerprint/states"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut rows = Vec::new();
+    let lines: Vec<(usize, &str)> = text
+        .split_inclusive('\n')
+        .enumerate()
+        .skip(usize::from(header))
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(_, l)| !l.trim().is_empty())
+        .collect();
+    let last = lines.len();
+    for (at, (n, raw)) in lines.into_iter().enumerate() {
+        let line = raw.trim_end();
+        let v: Value = match serde_json::from_str(input::strip_bom(line)) {
+            Ok(v) => v,
+            Err(_) if at + 1 == last && !raw.ends_with('\n') => {
+                tell!(
+                    "warning: {shown}:{n}: torn final line (cut short by an interrupted run) left out"
+                );
+                break;
+            }
+            Err(e) => {
+                return Err(exit::usage(format!(
+                    "{shown}:{n}: not JSON at column {}: {e}",
+                    e.column()
+                )));
+            }
+        };
+        let bad = |what: String| exit::usage(format!("{shown}:{n}: {what}"));
+        let number = v
+            .get("line")
+            .and_then(Value::as_u64)
+            .filter(|x| *x > 0)
+            .ok_or_else(|| bad("a result line has a positive whole \"line\"".to_string()))?;
+        let id = format!("line {number}");
+        let row = match (v.get("decision"), v.get("error")) {
+            (Some(d), None) => Answered::decided(
+                id,
+                Decision::from_value(d).map_err(|e| bad(format!("decision: {}", e.detail())))?,
+            ),
+            (None, Some(e)) => {
+                Answered::failed(id, e.as_str().map_or_else(|| e.to_string(), str::to_string))
+            }
+            _ => {
+                return Err(bad(
+                    "a result line holds exactly one of \"decision\" and \"error\"".to_string(),
+                ));
+            }
+        };
+        rows.push(row);
+    }
+    Ok(Side {
+        kind: Kind::Batch,
+        rows,
+        states,
+    })
+}
+
+/// Every recorded call of the tape (of `--call` only, when given) asked again
+/// of the live style: the recordings as side A, the live answers as side B,
+/// and how to name the live side.
+async fn ask_tape(args: &DriftArgs, path: &Path) -> Result<(Vec<Answered>, Vec<Answered>, String)> {
+    let tape = Tape::load(path).map_err(|e| exit::usage(format!("--tape: {e}")))?;
+    let mut live_args = args.style.clone();
+    live_args.tape = None;
+    live_args.call = None;
+    if matches!(
+        live_args.live.style,
+        Some(StyleName::Tape | StyleName::Static)
+    ) || live_args.tape_match.is_some()
+    {
+        return Err(exit::usage(
+            "assess drift --tape: the tape is side A; name a live style (--style systemone, llm, local or student) for side B",
+        ));
+    }
+    let built = style::build(&live_args, Fallback::SystemOne)?;
+    let entries = match &args.style.call {
+        Some(c) => {
+            let e = tape.call_entries(c);
+            if e.is_empty() {
+                return Err(exit::usage(format!(
+                    "--call {c:?}: {} has no such call (it has {})",
+                    path.display(),
+                    tape.call_names().join(", ")
+                )));
+            }
+            e
+        }
+        None => tape.entries(),
+    };
+    let live_name = format!(
+        "--style {} ({})",
+        built.style.as_str(),
+        built.classifier.model()
+    );
+    tell!(
+        "assess drift: asking {live_name} again for {} recorded call{} of {}",
+        entries.len(),
+        if entries.len() == 1 { "" } else { "s" },
+        path.display()
+    );
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    let ids: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            let n = seen.entry(e.call_name.clone()).or_default();
+            *n += 1;
+            format!("{}#{n}", e.call_name)
+        })
+        .collect();
+    let a: Vec<Answered> = entries
+        .iter()
+        .zip(&ids)
+        .map(|(e, id)| match &e.outcome {
+            TapeOutcome::Decision(d) => Answered::decided(id.clone(), d.clone()),
+            TapeOutcome::Failure { message, .. } => Answered::failed(id.clone(), message.clone()),
+        })
+        .collect();
+    let classifier = built.classifier.clone();
+    let b: Vec<Answered> = futures::stream::iter(entries.into_iter().zip(ids))
+        .map(|(e, id)| {
+            let classifier = classifier.clone();
+            async move {
+                let ctx = EvalContext::new().with_call_name(e.call_name.clone());
+                match classifier
+                    .evaluate_request(ctx, EvalRequest::new(e.state, e.questions))
+                    .await
+                {
+                    Ok(done) => Answered::decided(id, done.decision),
+                    Err(err) => Answered::failed(id, err.to_string()),
+                }
+            }
+        })
+        .buffered(TAPE_CONCURRENCY)
+        .collect()
+        .await;
+    Ok((a, b, live_name))
+}
