@@ -393,7 +393,8 @@ pub struct ProbeReport {
     pub first_error: Option<String>,
     /// Per question (by key), then per probe in [`Probe::ALL`] order.
     pub results: Vec<ProbeResult>,
-    /// Probes that did not apply or could not run on a question.
+    /// Probes that apply to a question's kind but could not run on it (a
+    /// probe that does not apply to a kind is not listed).
     pub skipped: Vec<Skipped>,
 }
 
@@ -594,28 +595,18 @@ pub async fn run_probes(
     let mut derangements = BTreeMap::new();
     let mut skipped = Vec::new();
     for (key, q) in questions {
-        for probe in Probe::ALL {
-            if !options.runs(probe) {
-                continue;
-            }
-            if !probe.applies_to(q) {
-                skipped.push(Skipped {
-                    question: key.clone(),
-                    probe,
-                    why: format!("does not apply to a {} question", q.kind()),
-                });
-            } else if probe == Probe::Shuffle {
-                match shuffle_skip(q) {
-                    Some(why) => skipped.push(Skipped {
-                        question: key.clone(),
-                        probe,
-                        why,
-                    }),
-                    None => {
-                        let Question::Choice(c) = q else { continue };
-                        derangements.insert(key.clone(), derangement(c.criteria.len(), &mut rng));
-                    }
-                }
+        let Question::Choice(c) = q else { continue };
+        if !options.runs(Probe::Shuffle) {
+            continue;
+        }
+        match shuffle_skip(q) {
+            Some(why) => skipped.push(Skipped {
+                question: key.clone(),
+                probe: Probe::Shuffle,
+                why,
+            }),
+            None => {
+                derangements.insert(key.clone(), derangement(c.criteria.len(), &mut rng));
             }
         }
     }
