@@ -155,12 +155,15 @@ impl Probe {
     }
 
     fn applies_to(self, q: &Question) -> bool {
-        match (self, q) {
-            (Probe::Shuffle | Probe::Order, Question::Choice(_)) => true,
-            (Probe::Polarity, Question::Noul(_)) => true,
-            (Probe::Repeat, Question::Noul(_) | Question::Choice(_) | Question::Score(_)) => true,
-            _ => false,
-        }
+        matches!(
+            (self, q),
+            (Probe::Shuffle | Probe::Order, Question::Choice(_))
+                | (Probe::Polarity, Question::Noul(_))
+                | (
+                    Probe::Repeat,
+                    Question::Noul(_) | Question::Choice(_) | Question::Score(_)
+                )
+        )
     }
 }
 

@@ -266,7 +266,7 @@ async fn failed_calls_are_counted_never_an_abort() {
         evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
             let n = seen.fetch_add(1, Ordering::Relaxed);
             Box::pin(async move {
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     return Err("backend down".to_string());
                 }
                 Decision::from_value(
