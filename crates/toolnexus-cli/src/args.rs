@@ -117,7 +117,80 @@ pub enum Command {
     /// instructions that ask two things, token budgets. No model is asked (the
     /// embedded model, when it is there, only compares option descriptions).
     Lint(LintArgs),
+    /// Ask the backend variants of the questions over sample states, without
+    /// labels: are the option descriptions read (shuffle), does the option
+    /// order move the answer (order), is a negated noul answered as the
+    /// opposite (polarity), how far do identical requests differ (repeat).
+    Probe(ProbeArgs),
 }
+
+/// `toolnexus probe`: encoding probes over sample states.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = PROBE_AFTER_HELP)]
+pub struct ProbeArgs {
+    /// Questions: a JSON file (or inline JSON) of key -> wire question.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub questions: String,
+    /// Sample states: one JSON state per line (blank lines are skipped); the
+    /// first --max-states are probed.
+    #[arg(long, value_name = "FILE")]
+    pub states: PathBuf,
+    /// The probes to run, comma-separated: shuffle (choice: descriptions moved
+    /// across option ids), order (choice: options reversed and rotated),
+    /// polarity (noul: the question negated, instructions asked as
+    /// "Is the following false? …" and its true/false criteria swapped),
+    /// repeat (the same request --repeat times: the noise floor). Score
+    /// questions are only repeated; box questions are not probed.
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          default_value = "shuffle,order,polarity,repeat",
+          value_parser = ["shuffle", "order", "polarity", "repeat"])]
+    pub probes: Vec<String>,
+    /// Answers per state for the repeat probe, the first request included.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(2..=20))]
+    pub repeat: u32,
+    /// Probe at most this many states (the first ones of --states).
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_states: u32,
+    /// Refuse to start when the run would make more calls than this
+    /// (states × variants, printed before anything is sent).
+    #[arg(long, value_name = "N", default_value_t = 500,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_calls: u64,
+    /// Calls in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+    /// Seeds the shuffle's permutations and the bootstrap ranges.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print the report as one JSON object (the call count goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Where decisions come from.
+    #[command(flatten)]
+    pub style: StyleArgs,
+}
+
+/// Shown after `toolnexus probe --help`.
+const PROBE_AFTER_HELP: &str = "\
+Figures, per question and probe, with a 95% range (Wilson for the shuffle's
+share, a bootstrap over states otherwise):
+  shuffle   share of states whose pick follows the description (1 is good)
+  order     mean total-variation distance between the original distribution
+            and the reversed and rotated ones, matched by option id (0 is good)
+  polarity  mean |p + p_neg - 1| (0 is good)
+  repeat    mean distance between identical requests: the noise floor
+Verdicts: ok, sensitive, broken. The tolerance is max(0.05, 2 x the question's
+noise floor); order and polarity are ok within it and broken from 0.30; repeat
+is ok up to 0.05 and broken from 0.30; the shuffle is broken below 0.50 and ok
+within 0.10 of the share of states whose pick never changed under repeat.
+A failed call is counted and reported; the states it leaves out are not measured.
+
+Exit codes: 0 no probe found a broken encoding; 2 bad input, or the run would
+make more calls than --max-calls; 3 a verdict is broken, or a probe measured no
+state because every call it needed failed.";
 
 /// `toolnexus lint`: static checks of question files.
 #[derive(Debug, Clone, Args)]

@@ -18,6 +18,7 @@ pub mod install;
 pub mod lint;
 pub mod mcp;
 pub mod model;
+pub mod probe;
 pub mod serve;
 pub mod tape;
 
@@ -49,5 +50,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             Some(McpCommand::Uninstall(i)) => install::mcp_uninstall(i),
         },
         Command::Lint(a) => lint::run(a),
+        Command::Probe(a) => probe::run(a).await,
     }
 }

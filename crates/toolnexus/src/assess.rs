@@ -38,6 +38,7 @@ pub use summary::{
     AnsweredBy, CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt,
     QuestionSummary, Slice, SliceBy, Summary, SummaryOptions, summarize, table,
 };
+pub(crate) use thresholds::wilson;
 pub use thresholds::{
     GatePick, Honest, MIN_ROWS, Measured, Method, PROVISIONAL_ROWS, Pick, Status, Target,
     ThresholdOptions, ThresholdReport, choose_thresholds,

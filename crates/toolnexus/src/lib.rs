@@ -64,7 +64,8 @@
 //! [`BoxFuture`](client::BoxFuture)), [`judge`] (builders, bands, gates,
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
 //! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
-//! `sqlite` feature) and [`compose`] (fallback and shadow).
+//! `sqlite` feature), [`compose`] (fallback and shadow) and [`probe`] (encoding
+//! probes: shuffle, order, polarity, repeat, without labels).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
@@ -95,5 +96,6 @@ pub mod classifier;
 pub mod compose;
 pub mod judge;
 pub mod limit;
+pub mod probe;
 #[cfg(feature = "test-util")]
 pub mod testing;

@@ -1,0 +1,1067 @@
+//! Encoding probes (SPEC §20): ask the backend variants of the same questions
+//! over sample states and measure, without labels, whether the encoding is
+//! read the way it was meant.
+//!
+//! Four probes, each a figure per question with a 95% range and a verdict:
+//!
+//! | probe | questions | variant sent | figure |
+//! |---|---|---|---|
+//! | [`Probe::Shuffle`] | choice | the descriptions moved across the option ids (a derangement, one per question, drawn from the seed) | share of states whose pick follows the description: the id that now carries the originally picked description (Wilson 95% range) |
+//! | [`Probe::Order`] | choice | the options reversed, and rotated by one | mean total-variation distance between the original distribution and each reordered one, matched by option id (bootstrap 95% range) |
+//! | [`Probe::Polarity`] | noul | the noul negated: `criteria` true and false swapped when present, and the instructions rewritten as `Is the following false? <instructions>` (structured instructions are written as compact JSON after that prefix) | mean \|p + p_neg − 1\| (bootstrap 95% range) |
+//! | [`Probe::Repeat`] | noul, choice, score | the same request again, `repeat − 1` more times | mean over states of the mean pairwise total-variation distance (choice, score) or \|Δp\| (noul) between the answers: the noise floor (bootstrap 95% range) |
+//!
+//! Score questions are not reordered: their levels are an ordered rubric, and
+//! another order is another question. Box questions are not probed.
+//!
+//! A bootstrap range resamples the states ([`BOOTSTRAP_RESAMPLES`] times, from
+//! the seed) and takes the 2.5th and 97.5th percentiles of the mean.
+//!
+//! # Verdicts
+//!
+//! The noise floor `r` of a question is its repeat figure when the repeat
+//! probe ran, and the tolerance is `max(`[`TOLERANCE`]`, `[`NOISE_FACTOR`]` × r)`
+//! (without the repeat probe, [`TOLERANCE`]):
+//!
+//! - *repeat*: `ok` at most [`TOLERANCE`], `broken` from [`BROKEN_SHIFT`] on,
+//!   `sensitive` between;
+//! - *order*, *polarity*: `ok` within the tolerance, `broken` from
+//!   [`BROKEN_SHIFT`] on (and beyond the tolerance), `sensitive` between;
+//! - *shuffle*: with `c` the share of states whose pick never changed under
+//!   repeat (1 without the repeat probe), `ok` when the follow share is at least
+//!   `c −` [`FOLLOW_SLACK`], `broken` below [`FOLLOW_BROKEN`], `sensitive` between.
+//!
+//! A question whose every variant call failed is [`Verdict::Unmeasured`]. A
+//! failed call is counted, never an abort: the state drops out of the figures
+//! that needed it.
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use serde_json::json;
+//! # use toolnexus::classifier::*;
+//! # use toolnexus::probe::{Probe, ProbeOptions, Verdict, run_probes};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! // A judge that always picks the first option offered, whatever it means.
+//! let first = create_classifier(ClassifierOptions {
+//!     style: ClassifierStyle::Custom,
+//!     evaluate: Some(Arc::new(|_ctx, _state, qs: Questions| {
+//!         Box::pin(async move {
+//!             let Question::Choice(c) = &qs["desk"] else { unreachable!() };
+//!             let ids: Vec<&String> = c.criteria.keys().collect();
+//!             let probs: serde_json::Map<_, _> = ids.iter().enumerate()
+//!                 .map(|(i, id)| (id.to_string(), json!(if i == 0 { 0.9 } else { 0.1 / (ids.len() - 1) as f64 })))
+//!                 .collect();
+//!             Decision::from_value(&json!({"model": "m", "answers": {"desk": {
+//!                 "type": "choice", "choice": ids[0], "probabilities": probs, "confidence": 0.9}}}))
+//!                 .map_err(|e| e.to_string())
+//!         })
+//!     })),
+//!     ..Default::default()
+//! }).unwrap();
+//! let qs = Questions::from([("desk".to_string(), choice_over("Which desk?", [
+//!     ("billing", "money moved"), ("shipping", "a parcel"), ("other", "anything else"),
+//! ]).into())]);
+//! let states = vec![json!("refund please"), json!("where is my parcel")];
+//! let options = ProbeOptions::default();
+//! assert_eq!(options.planned_calls(&qs, states.len()), 2 * (1 + 1 + 2 + 2));
+//! let report = run_probes(&first, &qs, &states, &options).await;
+//! assert_eq!(report.result("desk", Probe::Order).unwrap().verdict, Verdict::Broken);
+//! assert_eq!(report.result("desk", Probe::Shuffle).unwrap().verdict, Verdict::Broken);
+//! assert_eq!(report.result("desk", Probe::Repeat).unwrap().verdict, Verdict::Ok);
+//! # }
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+
+use crate::assess::rng::Rng;
+use crate::assess::wilson;
+use crate::classifier::{
+    ChoiceOptions, Classifier, Content, Decision, DecisionAnswer, EvalContext, NoulCriteria,
+    NoulQuestion, Question, Questions,
+};
+
+/// The smallest tolerance for a shift or a noise floor (order, polarity, repeat).
+pub const TOLERANCE: f64 = 0.05;
+/// The tolerance is this many times a question's noise floor, when larger.
+pub const NOISE_FACTOR: f64 = 2.0;
+/// A mean shift (or noise floor) from which a probe's verdict is `broken`.
+pub const BROKEN_SHIFT: f64 = 0.3;
+/// Shuffle: a follow share this far below the repeat agreement is still `ok`.
+pub const FOLLOW_SLACK: f64 = 0.1;
+/// Shuffle: a follow share below this is `broken`.
+pub const FOLLOW_BROKEN: f64 = 0.5;
+/// Bootstrap resamples for a mean's 95% range.
+pub const BOOTSTRAP_RESAMPLES: usize = 1000;
+/// The prefix of a negated noul's instructions (the polarity probe).
+pub const NEGATION_PREFIX: &str = "Is the following false? ";
+
+/// One probe.
+///
+/// ```
+/// use toolnexus::probe::Probe;
+///
+/// assert_eq!("order".parse::<Probe>(), Ok(Probe::Order));
+/// assert_eq!(Probe::Polarity.as_str(), "polarity");
+/// assert!("sideways".parse::<Probe>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Probe {
+    /// Descriptions moved across option ids: does the pick follow the description?
+    Shuffle,
+    /// Options reversed and rotated: how far does the distribution move?
+    Order,
+    /// A noul and its negation: p + p(negation) ≈ 1?
+    Polarity,
+    /// The same request again: the noise floor.
+    Repeat,
+}
+
+impl Probe {
+    /// Every probe, in the order they are reported.
+    pub const ALL: [Probe; 4] = [Probe::Shuffle, Probe::Order, Probe::Polarity, Probe::Repeat];
+
+    /// The probe's name: `shuffle`, `order`, `polarity` or `repeat`.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::probe::Probe::Shuffle.as_str(), "shuffle");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Probe::Shuffle => "shuffle",
+            Probe::Order => "order",
+            Probe::Polarity => "polarity",
+            Probe::Repeat => "repeat",
+        }
+    }
+
+    /// What the figure is, in a few words.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::probe::Probe::Polarity.figure_name(), "mean |p + p_neg - 1|");
+    /// ```
+    pub fn figure_name(self) -> &'static str {
+        match self {
+            Probe::Shuffle => "share following the description",
+            Probe::Order => "mean shift (TV distance)",
+            Probe::Polarity => "mean |p + p_neg - 1|",
+            Probe::Repeat => "noise floor (mean shift)",
+        }
+    }
+
+    fn applies_to(self, q: &Question) -> bool {
+        matches!(
+            (self, q),
+            (Probe::Shuffle | Probe::Order, Question::Choice(_))
+                | (Probe::Polarity, Question::Noul(_))
+                | (
+                    Probe::Repeat,
+                    Question::Noul(_) | Question::Choice(_) | Question::Score(_)
+                )
+        )
+    }
+}
+
+impl fmt::Display for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Probe {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Probe, String> {
+        Probe::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown probe {s:?} (probes: shuffle, order, polarity, repeat)")
+            })
+    }
+}
+
+/// A probe's plain verdict on one question.
+///
+/// ```
+/// use toolnexus::probe::Verdict;
+/// assert_eq!(Verdict::Sensitive.as_str(), "sensitive");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Within the tolerance: the encoding is read as meant.
+    Ok,
+    /// Beyond the tolerance, short of broken: worth a look.
+    Sensitive,
+    /// The encoding is not read as meant (see the module docs for the cuts).
+    Broken,
+    /// No state could be measured: every call it needed failed.
+    Unmeasured,
+}
+
+impl Verdict {
+    /// `ok`, `sensitive`, `broken` or `unmeasured`.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::probe::Verdict::Broken.as_str(), "broken");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Sensitive => "sensitive",
+            Verdict::Broken => "broken",
+            Verdict::Unmeasured => "unmeasured",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What to probe and how.
+///
+/// ```
+/// use toolnexus::probe::{Probe, ProbeOptions};
+///
+/// let o = ProbeOptions { probes: vec![Probe::Repeat], repeat: 5, ..Default::default() };
+/// assert_eq!(o.concurrency, 4);
+/// # let _ = o;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProbeOptions {
+    /// The probes to run (default: all four). Order and duplicates do not matter.
+    pub probes: Vec<Probe>,
+    /// Answers per state for the repeat probe, the first request included
+    /// (default 3; at least 2).
+    pub repeat: usize,
+    /// Calls in flight at once (default 4; at least 1).
+    pub concurrency: usize,
+    /// Seeds the shuffle's derangements and the bootstrap (default 0).
+    pub seed: u64,
+    /// The context every call runs under: its call name, and its cancellation
+    /// (a cancelled call counts as failed).
+    pub context: EvalContext,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> ProbeOptions {
+        ProbeOptions {
+            probes: Probe::ALL.to_vec(),
+            repeat: 3,
+            concurrency: 4,
+            seed: 0,
+            context: EvalContext::default(),
+        }
+    }
+}
+
+impl ProbeOptions {
+    fn runs(&self, p: Probe) -> bool {
+        self.probes.contains(&p)
+    }
+
+    /// The calls a probe run makes: states × variants, where the variants are
+    /// the request as written, one with the descriptions shuffled (when a
+    /// choice question can be shuffled), two reordered (when a choice is
+    /// asked), one negated (when a noul is asked) and `repeat − 1` repeats.
+    ///
+    /// ```
+    /// use toolnexus::classifier::{NoulQuestion, Questions};
+    /// use toolnexus::probe::ProbeOptions;
+    ///
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// // The request, its negation, two repeats.
+    /// assert_eq!(ProbeOptions::default().planned_calls(&qs, 10), 10 * 4);
+    /// ```
+    pub fn planned_calls(&self, questions: &Questions, states: usize) -> usize {
+        states * self.variants(questions).len()
+    }
+
+    fn variants(&self, questions: &Questions) -> Vec<Variant> {
+        let mut v = vec![Variant::Original];
+        let any = |f: &dyn Fn(&Question) -> bool| questions.values().any(f);
+        if self.runs(Probe::Shuffle) && any(&|q| shuffle_skip(q).is_none()) {
+            v.push(Variant::Shuffled);
+        }
+        if self.runs(Probe::Order) && any(&|q| Probe::Order.applies_to(q)) {
+            v.extend([Variant::Reversed, Variant::Rotated]);
+        }
+        if self.runs(Probe::Polarity) && any(&|q| Probe::Polarity.applies_to(q)) {
+            v.push(Variant::Negated);
+        }
+        if self.runs(Probe::Repeat) && any(&|q| Probe::Repeat.applies_to(q)) {
+            v.extend((1..self.repeat.max(2)).map(Variant::Repeat));
+        }
+        v
+    }
+}
+
+/// One probe's figure on one question.
+///
+/// ```
+/// use toolnexus::probe::{Probe, ProbeResult, Verdict};
+///
+/// let r = ProbeResult {
+///     question: "desk".into(), probe: Probe::Order, figure: Some(0.02), range: Some((0.0, 0.05)),
+///     states: 20, failed: 0, verdict: Verdict::Ok, line: "the order does not move the answer".into(),
+/// };
+/// assert_eq!(r.to_value()["verdict"], "ok");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeResult {
+    /// The question's key.
+    pub question: String,
+    /// The probe.
+    pub probe: Probe,
+    /// The figure ([`Probe::figure_name`]); `None` when no state was measured.
+    pub figure: Option<f64>,
+    /// Its 95% range (Wilson for the shuffle's share, bootstrap otherwise).
+    pub range: Option<(f64, f64)>,
+    /// States measured.
+    pub states: usize,
+    /// States left out because a call they needed failed (or, for the
+    /// shuffle, the original answer was missing).
+    pub failed: usize,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The verdict in plain words, one line.
+    pub line: String,
+}
+
+impl ProbeResult {
+    /// The result as JSON: `question`, `probe`, `figure`, `range` (`[lo, hi]`
+    /// or null), `states`, `failed`, `verdict`, `line`.
+    ///
+    /// ```
+    /// # use toolnexus::probe::{Probe, ProbeResult, Verdict};
+    /// # let r = ProbeResult { question: "q".into(), probe: Probe::Repeat, figure: None, range: None,
+    /// #     states: 0, failed: 3, verdict: Verdict::Unmeasured, line: "no state answered".into() };
+    /// assert!(r.to_value()["figure"].is_null());
+    /// ```
+    pub fn to_value(&self) -> Value {
+        json!({
+            "question": self.question,
+            "probe": self.probe.as_str(),
+            "figure": self.figure,
+            "range": self.range.map(|(lo, hi)| json!([lo, hi])),
+            "states": self.states,
+            "failed": self.failed,
+            "verdict": self.verdict.as_str(),
+            "line": self.line,
+        })
+    }
+}
+
+/// A probe that could not run on a question, and why.
+///
+/// ```
+/// use toolnexus::probe::{Probe, Skipped};
+/// let s = Skipped { question: "tone".into(), probe: Probe::Shuffle, why: "two options share a description".into() };
+/// assert_eq!(s.probe, Probe::Shuffle);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The question's key.
+    pub question: String,
+    /// The probe.
+    pub probe: Probe,
+    /// Why it did not run.
+    pub why: String,
+}
+
+/// Everything a probe run measured.
+///
+/// ```
+/// use toolnexus::probe::ProbeReport;
+/// let r = ProbeReport::default();
+/// assert!(!r.any_broken());
+/// assert_eq!(r.to_value()["calls"], 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeReport {
+    /// States probed.
+    pub states: usize,
+    /// Calls made.
+    pub calls: usize,
+    /// Calls that failed.
+    pub failed_calls: usize,
+    /// The first failure's message (the library's, free of secrets), if any.
+    pub first_error: Option<String>,
+    /// Per question (by key), then per probe in [`Probe::ALL`] order.
+    pub results: Vec<ProbeResult>,
+    /// Probes that apply to a question's kind but could not run on it (a
+    /// probe that does not apply to a kind is not listed).
+    pub skipped: Vec<Skipped>,
+}
+
+impl ProbeReport {
+    /// The result of one probe on one question.
+    ///
+    /// ```
+    /// # use toolnexus::probe::{Probe, ProbeReport};
+    /// assert!(ProbeReport::default().result("desk", Probe::Order).is_none());
+    /// ```
+    pub fn result(&self, question: &str, probe: Probe) -> Option<&ProbeResult> {
+        self.results
+            .iter()
+            .find(|r| r.question == question && r.probe == probe)
+    }
+
+    /// Whether any verdict is `broken`.
+    ///
+    /// ```
+    /// # use toolnexus::probe::ProbeReport;
+    /// assert!(!ProbeReport::default().any_broken());
+    /// ```
+    pub fn any_broken(&self) -> bool {
+        self.results.iter().any(|r| r.verdict == Verdict::Broken)
+    }
+
+    /// The report as one JSON object: `states`, `calls`, `failed_calls`,
+    /// `first_error`, `results` (see [`ProbeResult::to_value`]) and `skipped`
+    /// (`question`, `probe`, `why`).
+    ///
+    /// ```
+    /// # use toolnexus::probe::ProbeReport;
+    /// assert_eq!(ProbeReport::default().to_value()["results"], serde_json::json!([]));
+    /// ```
+    pub fn to_value(&self) -> Value {
+        json!({
+            "states": self.states,
+            "calls": self.calls,
+            "failed_calls": self.failed_calls,
+            "first_error": self.first_error,
+            "results": self.results.iter().map(ProbeResult::to_value).collect::<Vec<_>>(),
+            "skipped": self.skipped.iter().map(|s| json!({
+                "question": s.question, "probe": s.probe.as_str(), "why": s.why,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// One request sent per state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Variant {
+    Original,
+    Shuffled,
+    Reversed,
+    Rotated,
+    Negated,
+    Repeat(usize),
+}
+
+/// Why the shuffle cannot run on a question, or `None` when it can.
+fn shuffle_skip(q: &Question) -> Option<String> {
+    let Question::Choice(c) = q else {
+        return Some("not a choice question".into());
+    };
+    let mut seen = BTreeSet::new();
+    for (id, d) in c.criteria.iter() {
+        let Some(d) = d else {
+            return Some(format!(
+                "option {id:?} has no description: the pick can only follow its name"
+            ));
+        };
+        if !seen.insert(crate::classifier::canonical_json(d.as_value())) {
+            return Some(format!(
+                "option {id:?} shares its description with another: a pick cannot tell them apart"
+            ));
+        }
+    }
+    None
+}
+
+/// The negated noul (see the module docs).
+///
+/// ```
+/// use toolnexus::classifier::{NoulCriteria, NoulQuestion};
+/// use toolnexus::probe::negate;
+///
+/// let q = NoulQuestion {
+///     instructions: "Is this a refund request?".into(),
+///     criteria: Some(NoulCriteria { when_true: "money back".into(), when_false: "anything else".into() }),
+/// };
+/// let n = negate(&q);
+/// assert_eq!(n.instructions, "Is the following false? Is this a refund request?");
+/// assert_eq!(n.criteria.unwrap().when_true, "anything else");
+/// ```
+pub fn negate(q: &NoulQuestion) -> NoulQuestion {
+    let text = match q.instructions.as_str() {
+        Some(s) => s.to_string(),
+        None => q.instructions.as_value().to_string(),
+    };
+    NoulQuestion {
+        instructions: Content::text(format!("{NEGATION_PREFIX}{text}")),
+        criteria: q.criteria.as_ref().map(|c| NoulCriteria {
+            when_true: c.when_false.clone(),
+            when_false: c.when_true.clone(),
+        }),
+    }
+}
+
+/// The questions a variant sends: only those it changes (all for the
+/// original and repeats).
+fn variant_questions(
+    questions: &Questions,
+    variant: Variant,
+    derangements: &BTreeMap<String, Vec<usize>>,
+) -> Questions {
+    let mut out = Questions::new();
+    for (key, q) in questions {
+        let changed = match (variant, q) {
+            (Variant::Original | Variant::Repeat(_), q) if Probe::Repeat.applies_to(q) => {
+                Some(q.clone())
+            }
+            (Variant::Original, q) => Some(q.clone()),
+            (Variant::Shuffled, Question::Choice(c)) => derangements.get(key).map(|perm| {
+                let entries: Vec<_> = c.criteria.iter().collect();
+                let mut c = c.clone();
+                c.criteria = entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (id, _))| ((*id).clone(), entries[perm[i]].1.clone()))
+                    .collect();
+                Question::Choice(c)
+            }),
+            (Variant::Reversed, Question::Choice(c)) => {
+                let mut c = c.clone();
+                c.criteria = c.criteria.clone().into_iter().rev().collect();
+                Some(Question::Choice(c))
+            }
+            (Variant::Rotated, Question::Choice(c)) => {
+                let mut entries: Vec<_> = c.criteria.clone().into_iter().collect();
+                entries.rotate_left(1);
+                let mut c = c.clone();
+                c.criteria = ChoiceOptions::from(entries);
+                Some(Question::Choice(c))
+            }
+            (Variant::Negated, Question::Noul(n)) => Some(Question::Noul(negate(n))),
+            _ => None,
+        };
+        if let Some(q) = changed {
+            out.insert(key.clone(), q);
+        }
+    }
+    out
+}
+
+/// A cyclic permutation (Sattolo): no index keeps its place.
+fn derangement(n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = rng.below(i);
+        p.swap(i, j);
+    }
+    p
+}
+
+/// Runs the probes over `states` and measures them (see the module docs).
+/// Failed calls are counted and reported, never returned as an error.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use serde_json::json;
+/// # use toolnexus::classifier::*;
+/// # use toolnexus::probe::{Probe, ProbeOptions, Verdict, run_probes};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // Answers the same p for a noul and its negation.
+/// let deaf = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     evaluate: Some(Arc::new(|_ctx, _state, _qs| Box::pin(async {
+///         Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.9}}}))
+///             .map_err(|e| e.to_string())
+///     }))),
+///     ..Default::default()
+/// }).unwrap();
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is this spam?".into(), criteria: None }.into())]);
+/// let report = run_probes(&deaf, &qs, &[json!("buy now")], &ProbeOptions::default()).await;
+/// let polarity = report.result("spam", Probe::Polarity).unwrap();
+/// assert_eq!(polarity.verdict, Verdict::Broken);
+/// assert!((polarity.figure.unwrap() - 0.8).abs() < 1e-9);
+/// # }
+/// ```
+pub async fn run_probes(
+    classifier: &Classifier,
+    questions: &Questions,
+    states: &[Value],
+    options: &ProbeOptions,
+) -> ProbeReport {
+    let mut rng = Rng::new(options.seed);
+    let mut derangements = BTreeMap::new();
+    let mut skipped = Vec::new();
+    for (key, q) in questions {
+        let Question::Choice(c) = q else { continue };
+        if !options.runs(Probe::Shuffle) {
+            continue;
+        }
+        match shuffle_skip(q) {
+            Some(why) => skipped.push(Skipped {
+                question: key.clone(),
+                probe: Probe::Shuffle,
+                why,
+            }),
+            None => {
+                derangements.insert(key.clone(), derangement(c.criteria.len(), &mut rng));
+            }
+        }
+    }
+
+    let variants = options.variants(questions);
+    let requests: Vec<(Variant, Questions)> = variants
+        .iter()
+        .map(|&v| (v, variant_questions(questions, v, &derangements)))
+        .collect();
+    let jobs = states.iter().enumerate().flat_map(|(i, state)| {
+        requests
+            .iter()
+            .map(move |(variant, qs)| (i, *variant, state, qs))
+    });
+    let answers: Vec<(usize, Variant, Result<Decision, String>)> = futures::stream::iter(jobs)
+        .map(|(i, variant, state, qs)| {
+            let ctx = options.context.clone();
+            async move {
+                let got = classifier
+                    .evaluate_ctx(ctx, state.clone(), qs)
+                    .await
+                    .map_err(|e| e.to_string());
+                (i, variant, got)
+            }
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .collect()
+        .await;
+
+    let mut report = ProbeReport {
+        states: states.len(),
+        calls: answers.len(),
+        skipped,
+        ..Default::default()
+    };
+    let mut by_state: Vec<BTreeMap<Variant, Decision>> = vec![BTreeMap::new(); states.len()];
+    let mut failures: Vec<(usize, Variant, String)> = Vec::new();
+    for (i, variant, got) in answers {
+        match got {
+            Ok(d) => {
+                by_state[i].insert(variant, d);
+            }
+            Err(e) => failures.push((i, variant, e)),
+        }
+    }
+    failures.sort();
+    report.failed_calls = failures.len();
+    report.first_error = failures.into_iter().next().map(|(_, _, e)| e);
+
+    let measure = Measure {
+        by_state: &by_state,
+        questions,
+        derangements: &derangements,
+        repeat: options.repeat.max(2),
+        seed: options.seed,
+    };
+    for (key, q) in questions {
+        let noise = options
+            .runs(Probe::Repeat)
+            .then(|| measure.repeat(key, q))
+            .flatten();
+        for probe in Probe::ALL {
+            if !options.runs(probe) || !probe.applies_to(q) {
+                continue;
+            }
+            let result = match probe {
+                Probe::Shuffle if derangements.contains_key(key) => {
+                    measure.shuffle(key, noise.as_ref())
+                }
+                Probe::Shuffle => continue,
+                Probe::Order => measure.order(key, noise.as_ref()),
+                Probe::Polarity => measure.polarity(key, noise.as_ref()),
+                Probe::Repeat => measure.repeat_result(key, noise.as_ref()),
+            };
+            report.results.push(result);
+        }
+    }
+    report
+}
+
+/// The repeat probe's figures on one question.
+struct Noise {
+    /// Per state measured: mean pairwise shift between its answers.
+    shifts: Vec<f64>,
+    /// States whose pick (choice) never changed across the repeats.
+    agree: usize,
+    failed: usize,
+}
+
+impl Noise {
+    fn floor(&self) -> Option<f64> {
+        mean(&self.shifts)
+    }
+    fn tolerance(noise: Option<&Noise>) -> f64 {
+        noise
+            .and_then(Noise::floor)
+            .map_or(TOLERANCE, |r| (NOISE_FACTOR * r).max(TOLERANCE))
+    }
+}
+
+struct Measure<'a> {
+    by_state: &'a [BTreeMap<Variant, Decision>],
+    questions: &'a Questions,
+    derangements: &'a BTreeMap<String, Vec<usize>>,
+    repeat: usize,
+    seed: u64,
+}
+
+/// A comparable form of one answer: a noul's p, or a distribution.
+enum Dist {
+    P(f64),
+    Probs(BTreeMap<String, f64>),
+}
+
+fn dist(d: &Decision, key: &str) -> Option<Dist> {
+    match d.answers.get(key)? {
+        DecisionAnswer::Noul(n) => Some(Dist::P(n.noul)),
+        DecisionAnswer::Choice(c) => Some(Dist::Probs(c.probabilities.clone())),
+        DecisionAnswer::Score(s) => Some(Dist::Probs(s.probabilities.clone())),
+        DecisionAnswer::Box(_) => None,
+    }
+}
+
+/// Total-variation distance over the union of ids (|Δp| for two nouls).
+fn shift(a: &Dist, b: &Dist) -> f64 {
+    match (a, b) {
+        (Dist::P(a), Dist::P(b)) => (a - b).abs(),
+        (Dist::Probs(a), Dist::Probs(b)) => {
+            let ids: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            0.5 * ids
+                .into_iter()
+                .map(|id| (a.get(id).unwrap_or(&0.0) - b.get(id).unwrap_or(&0.0)).abs())
+                .sum::<f64>()
+        }
+        _ => 1.0,
+    }
+}
+
+fn pick(d: &Decision, key: &str) -> Option<String> {
+    match d.answers.get(key)? {
+        DecisionAnswer::Choice(c) => Some(c.choice.clone()),
+        _ => None,
+    }
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The mean and its percentile-bootstrap 95% range over the values.
+fn bootstrap(values: &[f64], seed: u64) -> Option<(f64, (f64, f64))> {
+    let m = mean(values)?;
+    if values.len() == 1 {
+        return Some((m, (m, m)));
+    }
+    let mut rng = Rng::new(seed);
+    let n = values.len();
+    let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * (BOOTSTRAP_RESAMPLES - 1) as f64).round()) as usize];
+    Some((m, (at(0.025).min(m), at(0.975).max(m))))
+}
+
+/// A verdict on a mean shift against the tolerance.
+fn shift_verdict(m: f64, tolerance: f64) -> Verdict {
+    if m <= tolerance {
+        Verdict::Ok
+    } else if m >= BROKEN_SHIFT {
+        Verdict::Broken
+    } else {
+        Verdict::Sensitive
+    }
+}
+
+fn unmeasured(key: &str, probe: Probe, failed: usize) -> ProbeResult {
+    ProbeResult {
+        question: key.to_string(),
+        probe,
+        figure: None,
+        range: None,
+        states: 0,
+        failed,
+        verdict: Verdict::Unmeasured,
+        line: "no state could be measured: every call it needed failed".into(),
+    }
+}
+
+impl Measure<'_> {
+    fn both(&self, i: usize, a: Variant, b: Variant, key: &str) -> Option<(Dist, Dist)> {
+        let s = &self.by_state[i];
+        Some((dist(s.get(&a)?, key)?, dist(s.get(&b)?, key)?))
+    }
+
+    fn repeat(&self, key: &str, q: &Question) -> Option<Noise> {
+        if !Probe::Repeat.applies_to(q) {
+            return None;
+        }
+        let mut noise = Noise {
+            shifts: Vec::new(),
+            agree: 0,
+            failed: 0,
+        };
+        let runs: Vec<Variant> = std::iter::once(Variant::Original)
+            .chain((1..self.repeat).map(Variant::Repeat))
+            .collect();
+        for s in self.by_state {
+            let got: Option<Vec<&Decision>> = runs.iter().map(|v| s.get(v)).collect();
+            let Some(got) = got else {
+                noise.failed += 1;
+                continue;
+            };
+            let Some(ds) = got.iter().map(|d| dist(d, key)).collect::<Option<Vec<_>>>() else {
+                noise.failed += 1;
+                continue;
+            };
+            let mut pairs = Vec::new();
+            for a in 0..ds.len() {
+                for b in a + 1..ds.len() {
+                    pairs.push(shift(&ds[a], &ds[b]));
+                }
+            }
+            noise.shifts.push(mean(&pairs).unwrap_or(0.0));
+            let picks: BTreeSet<Option<String>> = got.iter().map(|d| pick(d, key)).collect();
+            if picks.len() == 1 {
+                noise.agree += 1;
+            }
+        }
+        Some(noise)
+    }
+
+    fn repeat_result(&self, key: &str, noise: Option<&Noise>) -> ProbeResult {
+        let Some(noise) = noise else {
+            return unmeasured(key, Probe::Repeat, self.by_state.len());
+        };
+        let Some((m, range)) = bootstrap(&noise.shifts, self.seed) else {
+            return unmeasured(key, Probe::Repeat, noise.failed);
+        };
+        let verdict = shift_verdict(m, TOLERANCE);
+        let line = match verdict {
+            Verdict::Ok => format!(
+                "identical requests get the same answer (mean shift {m:.2} over {} answers a state)",
+                self.repeat
+            ),
+            _ => format!(
+                "identical requests get different answers (mean shift {m:.2}): differences below {:.2} are noise",
+                (NOISE_FACTOR * m).max(TOLERANCE)
+            ),
+        };
+        ProbeResult {
+            question: key.to_string(),
+            probe: Probe::Repeat,
+            figure: Some(m),
+            range: Some(range),
+            states: noise.shifts.len(),
+            failed: noise.failed,
+            verdict,
+            line,
+        }
+    }
+
+    fn order(&self, key: &str, noise: Option<&Noise>) -> ProbeResult {
+        let mut shifts = Vec::new();
+        let mut failed = 0;
+        for i in 0..self.by_state.len() {
+            let per: Vec<f64> = [Variant::Reversed, Variant::Rotated]
+                .into_iter()
+                .filter_map(|v| self.both(i, Variant::Original, v, key))
+                .map(|(a, b)| shift(&a, &b))
+                .collect();
+            match mean(&per) {
+                Some(m) => shifts.push(m),
+                None => failed += 1,
+            }
+        }
+        let Some((m, range)) = bootstrap(&shifts, self.seed) else {
+            return unmeasured(key, Probe::Order, failed);
+        };
+        let tolerance = Noise::tolerance(noise);
+        let verdict = shift_verdict(m, tolerance);
+        let line = match verdict {
+            Verdict::Ok => format!(
+                "reversing or rotating the options does not move the answer (mean shift {m:.2}, tolerance {tolerance:.2})"
+            ),
+            Verdict::Sensitive => format!(
+                "the answer moves somewhat with the option order (mean shift {m:.2}, tolerance {tolerance:.2})"
+            ),
+            _ => format!(
+                "the answer follows the option order, not its meaning (mean shift {m:.2}, tolerance {tolerance:.2})"
+            ),
+        };
+        ProbeResult {
+            question: key.to_string(),
+            probe: Probe::Order,
+            figure: Some(m),
+            range: Some(range),
+            states: shifts.len(),
+            failed,
+            verdict,
+            line,
+        }
+    }
+
+    fn polarity(&self, key: &str, noise: Option<&Noise>) -> ProbeResult {
+        let mut gaps = Vec::new();
+        let mut failed = 0;
+        for i in 0..self.by_state.len() {
+            match self.both(i, Variant::Original, Variant::Negated, key) {
+                Some((Dist::P(p), Dist::P(n))) => gaps.push((p + n - 1.0).abs()),
+                _ => failed += 1,
+            }
+        }
+        let Some((m, range)) = bootstrap(&gaps, self.seed) else {
+            return unmeasured(key, Probe::Polarity, failed);
+        };
+        let tolerance = Noise::tolerance(noise);
+        let verdict = shift_verdict(m, tolerance);
+        let line = match verdict {
+            Verdict::Ok => format!(
+                "the negated question gets the opposite answer (mean |p + p_neg - 1| {m:.2}, tolerance {tolerance:.2})"
+            ),
+            Verdict::Sensitive => format!(
+                "the negated question is answered only partly as the opposite (mean |p + p_neg - 1| {m:.2}, tolerance {tolerance:.2})"
+            ),
+            _ => format!(
+                "the negated question is not answered as the opposite: the statement is not what is judged (mean |p + p_neg - 1| {m:.2}, tolerance {tolerance:.2})"
+            ),
+        };
+        ProbeResult {
+            question: key.to_string(),
+            probe: Probe::Polarity,
+            figure: Some(m),
+            range: Some(range),
+            states: gaps.len(),
+            failed,
+            verdict,
+            line,
+        }
+    }
+
+    fn shuffle(&self, key: &str, noise: Option<&Noise>) -> ProbeResult {
+        let (Some(Question::Choice(c)), Some(perm)) =
+            (self.questions.get(key), self.derangements.get(key))
+        else {
+            return unmeasured(key, Probe::Shuffle, self.by_state.len());
+        };
+        let ids: Vec<&String> = c.criteria.keys().collect();
+        let mut follow = 0;
+        let mut by_id = 0;
+        let mut measured = 0;
+        let mut failed = 0;
+        for s in self.by_state {
+            let (Some(Some(before)), Some(Some(after))) = (
+                s.get(&Variant::Original).map(|d| pick(d, key)),
+                s.get(&Variant::Shuffled).map(|d| pick(d, key)),
+            ) else {
+                failed += 1;
+                continue;
+            };
+            let Some(from) = ids.iter().position(|id| **id == before) else {
+                failed += 1;
+                continue;
+            };
+            // The id that now carries the description `before` had.
+            let Some(to) = perm.iter().position(|&src| src == from) else {
+                failed += 1;
+                continue;
+            };
+            measured += 1;
+            if *ids[to] == after {
+                follow += 1;
+            } else if before == after {
+                by_id += 1;
+            }
+        }
+        if measured == 0 {
+            return unmeasured(key, Probe::Shuffle, failed);
+        }
+        let share = follow as f64 / measured as f64;
+        let ceiling = noise
+            .filter(|n| !n.shifts.is_empty())
+            .map_or(1.0, |n| n.agree as f64 / n.shifts.len() as f64);
+        let verdict = if share < FOLLOW_BROKEN {
+            Verdict::Broken
+        } else if share >= ceiling - FOLLOW_SLACK {
+            Verdict::Ok
+        } else {
+            Verdict::Sensitive
+        };
+        let line = match verdict {
+            Verdict::Ok => {
+                format!("the pick follows the descriptions ({follow} of {measured} states)")
+            }
+            Verdict::Sensitive => format!(
+                "the pick follows the descriptions in {follow} of {measured} states, fewer than repeats agree ({ceiling:.2})"
+            ),
+            _ => format!(
+                "the pick does not follow the descriptions ({follow} of {measured} states; {by_id} kept the same option id): the encoding is not what decides"
+            ),
+        };
+        ProbeResult {
+            question: key.to_string(),
+            probe: Probe::Shuffle,
+            figure: Some(share),
+            range: Some(wilson(share, measured)),
+            states: measured,
+            failed,
+            verdict,
+            line,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derangements_move_every_option() {
+        let mut rng = Rng::new(7);
+        for n in 2..12 {
+            let p = derangement(n, &mut rng);
+            assert!(p.iter().enumerate().all(|(i, &j)| i != j), "{p:?}");
+            let mut s = p.clone();
+            s.sort_unstable();
+            assert_eq!(s, (0..n).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn shift_is_total_variation_over_the_union_of_ids() {
+        let a = Dist::Probs([("x".into(), 0.8), ("y".into(), 0.2)].into());
+        let b = Dist::Probs([("x".into(), 0.2), ("z".into(), 0.8)].into());
+        assert!((shift(&a, &b) - 0.8).abs() < 1e-12);
+        assert!((shift(&Dist::P(0.3), &Dist::P(0.5)) - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bootstrap_brackets_the_mean_and_repeats_with_its_seed() {
+        let v: Vec<f64> = (0..30).map(|i| (i % 7) as f64 / 10.0).collect();
+        let (m, (lo, hi)) = bootstrap(&v, 3).unwrap();
+        assert!(lo <= m && m <= hi && lo < hi);
+        assert_eq!(bootstrap(&v, 3), bootstrap(&v, 3));
+        assert_eq!(bootstrap(&[], 3), None);
+    }
+
+    #[test]
+    fn verdict_cuts() {
+        assert_eq!(shift_verdict(0.05, TOLERANCE), Verdict::Ok);
+        assert_eq!(shift_verdict(0.2, TOLERANCE), Verdict::Sensitive);
+        assert_eq!(shift_verdict(0.3, TOLERANCE), Verdict::Broken);
+        assert_eq!(shift_verdict(0.35, 0.4), Verdict::Ok);
+    }
+}
