@@ -147,7 +147,10 @@ fn main() {
     let inputs = hook_inputs();
     let bench = std::env::args().any(|a| a == "--bench");
     let (calls, cold) = if bench {
-        (env_usize("GUARD_CALLS", 200), env_usize("GUARD_COLD_CALLS", 40))
+        (
+            env_usize("GUARD_CALLS", 200),
+            env_usize("GUARD_COLD_CALLS", 40),
+        )
     } else {
         (3, 3)
     };

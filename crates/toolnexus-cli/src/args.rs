@@ -21,7 +21,9 @@ Exit codes:
   3    evaluation failed (HTTP error, timeout, replay miss, incoherent answer),
        or a batch out file holds an error line (also when nothing was left to
        do), or tape record finished with a failed call, or an assess gate
-       (--min/--max) or check found a regression or drift
+       (--min/--max) or check found a regression or drift, or assess drift
+       went over --max-flips/--max-shift, or probe found a broken encoding
+       or could measure nothing, or guard test let a deny call through
   4    I/O failure: writing the --out file or a tape file (a full disk is
        named), a --cache file that could not be opened, read or written
        (reported at the end of the run), or binding --addr

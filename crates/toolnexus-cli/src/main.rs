@@ -12,7 +12,7 @@
 //! | 0 | success |
 //! | 1 | unexpected internal error; `lint`: findings that fail the check |
 //! | 2 | usage or bad input: unknown flag or style, missing required flag, an input file missing or unreadable, invalid JSON (with line and column), invalid questions, an unreadable tape, an `--out` file that is not this batch's out file (another program's, other inputs', or locked by another batch), a tape journal that is not this tape's, an output that is one of the command's inputs, a bad labelled example or run file |
-//! | 3 | evaluation failed (HTTP error, timeout, replay miss, incoherent answer), or a batch out file holds an error line (also when nothing was left to do), or `tape record` finished with a failed call, or an assess gate or check found a regression or drift |
+//! | 3 | evaluation failed (HTTP error, timeout, replay miss, incoherent answer), or a batch out file holds an error line (also when nothing was left to do), or `tape record` finished with a failed call, or an assess gate or check found a regression or drift, or `assess drift` went over a gate, or `probe` found a broken encoding or could measure nothing, or `guard test` let a deny call through |
 //! | 4 | I/O failure: writing the `--out` file or a tape file (a full disk is named), a `--cache` file that could not be opened, read or written (reported at the end of the run), or binding `--addr` |
 //! | 5 | nothing to judge: no question of the thresholds file matched the run (`assess check`) |
 //! | 130 | interrupted by Ctrl-C or SIGTERM (a batch, `assess run` or `tape record` resumes when rerun with the same arguments) |
