@@ -65,40 +65,11 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     // file, or one yet to be created, can be an input written over.
     let regular = std::fs::metadata(&args.out).map_or(true, |m| m.is_file());
     if args.out.as_os_str() != "-" && regular {
-        let mut inputs: Vec<(&str, &Path)> = vec![
-            ("--states", args.states.as_path()),
-            ("--questions", Path::new(&args.questions)),
-        ];
-        for (flag, path) in [
-            ("--thresholds", &args.thresholds),
-            ("--cache", &args.cache),
-            ("--tape", &args.style.tape),
-            ("--student", &args.style.student),
-            ("--calibration", &args.style.calibration),
-        ] {
-            if let Some(p) = path {
-                inputs.push((flag, p.as_path()));
-            }
-        }
-        input::refuse_overwrite("--out", &args.out, &inputs)?;
+        input::refuse_overwrite("--out", &args.out, &input_files(&args))?;
     }
     if let Some(path) = shadow::Shadow::path(&args) {
-        let mut inputs: Vec<(&str, &Path)> = vec![
-            ("--states", args.states.as_path()),
-            ("--questions", Path::new(&args.questions)),
-            ("--out", args.out.as_path()),
-        ];
-        for (flag, path) in [
-            ("--thresholds", &args.thresholds),
-            ("--cache", &args.cache),
-            ("--tape", &args.style.tape),
-            ("--student", &args.style.student),
-            ("--calibration", &args.style.calibration),
-        ] {
-            if let Some(p) = path {
-                inputs.push((flag, p.as_path()));
-            }
-        }
+        let mut inputs = input_files(&args);
+        inputs.push(("--out", args.out.as_path()));
         input::refuse_overwrite("--shadow-out", path, &inputs)?;
     }
     let questions = Arc::new(input::read_questions(&args.questions)?);
@@ -460,6 +431,26 @@ fn progress_line(ok: usize, failed: usize, total: u64, elapsed: Duration) -> Str
     let n = ok + failed;
     let rate = n as f64 / elapsed.as_secs_f64().max(1e-9);
     format!("batch: {n}/{total} ({failed} failed, {rate:.1} states/s)")
+}
+
+/// The files a batch reads, by flag: none of its outputs may be one of them.
+fn input_files(args: &BatchArgs) -> Vec<(&'static str, &Path)> {
+    let mut inputs: Vec<(&str, &Path)> = vec![
+        ("--states", args.states.as_path()),
+        ("--questions", Path::new(&args.questions)),
+    ];
+    for (flag, path) in [
+        ("--thresholds", &args.thresholds),
+        ("--cache", &args.cache),
+        ("--tape", &args.style.tape),
+        ("--student", &args.style.student),
+        ("--calibration", &args.style.calibration),
+    ] {
+        if let Some(p) = path {
+            inputs.push((flag, p.as_path()));
+        }
+    }
+    inputs
 }
 
 #[cfg(test)]
