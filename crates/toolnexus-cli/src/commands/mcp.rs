@@ -63,6 +63,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
         call: built.call,
         bands,
         policy: args.policy.clone(),
+        model_dir: args.style.model_dir.clone(),
         guard: Arc::new(tokio::sync::OnceCell::new()),
         tool_router: Judgments::tool_router(),
     };
@@ -113,6 +114,8 @@ struct Judgments {
     call: String,
     bands: Option<BTreeMap<String, Bands>>,
     policy: Option<PathBuf>,
+    /// The embedded model's directory (`--model-dir`), for the guard's own judge.
+    model_dir: Option<PathBuf>,
     /// The guard, built on the first `guard` call; a failure to build it is
     /// kept too, and every `guard` call reports it.
     guard: Arc<tokio::sync::OnceCell<Result<Arc<Guard>, String>>>,
@@ -337,10 +340,16 @@ impl Judgments {
     /// The guard, built on first use (it may load a model), once.
     async fn loaded_guard(&self) -> Result<Arc<Guard>, String> {
         let policy = self.policy.clone();
+        // The guard keeps its own judge (the policy's built-in one), on the
+        // same embedded model directory as the other tools.
+        let judge = StyleArgs {
+            model_dir: self.model_dir.clone(),
+            ..StyleArgs::default()
+        };
         self.guard
             .get_or_init(|| async move {
                 let loaded = tokio::task::spawn_blocking(move || {
-                    Guard::load(policy.as_deref(), &StyleArgs::default(), None)
+                    Guard::load(policy.as_deref(), &judge, None)
                 })
                 .await;
                 match loaded {

@@ -520,3 +520,33 @@ fn with_nothing_named_the_embedded_model_serves() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("style local"), "{stderr}");
 }
+
+#[test]
+fn the_guard_tool_judges_on_the_model_directory_given() {
+    let dir = TempDir::new("mcp-guard-model");
+    let tape = dir.join("mcp.tape.json");
+    mcp_tape(&tape);
+    let models = dir.join("no-model-here");
+    let mut s = Session::start(
+        dir.path(),
+        &[
+            "--style",
+            "tape",
+            "--tape",
+            tape.to_str().unwrap(),
+            "--model-dir",
+            models.to_str().unwrap(),
+        ],
+    );
+    s.initialize();
+    // No rule settles `ls`: the guard's judge is asked, on --model-dir, which
+    // holds no model: the policy's on_error (ask) names that directory.
+    let r = s.call(
+        "guard",
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/tmp"}),
+    );
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(r["structuredContent"]["verdict"], "ask", "{r}");
+    let reason = r["structuredContent"]["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("no-model-here"), "{r}");
+}
