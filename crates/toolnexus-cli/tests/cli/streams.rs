@@ -120,6 +120,11 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
         .to_vec()
     };
     let batch = |out: &str| bulk.batch(out, &["--cache", &cache]);
+    // The guard logs nowhere here: the test must not write under $HOME.
+    let quiet_policy = dir.write(
+        "policy.json",
+        r#"{"toolnexus": "guard-policy", "version": 1, "log": null}"#,
+    );
     let mut cases: Vec<Vec<String>> = vec![
         vec!["--help".into()],
         vec!["--version".into()],
@@ -150,7 +155,7 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
     });
     let recorded = dir.join("rec.tape.json").display().to_string();
     let model_dir = dir.join("model").display().to_string();
-    let more: [&[&str]; 14] = [
+    let more: [&[&str]; 22] = [
         &[
             "tape",
             "record",
@@ -203,6 +208,26 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
             "no-model",
         ],
         &["eval", "--style", "nope"],
+        &["guard", "check-policy"],
+        &["guard", "check-policy", &quiet_policy],
+        &["guard", "--policy", &quiet_policy],
+        &["lint", q],
+        &["lint", "--list-rules"],
+        &["lint", "--explain", "TNL001"],
+        &["assess", "drift", &run, &run2],
+        &[
+            "probe",
+            "--questions",
+            q,
+            "--states",
+            states,
+            "--style",
+            "tape",
+            "--tape",
+            tape,
+            "--max-calls",
+            "1",
+        ],
     ];
     cases.extend(
         more.iter()
