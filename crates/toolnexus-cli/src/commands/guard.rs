@@ -163,8 +163,9 @@ impl Guard {
         // `description`, the agent's own account) are gone.
         let state = self.state(call);
         let seen = ToolCall {
+            tool_name: call.tool_name.clone(),
             tool_input: state["tool_input"].clone(),
-            ..call.clone()
+            cwd: call.cwd.clone(),
         };
         let whole = seen.tool_input.to_string();
         let hits: Vec<&Rule> = self
