@@ -8,6 +8,7 @@
 //! the policy's `on_error` verdict (ask or deny, never allow) and says why.
 
 pub mod log;
+mod needles;
 pub mod policy;
 
 use std::path::{Path, PathBuf};

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use toolnexus::classifier::{Question, Questions};
 
 use super::Verdict;
+use super::needles::needles;
 
 /// The built-in policy (its questions come from the guard set's questions file).
 pub const DEFAULT_POLICY: &str = include_str!("../../../guard/policy.json");
@@ -695,7 +696,9 @@ impl Pattern {
 
     /// Whether it matches; `None` when it cannot be built (over the size limit).
     pub fn matches(&self, text: &[u8]) -> Option<bool> {
-        if let Some(needles) = self.needles.get_or_init(|| needles(&self.source))
+        if let Some(needles) = self
+            .needles
+            .get_or_init(|| builtin_needles(&self.source).unwrap_or_else(|| needles(&self.source)))
             && !needles
                 .iter()
                 .any(|n| memchr::memmem::find(text, n).is_some())
@@ -728,26 +731,18 @@ fn build(source: &str) -> Result<Regex, String> {
         })
 }
 
-/// The literals every match starts with, when there are at most 400 of them and
-/// none is empty (case-insensitive parts are expanded to their spellings).
-fn needles(source: &str) -> Option<Vec<Vec<u8>>> {
-    use regex_syntax::hir::literal::{ExtractKind, Extractor};
-    let hir = regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .build()
-        .parse(source)
+include!(concat!(env!("OUT_DIR"), "/builtin_needles.rs"));
+
+/// The needles of a built-in expression, worked out at build time (build.rs).
+fn builtin_needles(source: &str) -> Option<Option<Vec<Vec<u8>>>> {
+    let i = BUILTIN_NEEDLES
+        .binary_search_by(|(s, _)| (*s).cmp(source))
         .ok()?;
-    let mut seq = Extractor::new()
-        .kind(ExtractKind::Prefix)
-        .limit_total(400)
-        .extract(&hir);
-    seq.minimize_by_preference();
-    let lits = seq.literals()?;
-    if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
-        return None;
-    }
-    Some(lits.iter().map(|l| l.as_bytes().to_vec()).collect())
+    Some(
+        BUILTIN_NEEDLES[i]
+            .1
+            .map(|list| list.iter().map(|n| n.to_vec()).collect()),
+    )
 }
 
 fn regex(key: &str, v: Option<&Value>, check: bool) -> Result<Option<Pattern>, PolicyError> {
@@ -1057,6 +1052,24 @@ mod tests {
         );
         assert!(p.rules.len() > 20);
         assert_eq!(p.on_error, Verdict::Ask);
+    }
+
+    #[test]
+    fn every_builtin_expression_has_its_needles_from_the_build() {
+        let p = Policy::builtin().unwrap();
+        let mut seen = 0;
+        for r in &p.rules {
+            for x in [&r.tools, &r.pattern, &r.unless, &r.unless_path]
+                .into_iter()
+                .flatten()
+            {
+                let built = builtin_needles(x.as_str());
+                assert_eq!(built, Some(needles(x.as_str())), "{}", x.as_str());
+                seen += 1;
+            }
+        }
+        assert!(seen > 60, "{seen}");
+        assert_eq!(builtin_needles("not (a built-in) expression"), None);
     }
 
     #[test]
