@@ -654,6 +654,12 @@ pub struct DistillArgs {
     /// to `--style local`).
     #[arg(long)]
     pub from_scratch: bool,
+    /// How states that are not strings are written for the embedding model:
+    /// `json` (compact canonical JSON) or `lines` (one `key: value` line per
+    /// leaf: about a third fewer tokens, so a faster encoder pass). The
+    /// student file records it and reads every state the same way.
+    #[arg(long, value_name = "FORMAT", default_value = "json", value_parser = ["json", "lines"])]
+    pub state_text: String,
     /// The embedded model's directory (as for --style local).
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,

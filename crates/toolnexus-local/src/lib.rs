@@ -99,6 +99,6 @@ pub use error::LocalError;
 #[doc(hidden)]
 pub use tiny::tiny_model_for_tests;
 pub use zero_shot::{
-    ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, state_text, state_text_for,
-    zero_shot,
+    StateText, ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, state_text,
+    state_text_for, zero_shot,
 };

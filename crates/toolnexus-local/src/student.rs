@@ -57,6 +57,7 @@ use toolnexus::classifier::{
 };
 
 use crate::num::{dot, softmax};
+use crate::zero_shot::StateText;
 
 /// The `format` field of a student file.
 pub const STUDENT_FORMAT: &str = "toolnexus.student";
@@ -116,6 +117,9 @@ pub struct TrainOptions {
     /// toward zero, and early stopping may keep them unchanged. A key without
     /// one starts from zero.
     pub priors: BTreeMap<String, Vec<Vec<f32>>>,
+    /// How the rows' states were written for the embedding model
+    /// ([`teacher_rows_as`]); the student records it and reads states the same way.
+    pub state_text: StateText,
 }
 
 impl Default for TrainOptions {
@@ -129,6 +133,7 @@ impl Default for TrainOptions {
             seed: 0,
             target_agreement: 0.98,
             priors: BTreeMap::new(),
+            state_text: StateText::Json,
         }
     }
 }
@@ -264,6 +269,11 @@ pub struct Student {
     pub local_agreement: Option<f64>,
     /// Heads by question key.
     pub questions: BTreeMap<String, Head>,
+    /// How a state is written for the embedding model: as the rows the heads
+    /// trained on were ([`TrainOptions::state_text`]). Left out of the file
+    /// when it is the default, JSON.
+    #[serde(default, skip_serializing_if = "StateText::is_json")]
+    pub state_text: StateText,
 }
 
 /// Per-question figures of a [`distill`] run.
@@ -832,6 +842,7 @@ pub fn distill(
         served_locally: served,
         local_agreement,
         questions: heads,
+        state_text: options.state_text,
     };
     let report = DistillReport {
         rows: rows.len(),
@@ -852,7 +863,7 @@ impl Student {
     /// # use std::collections::BTreeMap;
     /// use toolnexus::classifier::Questions;
     /// # let s = toolnexus_local::student::Student { embedding_model: "m".into(), teacher_model: "t".into(),
-    /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new() };
+    /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new(), state_text: Default::default() };
     /// let qs = Questions::from([("spam".to_string(), toolnexus::classifier::NoulQuestion::default().into())]);
     /// let e = s.answer(&[0.0], &qs).unwrap_err();
     /// assert!(e.to_string().contains("\"spam\""), "{e}");
@@ -895,7 +906,7 @@ impl Student {
     /// ```
     /// # use std::collections::BTreeMap;
     /// # let s = toolnexus_local::student::Student { embedding_model: "m".into(), teacher_model: "t".into(),
-    /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new() };
+    /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new(), state_text: Default::default() };
     /// let q = toolnexus::classifier::NoulQuestion::default().into();
     /// assert!(s.head_for("spam", &q).is_err());
     /// ```
@@ -921,7 +932,7 @@ impl Student {
     /// ```
     /// # use std::collections::BTreeMap;
     /// # let s = toolnexus_local::student::Student { embedding_model: "m".into(), teacher_model: "t".into(),
-    /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new() };
+    /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new(), state_text: Default::default() };
     /// let text = s.to_json();
     /// assert!(text.contains("\"format\": \"toolnexus.student\""));
     /// assert_eq!(toolnexus_local::student::Student::from_json(&text, "s.json").unwrap(), s);
@@ -1052,9 +1063,36 @@ pub fn teacher_rows(
     embedder: &crate::Embedder,
     items: &[(Value, Decision)],
 ) -> Result<Vec<TeacherRow>, crate::LocalError> {
+    teacher_rows_as(embedder, items, StateText::Json)
+}
+
+/// [`teacher_rows`] with each state written as `text` says; train with the
+/// same [`TrainOptions::state_text`].
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-rows-as-{}", std::process::id()));
+/// # toolnexus_local::tiny_model_for_tests(&dir)?;
+/// use serde_json::json;
+/// use toolnexus::classifier::Decision;
+/// use toolnexus_local::StateText;
+/// let embedder = toolnexus_local::Embedder::load(&dir)?;
+/// let d = Decision::from_value(&json!({"model": "t", "answers": {}}))?;
+/// let state = json!({"tool_name": "Bash", "tool_input": {"command": "ls"}});
+/// let rows = toolnexus_local::student::teacher_rows_as(&embedder, &[(state, d)], StateText::Lines)?;
+/// assert_eq!(rows[0].embedding, embedder.embed(&["command: ls\ntool_name: Bash"])?[0]);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(())
+/// # }
+/// ```
+pub fn teacher_rows_as(
+    embedder: &crate::Embedder,
+    items: &[(Value, Decision)],
+    text: StateText,
+) -> Result<Vec<TeacherRow>, crate::LocalError> {
     let texts: Vec<String> = items
         .iter()
-        .map(|(s, _)| crate::zero_shot::state_text_for(embedder, s))
+        .map(|(s, _)| text.write_for(embedder, s))
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::with_capacity(items.len());
     for (chunk, part) in texts.chunks(64).zip(items.chunks(64)) {
@@ -1103,7 +1141,7 @@ impl LocalStudent {
     /// # use std::collections::BTreeMap;
     /// let embedder = toolnexus_local::Embedder::load(&dir)?;
     /// let other = toolnexus_local::student::Student { embedding_model: "sha256:other".into(), teacher_model: "t".into(),
-    ///     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new() };
+    ///     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new(), state_text: Default::default() };
     /// let e = toolnexus_local::student::LocalStudent::new(embedder, other).unwrap_err();
     /// assert!(e.to_string().contains("another embedding model"), "{e}");
     /// # std::fs::remove_dir_all(&dir).ok();
@@ -1156,7 +1194,10 @@ impl LocalStudent {
         }
         // Written and cut only as far as the model reads: a huge state costs
         // what a small one does.
-        let text = crate::zero_shot::state_text_for(&self.embedder, state)
+        let text = self
+            .student
+            .state_text
+            .write_for(&self.embedder, state)
             .map_err(|e| ClassifierError::custom(format_args!("local: {e}")))?;
         let embedded = self
             .embedder

@@ -61,6 +61,7 @@ fn constant_student(embedder: &Embedder, logit: f32) -> Student {
         served_locally: 1.0,
         local_agreement: Some(1.0),
         questions: BTreeMap::from([("spam".to_string(), head)]),
+        state_text: Default::default(),
     }
 }
 
@@ -256,4 +257,52 @@ fn a_prior_of_the_wrong_shape_is_named() {
             e.dimension()
         )
     );
+}
+
+/// A student that reads a state as `key: value` lines answers a JSON object
+/// exactly as a JSON-reading one answers those lines as a string; the file
+/// keeps the choice, and leaves the default out.
+#[tokio::test]
+async fn a_student_reads_states_the_way_its_file_says() {
+    use toolnexus_local::StateText;
+    let (dir, embedder) = tiny("state-text");
+    // A head that does look at the state: its weights are an embedding.
+    let mut json_reader = constant_student(&embedder, 0.0);
+    let direction = embedder
+        .embed(&["command: rm -rf build"])
+        .unwrap()
+        .remove(0);
+    json_reader.questions.get_mut("spam").unwrap().weights[1] =
+        direction.iter().map(|x| x * 8.0).collect();
+    let mut lines_reader = json_reader.clone();
+    lines_reader.state_text = StateText::Lines;
+
+    let state = json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}});
+    let as_lines = json!(StateText::Lines.write(&state));
+    let p = |s: Student, state: serde_json::Value| {
+        let local = LocalStudent::new(embedder.clone(), s).unwrap();
+        async move {
+            let d = student(local).evaluate(state, &spam()).await.unwrap();
+            d.noul("spam").unwrap().noul
+        }
+    };
+    let lines = p(lines_reader.clone(), state.clone()).await;
+    assert_eq!(lines, p(json_reader.clone(), as_lines).await);
+    assert_ne!(lines, p(json_reader.clone(), state).await);
+
+    let path = dir.0.join("lines.student.json");
+    lines_reader.save(&path).unwrap();
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("\"state_text\": \"lines\"")
+    );
+    assert_eq!(Student::load(&path).unwrap(), lines_reader);
+    json_reader.save(&path).unwrap();
+    assert!(
+        !std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("state_text")
+    );
+    assert_eq!(Student::load(&path).unwrap(), json_reader);
 }

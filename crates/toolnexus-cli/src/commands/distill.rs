@@ -7,7 +7,8 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use toolnexus::classifier::{Decision, Question, Questions};
 use toolnexus::judge::{Tape, TapeOutcome};
-use toolnexus_local::student::{self, TrainOptions, distill, teacher_rows};
+use toolnexus_local::StateText;
+use toolnexus_local::student::{self, TrainOptions, distill, teacher_rows_as};
 
 use crate::args::DistillArgs;
 use crate::exit::{self, Exit};
@@ -60,7 +61,13 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
             "the zero-shot answer"
         }
     );
-    let rows = teacher_rows(&embedder, &items).map_err(|e| exit::usage(e.to_string()))?;
+    let state_text = if a.state_text == "lines" {
+        StateText::Lines
+    } else {
+        StateText::Json
+    };
+    let rows =
+        teacher_rows_as(&embedder, &items, state_text).map_err(|e| exit::usage(e.to_string()))?;
     let priors = if a.from_scratch {
         Default::default()
     } else {
@@ -82,6 +89,7 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
         seed: a.seed,
         target_agreement: a.target_agreement,
         priors,
+        state_text,
         ..Default::default()
     };
     let (student, report) = distill(&rows, &questions, embedder.model_hash(), &options)
