@@ -11,6 +11,7 @@ use crate::exit::Exit;
 pub mod assess;
 pub mod batch;
 pub mod cache;
+pub mod caps;
 pub mod distill;
 pub mod eval;
 pub mod guard;

@@ -146,10 +146,13 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
         }
     }
     input::refuse_overwrite("--out", &a.out, &inputs)?;
-    let built = style::build(&a.style, Fallback::SystemOne)?;
+    let mut built = style::build(&a.style, Fallback::SystemOne)?;
     let questions = input::read_questions(&a.questions)?;
     let examples = read_examples(&a.examples, &questions).map_err(bad)?;
+    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &a.caps);
+    built.classifier = capped;
     let mut options = RunOptions::default();
+    options.budget = budget.clone();
     options.concurrency = a.concurrency as usize;
     options.rerun_errors = a.rerun_errors;
     options.call_name = Some(built.call.clone());
@@ -174,7 +177,27 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
         run.rows.len(),
         style::describe(&built)
     );
+    let ids: std::collections::HashSet<&str> = run.rows.iter().map(|r| r.id.as_str()).collect();
+    let not_started = examples
+        .iter()
+        .filter(|e| !ids.contains(e.id.as_str()))
+        .count();
     put!("{}", table(&summarize(&run, &SummaryOptions::default())));
+    if let Some(b) = budget
+        .as_ref()
+        .filter(|b| not_started > 0 && b.reached().is_some())
+    {
+        let done = format!(
+            "{} holds {} rows, {not_started} examples not asked",
+            a.out.display(),
+            run.rows.len()
+        );
+        tell!(
+            "{}",
+            crate::commands::caps::message("assess run", b, &a.caps, &done)
+        );
+        return Ok(Exit::CapReached);
+    }
     Ok(Exit::Success)
 }
 

@@ -609,10 +609,15 @@ impl Evaluator for Budgeted {
 /// ```
 /// use toolnexus::classifier::*;
 /// use toolnexus::cost::budget::{Budget, BudgetOptions, Spend, budgeted};
-/// let inner = create_classifier(ClassifierOptions { style: ClassifierStyle::Static, ..Default::default() })?;
+/// let inner = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     model: "rule".into(),
+///     evaluate: Some(std::sync::Arc::new(|_ctx, _state, _qs| Box::pin(async { Err("down".to_string()) }))),
+///     ..Default::default()
+/// })?;
 /// let budget = Budget::new(BudgetOptions { max_tokens: Some(1_000), ..Default::default() });
 /// let judge = budgeted(inner, budget, |r: &EvalRequest| Spend::tokens(261 + 8 * r.questions.len() as u64));
-/// assert_eq!(judge.model(), "static");
+/// assert_eq!(judge.model(), "rule");
 /// # Ok::<(), ClassifierError>(())
 /// ```
 pub fn budgeted(
