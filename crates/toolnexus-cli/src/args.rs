@@ -799,7 +799,9 @@ fn parse_max_cost(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_start_matches('$');
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not an amount of US dollars above zero (e.g. 0.50)")),
+        _ => Err(format!(
+            "{s:?} is not an amount of US dollars above zero (e.g. 0.50)"
+        )),
     }
 }
 

@@ -71,13 +71,17 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Dollars with four significant decimals at least (`$0.0512`, `$12.30`).
+/// Dollars: cents from $1 on, else up to six decimals (`$12.30`, `$0.0512`,
+/// `$0.00006`).
 fn usd(x: f64) -> String {
     if x >= 1.0 {
-        format!("${x:.2}")
-    } else {
-        format!("${x:.4}")
+        return format!("${x:.2}");
     }
+    let mut s = format!("{x:.6}");
+    while s.ends_with('0') && s.len() > 4 {
+        s.pop();
+    }
+    format!("${s}")
 }
 
 /// The line a run stopped by a cap ends with: `{command}: stopped at --max-…:
@@ -86,10 +90,15 @@ pub fn message(command: &str, budget: &Budget, caps: &CapArgs, done: &str) -> St
     let spent = budget.spent();
     let cap = budget.reached().unwrap_or(Cap::Cost);
     let calls = if spent.calls == 1 { "call" } else { "calls" };
+    // An unknown cost is never shown as $0.
+    let cost = match spent.unknown_cost {
+        0 => usd(spent.usd),
+        n if n == spent.calls => "an unknown amount".to_string(),
+        _ => format!("{} plus an unknown amount", usd(spent.usd)),
+    };
     let mut text = format!(
-        "{command}: stopped at {}: spent {} on {} {calls} ({} tokens, {:.1}s)",
+        "{command}: stopped at {}: spent {cost} on {} {calls} ({} tokens, {:.1}s)",
         flag(cap, caps),
-        usd(spent.usd),
         spent.calls,
         spent.tokens,
         spent.elapsed.as_secs_f64()
@@ -143,7 +152,11 @@ mod tests {
     fn the_estimate_has_the_published_shape() {
         let qs = questions(&[
             noul("spam", "Is it spam?"),
-            choice("desk", "Which desk?", [("billing", "money"), ("tech", "bugs")]),
+            choice(
+                "desk",
+                "Which desk?",
+                [("billing", "money"), ("tech", "bugs")],
+            ),
             score("risk", "How risky?", ["low", "mid", "high"]),
         ])
         .unwrap();
@@ -155,13 +168,30 @@ mod tests {
 
     #[test]
     fn the_resume_command_is_the_command_less_restart() {
-        let args = ["toolnexus", "batch", "--restart", "--states", "my states.jsonl", "--max-cost", "0.5"]
-            .map(OsString::from);
+        let args = [
+            "toolnexus",
+            "batch",
+            "--restart",
+            "--states",
+            "my states.jsonl",
+            "--max-cost",
+            "0.5",
+        ]
+        .map(OsString::from);
         assert_eq!(
             resume_command(args.into_iter()),
             "toolnexus batch --states 'my states.jsonl' --max-cost 0.5"
         );
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote(""), "''");
+    }
+
+    #[test]
+    fn dollars_keep_their_small_digits() {
+        assert_eq!(usd(12.3), "$12.30");
+        assert_eq!(usd(0.0512), "$0.0512");
+        assert_eq!(usd(0.00006), "$0.00006");
+        assert_eq!(usd(0.1), "$0.10");
+        assert_eq!(usd(0.0), "$0.00");
     }
 }

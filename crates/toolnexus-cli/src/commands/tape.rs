@@ -138,8 +138,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     let (mut asked, mut failed, mut signalled) = (0usize, 0usize, 0u32);
     let mut journal_error: Option<std::io::Error> = None;
     loop {
-        let launch =
-            signalled == 0 && journal_error.is_none() && tasks.len() < limit && !capped();
+        let launch = signalled == 0 && journal_error.is_none() && tasks.len() < limit && !capped();
         let launch = launch && queue.peek().is_some();
         if !launch && tasks.is_empty() {
             break;

@@ -292,7 +292,11 @@ impl State {
         }
         let over = if self.deadline.is_some_and(|d| now >= d) {
             Some(Cap::Time)
-        } else if self.options.max_tokens.is_some_and(|m| self.spent_tokens >= m) {
+        } else if self
+            .options
+            .max_tokens
+            .is_some_and(|m| self.spent_tokens >= m)
+        {
             Some(Cap::Tokens)
         } else if self.options.max_usd.is_some_and(|m| self.spent_usd >= m) {
             Some(Cap::Cost)
@@ -510,8 +514,11 @@ impl Reservation {
     /// unknown.
     pub fn settle(mut self, actual: Spend) {
         self.done = true;
-        self.budget
-            .release(self.tokens, self.usd, Some(self.budget.priced(actual, None)));
+        self.budget.release(
+            self.tokens,
+            self.usd,
+            Some(self.budget.priced(actual, None)),
+        );
     }
 
     /// Counts a decision's usage: its reported cost, else its tokens priced
@@ -715,16 +722,26 @@ mod tests {
         let spent = budget.spent();
         assert_eq!(budget.reached(), Some(Cap::Tokens));
         assert_eq!(spent.calls as usize, ok);
-        assert_eq!(calls.load(Ordering::SeqCst), ok, "a refused request is never sent");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            ok,
+            "a refused request is never sent"
+        );
         assert!(spent.tokens >= 2_000, "stops only once the cap is spent");
         assert!(
             spent.tokens <= 2_000 + 269,
             "overshoot at most one request's estimate: {spent:?}"
         );
         assert_eq!(refused, 50 - ok);
-        assert!(peak.load(Ordering::SeqCst) > 1, "requests still run together");
+        assert!(
+            peak.load(Ordering::SeqCst) > 1,
+            "requests still run together"
+        );
         assert_eq!(spent.in_flight, 0);
-        assert_eq!(spent.unknown_cost as usize, ok, "no cost reported, no price");
+        assert_eq!(
+            spent.unknown_cost as usize, ok,
+            "no cost reported, no price"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -833,7 +850,12 @@ mod tests {
         r.settle(Spend::tokens(150));
         assert_eq!(budget.spent().tokens, 150, "a clone is the same budget");
         assert_eq!(
-            judge.evaluate(json!(1), &qs()).await.unwrap_err().source().map(|s| s.to_string()),
+            judge
+                .evaluate(json!(1), &qs())
+                .await
+                .unwrap_err()
+                .source()
+                .map(|s| s.to_string()),
             Some("budget: the tokens cap is reached".to_string())
         );
     }
