@@ -1141,8 +1141,17 @@ pub struct ReportArgs {
     #[arg(long = "min", value_name = "KEY.METRIC=VALUE")]
     pub min: Vec<String>,
     /// Fail (exit 3) when KEY.METRIC is above VALUE, e.g. spam.ece=0.05. Repeatable.
+    /// KEY `run` is the run's cost and latency: run.cost_per_row and
+    /// run.cost_total (US dollars over the answered rows; a cost some row did
+    /// not report fails the gate, saying so), run.latency_p50_ms and
+    /// run.latency_p95_ms.
     #[arg(long = "max", value_name = "KEY.METRIC=VALUE")]
     pub max: Vec<String>,
+    /// Also write the gates as JUnit XML for CI systems: a testsuite per run
+    /// file, a testcase per gate, a failure with the figure and the bound for
+    /// each gate that does not hold. Written atomically.
+    #[arg(long, value_name = "FILE.xml")]
+    pub junit: Option<PathBuf>,
     /// The questions the row gate covers (default: every labelled question).
     #[arg(long, value_name = "KEY,KEY", value_delimiter = ',')]
     pub gate: Option<Vec<String>>,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use toolnexus::assess::gates::{Gate, check_gates};
+use toolnexus::assess::gates::{Gate, gate_outcomes, junit_xml};
 use toolnexus::assess::report::report_html;
 use toolnexus::assess::*;
 use toolnexus::judge::{Bands, Tape};
@@ -203,12 +203,16 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
 
 /// `assess report`.
 fn report(a: ReportArgs) -> Result<Exit> {
+    let mut inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("run", r.as_path())).collect();
+    if let Some(t) = &a.thresholds {
+        inputs.push(("--thresholds", t));
+    }
     if let Some(out) = &a.report {
-        let mut inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("run", r.as_path())).collect();
-        if let Some(t) = &a.thresholds {
-            inputs.push(("--thresholds", t));
-        }
         input::refuse_overwrite("--report", out, &inputs)?;
+        inputs.push(("--report", out));
+    }
+    if let Some(out) = &a.junit {
+        input::refuse_overwrite("--junit", out, &inputs)?;
     }
     let mut runs = Vec::new();
     for path in &a.runs {
@@ -262,8 +266,10 @@ fn report(a: ReportArgs) -> Result<Exit> {
         tell!("wrote {}", out.display());
     }
     let mut failed = false;
+    let mut suites = Vec::new();
     for (name, s) in &summaries {
-        for f in check_gates(s, &gates) {
+        let outcomes = gate_outcomes(s, &gates);
+        for f in outcomes.iter().filter_map(|o| o.failure.as_ref()) {
             failed = true;
             if summaries.len() > 1 {
                 tell!("gate failed: {name}: {f}");
@@ -271,6 +277,17 @@ fn report(a: ReportArgs) -> Result<Exit> {
                 tell!("gate failed: {f}");
             }
         }
+        suites.push((name.clone(), outcomes));
+    }
+    if let Some(out) = &a.junit {
+        toolnexus::judge::write_atomic(out, junit_xml(&suites).as_bytes()).map_err(|e| {
+            let text = e.to_string();
+            exit::io(format!(
+                "--junit {}",
+                text.strip_prefix("tape: ").unwrap_or(&text)
+            ))
+        })?;
+        tell!("wrote {}", out.display());
     }
     Ok(if failed { Exit::Eval } else { Exit::Success })
 }

@@ -10,6 +10,7 @@ mod drift;
 mod errors;
 mod eval;
 mod faithful;
+mod gates;
 mod guard;
 mod inputs;
 mod install;
