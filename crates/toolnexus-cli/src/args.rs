@@ -858,7 +858,7 @@ pub struct CacheFileArgs {
 #[derive(Debug, Subcommand)]
 pub enum TapeCommand {
     /// Evaluate live and record every decision (or failure) into a tape file.
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
     /// Replay recorded decisions offline.
     Replay(ReplayArgs),
     /// Summarise a tape file: version, note, call names, entry counts.
