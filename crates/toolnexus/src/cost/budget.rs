@@ -645,7 +645,7 @@ pub fn budgeted(
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use serde_json::json;
 
@@ -861,23 +861,29 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_cancelled_wait_reserves_nothing() {
+    async fn a_wait_for_a_full_cap_ends_when_a_reservation_is_released() {
         let budget = Budget::new(BudgetOptions {
             max_tokens: Some(100),
             ..Default::default()
         });
         let held = budget.reserve(Spend::tokens(100)).await.unwrap();
-        let waiting = AtomicU64::new(0);
-        let wait = async {
-            waiting.store(1, Ordering::SeqCst);
-            budget.reserve(Spend::tokens(10)).await
-        };
-        let timed = tokio::time::timeout(Duration::from_secs(1), wait).await;
-        assert!(timed.is_err(), "waits while the reservation fills the cap");
-        assert_eq!(budget.spent().in_flight, 1);
+        let waited =
+            tokio::time::timeout(Duration::from_secs(1), budget.reserve(Spend::tokens(10))).await;
+        assert!(waited.is_err(), "waits while the reservation fills the cap");
+        assert_eq!(
+            budget.spent().in_flight,
+            1,
+            "the abandoned wait reserved nothing"
+        );
         drop(held);
         let r = budget.reserve(Spend::tokens(10)).await.unwrap();
         assert_eq!(budget.spent().in_flight, 1);
-        drop(r);
+        r.settle(Spend::tokens(10));
+        let s = budget.spent();
+        assert_eq!(
+            (s.calls, s.tokens, s.in_flight),
+            (1, 10, 0),
+            "a failure counts nothing"
+        );
     }
 }
