@@ -115,19 +115,54 @@ pub fn message(command: &str, budget: &Budget, caps: &CapArgs, done: &str) -> St
             }
         ));
     }
-    format!(
-        "{text}; {done}; resume with: {}",
-        resume_command(std::env::args_os())
-    )
+    let (command, elided) = resume_command(std::env::args_os());
+    let elided = if elided {
+        " (a URL's credentials or query are left out here: put them back)"
+    } else {
+        ""
+    };
+    format!("{text}; {done}; resume with: {command}{elided}")
 }
 
 /// The command line as it was typed, shell-quoted, less `--restart` (which
-/// would start the resumed run over).
-fn resume_command(args: impl Iterator<Item = OsString>) -> String {
-    args.filter(|a| a != "--restart")
-        .map(|a| quote(&a.to_string_lossy()))
-        .collect::<Vec<_>>()
-        .join(" ")
+/// would start the resumed run over), and whether a URL in it had
+/// credentials or a query left out (never printed: they may be secrets).
+fn resume_command(args: impl Iterator<Item = OsString>) -> (String, bool) {
+    let mut elided = false;
+    let words: Vec<String> = args
+        .filter(|a| a != "--restart")
+        .map(|a| {
+            let word = a.to_string_lossy();
+            let (shown, cut) = without_secrets(&word);
+            elided |= cut;
+            quote(&shown)
+        })
+        .collect();
+    (words.join(" "), elided)
+}
+
+/// `word` with any URL in it (`--base-url=…` too) stripped of `user:pass@`,
+/// query and fragment, and whether anything was cut.
+fn without_secrets(word: &str) -> (String, bool) {
+    let Some(scheme) = word.find("://") else {
+        return (word.to_string(), false);
+    };
+    let start = word[..scheme]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || "+-.".contains(*c)))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let url = &word[start..];
+    let cut_at = url.find(['?', '#']).unwrap_or(url.len());
+    let rest = &url[scheme - start + 3..cut_at];
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let userinfo = authority.rfind('@').map_or(0, |i| i + 1);
+    if cut_at == url.len() && userinfo == 0 {
+        return (word.to_string(), false);
+    }
+    let head = &url[..scheme - start + 3];
+    let host_path = &rest[userinfo..];
+    (format!("{}{head}{host_path}", &word[..start]), true)
 }
 
 /// `s` as one word for a POSIX shell.
@@ -180,7 +215,33 @@ mod tests {
         .map(OsString::from);
         assert_eq!(
             resume_command(args.into_iter()),
-            "toolnexus batch --states 'my states.jsonl' --max-cost 0.5"
+            (
+                "toolnexus batch --states 'my states.jsonl' --max-cost 0.5".to_string(),
+                false
+            )
+        );
+        let args = [
+            "toolnexus",
+            "--base-url",
+            "https://me:s3cret@api.example/v1?key=k",
+        ]
+        .map(OsString::from);
+        assert_eq!(
+            resume_command(args.into_iter()),
+            (
+                "toolnexus --base-url https://api.example/v1".to_string(),
+                true
+            )
+        );
+        assert_eq!(
+            without_secrets("--base-url=http://u@h:8/v1#x"),
+            ("--base-url=http://h:8/v1".to_string(), true)
+        );
+        assert_eq!(without_secrets("é://u@h"), ("é://h".to_string(), true));
+        assert_eq!(without_secrets("://"), ("://".to_string(), false));
+        assert_eq!(
+            without_secrets("http://127.0.0.1:9/v1"),
+            ("http://127.0.0.1:9/v1".to_string(), false)
         );
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote(""), "''");
