@@ -29,6 +29,10 @@ Exit codes:
        (reported at the end of the run), or binding --addr
   5    nothing to judge: no question of the thresholds file matched the run
        (assess check)
+  6    a --max-cost, --max-tokens or --max-time cap was reached (batch,
+       assess run, tape record): what finished is written, nothing else was
+       started; the message names the cap, what was spent and the command
+       that resumes the run
   130  interrupted by Ctrl-C or SIGTERM (a batch, assess run or tape record
        resumes when rerun with the same arguments)
   141  standard output or standard error closed by its reader (`| head`):
@@ -764,9 +768,57 @@ pub struct BatchArgs {
     #[arg(long, value_name = "TVD", default_value_t = 0.1, value_parser = parse_unit_share,
           requires = "shadow_style")]
     pub shadow_min_shift: f64,
+    /// Caps on the run's spend.
+    #[command(flatten)]
+    pub caps: CapArgs,
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,
+}
+
+/// Caps on what a run spends (`batch`, `assess run`, `tape record`). When one
+/// is reached no new request starts, those in flight finish and are written,
+/// and the command exits 6 naming the cap, what was spent and the command that
+/// resumes the run (each rerun has the same caps again).
+#[derive(Debug, Clone, Default, Args)]
+pub struct CapArgs {
+    /// Stop once the run has spent this many US dollars. Each request reserves
+    /// its estimated cost before it is sent, so the requests in flight overshoot
+    /// by at most about one request's cost. Costs count as reported by the
+    /// backend, else priced from the style's price when it has one; a cost that
+    /// is neither is not counted (the message says how many). Recorded styles
+    /// (tape, static) count their recorded usage as if billed, so a cap can be
+    /// rehearsed offline on a tape; cache hits cost nothing.
+    #[arg(long, value_name = "USD", value_parser = parse_max_cost)]
+    pub max_cost: Option<f64>,
+    /// Stop once the run has used this many tokens (input and output, as the
+    /// answers report them; recorded styles count their recorded usage).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
+    /// Start no request after this much time, e.g. 90s, 15m, 2h (bare = seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_max_time)]
+    pub max_time: Option<Duration>,
+}
+
+/// A dollar amount for `--max-cost`: a finite number above zero.
+fn parse_max_cost(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_start_matches('$');
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not an amount of US dollars above zero (e.g. 0.50)"
+        )),
+    }
+}
+
+/// A time for `--max-time`: `serve`'s times (ms, s, m; bare = seconds) or hours.
+fn parse_max_time(s: &str) -> Result<Duration, String> {
+    match s.trim().strip_suffix('h') {
+        Some(hours) => parse_serve_time(&format!("{}m", hours.trim()))
+            .map(|d| d * 60)
+            .map_err(|_| format!("{s:?} is not a time (e.g. 90s, 15m, 2h)")),
+        None => parse_serve_time(s),
+    }
 }
 
 /// Shown after `toolnexus batch --help`.
@@ -780,6 +832,8 @@ Exit codes:
        nothing left to do (--rerun-errors asks those states again)
   4    the --out file could not be opened, written or synced (a full disk is
        named: no space left on device)
+  6    a --max-cost, --max-tokens or --max-time cap was reached: what finished
+       is written; rerun the command printed to resume
   130  interrupted by Ctrl-C or SIGTERM: what finished is written; rerun the
        same command to resume
   141  standard output closed by its reader (--out - | head)";
@@ -810,7 +864,7 @@ pub struct CacheFileArgs {
 #[derive(Debug, Subcommand)]
 pub enum TapeCommand {
     /// Evaluate live and record every decision (or failure) into a tape file.
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
     /// Replay recorded decisions offline.
     Replay(ReplayArgs),
     /// Summarise a tape file: version, note, call names, entry counts.
@@ -859,6 +913,9 @@ pub struct RecordArgs {
     /// A note saved with the tape (what was recorded, from where, why).
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
+    /// Caps on the run's spend.
+    #[command(flatten)]
+    pub caps: CapArgs,
     /// The live style and its connection settings.
     #[command(flatten)]
     pub live: LiveArgs,
@@ -1062,6 +1119,9 @@ pub struct AssessRunArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Caps on the run's spend.
+    #[command(flatten)]
+    pub caps: CapArgs,
     /// Where decisions come from (a tape works: --style tape --tape FILE).
     #[command(flatten)]
     pub style: StyleArgs,
@@ -1087,8 +1147,17 @@ pub struct ReportArgs {
     #[arg(long = "min", value_name = "KEY.METRIC=VALUE")]
     pub min: Vec<String>,
     /// Fail (exit 3) when KEY.METRIC is above VALUE, e.g. spam.ece=0.05. Repeatable.
+    /// KEY `run` is the run's cost and latency: run.cost_per_row and
+    /// run.cost_total (US dollars over the answered rows; a cost some row did
+    /// not report fails the gate, saying so), run.latency_p50_ms and
+    /// run.latency_p95_ms.
     #[arg(long = "max", value_name = "KEY.METRIC=VALUE")]
     pub max: Vec<String>,
+    /// Also write the gates as JUnit XML for CI systems: a testsuite per run
+    /// file, a testcase per gate, a failure with the figure and the bound for
+    /// each gate that does not hold. Written atomically.
+    #[arg(long, value_name = "FILE.xml")]
+    pub junit: Option<PathBuf>,
     /// The questions the row gate covers (default: every labelled question).
     #[arg(long, value_name = "KEY,KEY", value_delimiter = ',')]
     pub gate: Option<Vec<String>>,

@@ -11,6 +11,7 @@ use crate::exit::Exit;
 pub mod assess;
 pub mod batch;
 pub mod cache;
+pub mod caps;
 pub mod distill;
 pub mod eval;
 pub mod guard;
@@ -27,7 +28,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Eval(a) => eval::run(a).await,
         Command::Batch(a) => batch::run(a).await,
-        Command::Tape(TapeCommand::Record(a)) => tape::record(a).await,
+        Command::Tape(TapeCommand::Record(a)) => tape::record(*a).await,
         Command::Tape(TapeCommand::Replay(a)) => tape::replay(a).await,
         Command::Tape(TapeCommand::Show(a)) => tape::show(a),
         Command::Serve(a) => serve::run(a).await,

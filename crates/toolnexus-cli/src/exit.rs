@@ -26,6 +26,9 @@ pub enum Exit {
     /// Nothing to judge: no question of a thresholds file matched the run
     /// (`assess check`).
     NoMatch,
+    /// A `--max-cost`, `--max-tokens` or `--max-time` cap was reached: what
+    /// finished is written, the rest was not started (rerun to resume).
+    CapReached,
     /// Stopped by Ctrl-C or SIGTERM.
     Interrupted,
     /// Standard output or standard error was closed by its reader (`| head`):
@@ -43,6 +46,7 @@ impl Exit {
             Exit::Eval => 3,
             Exit::Io => 4,
             Exit::NoMatch => 5,
+            Exit::CapReached => 6,
             Exit::Interrupted => 130,
             Exit::ClosedOutput => 141,
         }
@@ -147,14 +151,15 @@ mod tests {
             Exit::Eval,
             Exit::Io,
             Exit::NoMatch,
+            Exit::CapReached,
             Exit::Interrupted,
             Exit::ClosedOutput,
         ]
         .iter()
         .map(|e| e.code())
         .collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130, 141]);
-        for c in ["0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "130 ", "141 "] {
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 130, 141]);
+        for c in ["0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "6 ", "130 ", "141 "] {
             assert!(
                 crate::args::AFTER_HELP.contains(&format!("  {c}")),
                 "{c} is documented"

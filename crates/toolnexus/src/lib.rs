@@ -63,9 +63,10 @@
 //! Modules: [`classifier`] (the seam), [`client`] (the small chat client and
 //! [`BoxFuture`](client::BoxFuture)), [`judge`] (builders, bands, gates,
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
-//! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
-//! `sqlite` feature), [`compose`] (fallback and shadow) and [`probe`] (encoding
-//! probes: shuffle, order, polarity, repeat, without labels).
+//! (a shared rate limiter), [`cost`] (caps on what a run spends), [`cache`]
+//! (a decision cache; SQLite with the `sqlite` feature), [`compose`]
+//! (fallback and shadow) and [`probe`] (encoding probes: shuffle, order,
+//! polarity, repeat, without labels).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
@@ -94,6 +95,7 @@ pub mod assess;
 pub mod cache;
 pub mod classifier;
 pub mod compose;
+pub mod cost;
 pub mod judge;
 pub mod limit;
 pub mod probe;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use toolnexus::assess::gates::{Gate, check_gates};
+use toolnexus::assess::gates::{Gate, gate_outcomes, junit_xml};
 use toolnexus::assess::report::report_html;
 use toolnexus::assess::*;
 use toolnexus::judge::{Bands, Tape};
@@ -146,10 +146,13 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
         }
     }
     input::refuse_overwrite("--out", &a.out, &inputs)?;
-    let built = style::build(&a.style, Fallback::SystemOne)?;
+    let mut built = style::build(&a.style, Fallback::SystemOne)?;
     let questions = input::read_questions(&a.questions)?;
     let examples = read_examples(&a.examples, &questions).map_err(bad)?;
+    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &a.caps);
+    built.classifier = capped;
     let mut options = RunOptions::default();
+    options.budget = budget.clone();
     options.concurrency = a.concurrency as usize;
     options.rerun_errors = a.rerun_errors;
     options.call_name = Some(built.call.clone());
@@ -174,18 +177,42 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
         run.rows.len(),
         style::describe(&built)
     );
+    let ids: std::collections::HashSet<&str> = run.rows.iter().map(|r| r.id.as_str()).collect();
+    let not_started = examples
+        .iter()
+        .filter(|e| !ids.contains(e.id.as_str()))
+        .count();
     put!("{}", table(&summarize(&run, &SummaryOptions::default())));
+    if let Some(b) = budget
+        .as_ref()
+        .filter(|b| not_started > 0 && b.reached().is_some())
+    {
+        let done = format!(
+            "{} holds {} rows, {not_started} examples not asked",
+            a.out.display(),
+            run.rows.len()
+        );
+        tell!(
+            "{}",
+            crate::commands::caps::message("assess run", b, &a.caps, &done)
+        );
+        return Ok(Exit::CapReached);
+    }
     Ok(Exit::Success)
 }
 
 /// `assess report`.
 fn report(a: ReportArgs) -> Result<Exit> {
+    let mut inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("run", r.as_path())).collect();
+    if let Some(t) = &a.thresholds {
+        inputs.push(("--thresholds", t));
+    }
     if let Some(out) = &a.report {
-        let mut inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("run", r.as_path())).collect();
-        if let Some(t) = &a.thresholds {
-            inputs.push(("--thresholds", t));
-        }
         input::refuse_overwrite("--report", out, &inputs)?;
+        inputs.push(("--report", out));
+    }
+    if let Some(out) = &a.junit {
+        input::refuse_overwrite("--junit", out, &inputs)?;
     }
     let mut runs = Vec::new();
     for path in &a.runs {
@@ -239,8 +266,10 @@ fn report(a: ReportArgs) -> Result<Exit> {
         tell!("wrote {}", out.display());
     }
     let mut failed = false;
+    let mut suites = Vec::new();
     for (name, s) in &summaries {
-        for f in check_gates(s, &gates) {
+        let outcomes = gate_outcomes(s, &gates);
+        for f in outcomes.iter().filter_map(|o| o.failure.as_ref()) {
             failed = true;
             if summaries.len() > 1 {
                 tell!("gate failed: {name}: {f}");
@@ -248,6 +277,17 @@ fn report(a: ReportArgs) -> Result<Exit> {
                 tell!("gate failed: {f}");
             }
         }
+        suites.push((name.clone(), outcomes));
+    }
+    if let Some(out) = &a.junit {
+        toolnexus::judge::write_atomic(out, junit_xml(&suites).as_bytes()).map_err(|e| {
+            let text = e.to_string();
+            exit::io(format!(
+                "--junit {}",
+                text.strip_prefix("tape: ").unwrap_or(&text)
+            ))
+        })?;
+        tell!("wrote {}", out.display());
     }
     Ok(if failed { Exit::Eval } else { Exit::Success })
 }

@@ -27,6 +27,9 @@
 //!   regular file (`/dev/stdout`, a FIFO, a device) is a stream: no header, no
 //!   resume, no lock. The summary goes to stderr whenever results go to stdout.
 //! - Ctrl-C and SIGTERM stop starting states; what finished is written (exit 130).
+//! - `--max-cost`/`--max-tokens`/`--max-time` ([`caps`](super::caps)): once a
+//!   cap is reached no state starts; those in flight finish and are written,
+//!   the states refused are not written (a rerun asks them), exit 6.
 
 mod out;
 mod sha256;
@@ -44,6 +47,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
+use toolnexus::cost::budget::Budget;
 use toolnexus::judge::Bands;
 use toolnexus::limit::{Limiter, LimiterOptions};
 
@@ -98,6 +102,9 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         built.style.as_str(),
         built.classifier.model(),
     );
+    // The budget sits beneath the cache: a hit costs nothing.
+    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &args.caps);
+    built.classifier = capped;
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
     built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
@@ -164,12 +171,13 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)
         .map(|(n, line)| {
-            let (classifier, questions, pacer, call, bands) = (
+            let (classifier, questions, pacer, call, bands, budget) = (
                 classifier.clone(),
                 questions.clone(),
                 pacer.clone(),
                 call.clone(),
                 bands.clone(),
+                budget.clone(),
             );
             async move {
                 let asked = Asked {
@@ -178,6 +186,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
                     pacer: pacer.as_deref(),
                     bands: bands.as_deref(),
                     call,
+                    budget: budget.as_ref(),
                 };
                 (n, asked.evaluate(n, &line).await)
             }
@@ -186,7 +195,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
 
     let write_failed =
         |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
-    let (mut ok, mut failed, mut hits) = (0usize, 0usize, 0usize);
+    let (mut ok, mut failed, mut hits, mut not_started) = (0usize, 0usize, 0usize, 0usize);
     let interrupted = loop {
         let next = tokio::select! {
             biased;
@@ -196,6 +205,11 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         };
         let Some((n, result)) = next else {
             break false;
+        };
+        // Refused by a cap: not sent, not written; a rerun asks it.
+        let Some(result) = result else {
+            not_started += 1;
+            continue;
         };
         let record = match &result {
             Ok((fields, _)) => format!("{{\"line\":{n},{fields}}}\n"),
@@ -238,6 +252,18 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             ok + failed
         );
         return Ok(Exit::Interrupted);
+    }
+    if let Some(b) = budget.as_ref().filter(|_| not_started > 0) {
+        let done = format!(
+            "{} written to {shown} this run, {} not started",
+            count(ok + failed, "result"),
+            count(not_started, "state")
+        );
+        tell!(
+            "{}",
+            crate::commands::caps::message("batch", b, &args.caps, &done)
+        );
+        return Ok(Exit::CapReached);
     }
     let from_cache = match (&args.cache, crate::warnings::cache_failures()) {
         (Some(_), 0) => format!(" ({hits} from the cache, not sent)"),
@@ -303,25 +329,34 @@ struct Asked<'a> {
     /// `--thresholds`: per-question bands the verdicts are read through.
     bands: Option<&'a BTreeMap<String, Bands>>,
     call: String,
+    /// The run's caps: a state they refuse is not written.
+    budget: Option<&'a Budget>,
 }
 
 impl Asked<'_> {
     /// One state: its line parsed, the rate limit honoured, then evaluated.
     /// The result line's fields come back as compact JSON (`"decision":…`,
     /// `"verdicts":…` with `--thresholds`, `"cached":true` for a cache hit) with
-    /// whether it was a hit; a failure as its message.
-    async fn evaluate(self, n: usize, line: &str) -> Result<(String, bool), String> {
-        let state = input::parse_line(n, line)?;
+    /// whether it was a hit; a failure as its message. `None`: a cap refused
+    /// it before it was sent.
+    async fn evaluate(self, n: usize, line: &str) -> Option<Result<(String, bool), String>> {
+        let state = match input::parse_line(n, line) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        if self.budget.is_some_and(|b| b.reached().is_some()) {
+            return None;
+        }
         if let Some(p) = self.pacer {
             p.wait().await;
         }
         let ctx = EvalContext::new().with_call_name(self.call);
         let request = EvalRequest::new(state, self.questions.clone());
-        let done = self
-            .classifier
-            .evaluate_request(ctx, request)
-            .await
-            .map_err(|e| e.to_string())?;
+        let done = match self.classifier.evaluate_request(ctx, request).await {
+            Ok(done) => done,
+            Err(e) if self.budget.is_some_and(|b| b.refused(&e)) => return None,
+            Err(e) => return Some(Err(e.to_string())),
+        };
         let d = &done.decision;
         let mut fields = format!("\"decision\":{}", d.to_value());
         if let Some(b) = self.bands {
@@ -330,7 +365,7 @@ impl Asked<'_> {
         if done.cache_hit {
             fields.push_str(",\"cached\":true");
         }
-        Ok((fields, done.cache_hit))
+        Some(Ok((fields, done.cache_hit)))
     }
 }
 

@@ -44,6 +44,9 @@ fn count(n: usize, one: &str, many: &str) -> String {
 ///   journal is removed only once the tape holding its entries is saved.
 /// - Ctrl-C or SIGTERM starts no new call, lets those in flight finish (a
 ///   second signal abandons them), saves and exits 130.
+/// - A reached `--max-cost`/`--max-tokens`/`--max-time` cap starts no new
+///   call either; a call it refused was not sent and is not recorded; the
+///   tape is saved and the run exits 6.
 pub async fn record(args: RecordArgs) -> Result<Exit> {
     // Before anything is asked, so no signal between here and the end is lost.
     let mut signals = Signals::new()?;
@@ -63,7 +66,9 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         }
         (None, None) => return Err(exit::usage("--state or --states is required")),
     };
-    let live = style::live_classifier(&args.live, style)?;
+    let (live, budget) =
+        crate::commands::caps::wrap(style::live_classifier(&args.live, style)?, &args.caps);
+    let capped = || budget.as_ref().is_some_and(|b| b.reached().is_some());
     // The journal is locked before the tape is read: a second run on the same
     // tape stops here instead of saving over the first one's recordings.
     let mut journal = Journal::open(&args.tape)?;
@@ -133,7 +138,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     let (mut asked, mut failed, mut signalled) = (0usize, 0usize, 0u32);
     let mut journal_error: Option<std::io::Error> = None;
     loop {
-        let launch = signalled == 0 && journal_error.is_none() && tasks.len() < limit;
+        let launch = signalled == 0 && journal_error.is_none() && tasks.len() < limit && !capped();
         let launch = launch && queue.peek().is_some();
         if !launch && tasks.is_empty() {
             break;
@@ -170,6 +175,11 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                     }
                     Err(_) => continue, // abandoned after a second signal: nothing was recorded
                 };
+                if let (Err(e), Some(b)) = (&result, &budget)
+                    && b.refused(e)
+                {
+                    continue; // refused by a cap: not sent, not recorded
+                }
                 asked += 1;
                 // The journal first: once the line is on disk the recording survives a kill.
                 if journal_error.is_none()
@@ -233,6 +243,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         return Ok(Exit::Interrupted);
     }
     say!("{summary}");
+    if let Some(b) = budget.as_ref().filter(|_| left > 0 && capped()) {
+        let done = format!("{} not asked", count(left, "state", "states"));
+        tell!(
+            "{}",
+            crate::commands::caps::message("tape record", b, &args.caps, &done)
+        );
+        return Ok(Exit::CapReached);
+    }
     Ok(if failed + plan.failed_before > 0 {
         Exit::Eval
     } else {

@@ -4,11 +4,13 @@
 mod assess;
 mod batch;
 mod cache;
+mod caps;
 mod distill;
 mod drift;
 mod errors;
 mod eval;
 mod faithful;
+mod gates;
 mod guard;
 mod inputs;
 mod install;

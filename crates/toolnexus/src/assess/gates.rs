@@ -3,11 +3,14 @@
 //!
 //! A gate names a question key and one of its figures (the fields of
 //! [`QuestionSummary`]: see [`METRICS`]); the key `gate` names the row-level
-//! gate ([`GateSummary`], metrics `accuracy` and `n`). [`check_gates`] lists
-//! every gate that does not hold. A figure that is undefined for the run (an
-//! AUROC with one outcome only, a score metric on a choice question, a question
-//! with no answered row) or a question the summary does not have is a failure
-//! too, and says so: a gate never passes on a missing number.
+//! gate ([`GateSummary`], metrics `accuracy` and `n`); the key `run` names the
+//! run's cost and latency ([`RUN_METRICS`]). [`check_gates`] lists every gate
+//! that does not hold; [`gate_outcomes`] gives every gate's figure, and
+//! [`junit_xml`] writes them as JUnit XML for CI systems. A figure that is
+//! undefined for the run (an AUROC with one outcome only, a score metric on a
+//! choice question, a question with no answered row, a cost some row did not
+//! report) or a question the summary does not have is a failure too, and says
+//! so: a gate never passes on a missing number.
 //!
 //! ```
 //! use toolnexus::assess::gates::{Gate, check_gates};
@@ -62,6 +65,30 @@ pub const METRICS: [&str; 14] = [
 /// assert_eq!(toolnexus::assess::gates::GATE_METRICS, ["accuracy", "n"]);
 /// ```
 pub const GATE_METRICS: [&str; 2] = ["accuracy", "n"];
+
+/// The metric names a gate can name on the run as a whole (key [`RUN_KEY`]):
+/// the cost per answered row and in total (US dollars; unknown when any
+/// answered row did not report its cost) and the latency quantiles (ms).
+///
+/// ```
+/// assert!(toolnexus::assess::gates::RUN_METRICS.contains(&"latency_p95_ms"));
+/// ```
+pub const RUN_METRICS: [&str; 4] = [
+    "cost_per_row",
+    "cost_total",
+    "latency_p50_ms",
+    "latency_p95_ms",
+];
+
+/// The key that addresses the run's cost and latency instead of a question.
+///
+/// ```
+/// use toolnexus::assess::gates::Gate;
+/// let g = Gate::parse_max("run.cost_per_row=0.0005")?;
+/// assert_eq!((g.key.as_str(), g.metric.as_str()), ("run", "cost_per_row"));
+/// # Ok::<(), toolnexus::assess::AssessError>(())
+/// ```
+pub const RUN_KEY: &str = "run";
 
 /// The key that addresses the row-level gate instead of a question.
 ///
@@ -171,7 +198,14 @@ impl Gate {
         if metric.is_empty() {
             return Err(shape());
         }
-        if key == GATE_KEY {
+        if key == RUN_KEY {
+            if !RUN_METRICS.contains(&metric) {
+                return Err(bad(format!(
+                    "unknown metric {metric:?} for the run (metrics: {})",
+                    RUN_METRICS.join(", ")
+                )));
+            }
+        } else if key == GATE_KEY {
             if !GATE_METRICS.contains(&metric) {
                 return Err(bad(format!(
                     "unknown metric {metric:?} for the row gate (metrics: {})",
@@ -287,8 +321,14 @@ fn figure_text(metric: &str, x: f64, bound: f64) -> String {
     if metric == "n" {
         return format!("{}", x as u64);
     }
-    let short = trim(format!("{x:.3}"));
-    if short == trim(format!("{bound:.3}")) || short.parse::<f64>() == Ok(bound) {
+    // Dollars per row can be millionths: four significant digits.
+    let decimals = if metric.starts_with("cost") && x.abs() > 0.0 && x.abs() < 1.0 {
+        (3 - x.abs().log10().floor() as i32).clamp(3, 12) as usize
+    } else {
+        3
+    };
+    let short = trim(format!("{x:.decimals$}"));
+    if short == trim(format!("{bound:.decimals$}")) || short.parse::<f64>() == Ok(bound) {
         number(x)
     } else {
         short
@@ -412,6 +452,172 @@ fn why_undefined(q: &QuestionSummary, metric: &str) -> String {
     }
 }
 
+/// The run's cost or latency figure `metric` names, or why it has none.
+fn run_figure(summary: &Summary, metric: &str) -> Result<f64, String> {
+    let c = &summary.cost;
+    let answered = c.known_rows + c.unknown_rows;
+    match metric {
+        "cost_per_row" | "cost_total" => {
+            if answered == 0 {
+                return Err("undefined: no row of this run was answered".to_string());
+            }
+            if c.unknown_rows > 0 {
+                return Err(format!(
+                    "the cost is unknown: {} of {answered} answered rows did not report one",
+                    c.unknown_rows
+                ));
+            }
+            Ok(if metric == "cost_total" {
+                c.known_total
+            } else {
+                c.known_total / answered as f64
+            })
+        }
+        "latency_p50_ms" | "latency_p95_ms" => {
+            let q = if metric == "latency_p50_ms" {
+                summary.latency_p50_ms
+            } else {
+                summary.latency_p95_ms
+            };
+            q.filter(|x| x.is_finite())
+                .ok_or_else(|| "undefined: no row of this run has a measured latency".to_string())
+        }
+        _ => Err(format!("the run has no metric {metric:?}")),
+    }
+}
+
+/// The figure a gate reads on `summary`, or why there is none.
+fn measure(summary: &Summary, gate: &Gate) -> Result<f64, String> {
+    if gate.key == RUN_KEY {
+        return run_figure(summary, &gate.metric);
+    }
+    if gate.key == GATE_KEY {
+        return match &summary.gate {
+            None => Err(
+                "this run has no row gate (no row is labelled and answered on every gated question)"
+                    .to_string(),
+            ),
+            Some(g) => match gate_metric(g, &gate.metric) {
+                None => Err(format!("the row gate has no metric {:?}", gate.metric)),
+                Some(None) => Err("undefined: the row gate has no rows".to_string()),
+                Some(Some(x)) => Ok(x),
+            },
+        };
+    }
+    match summary.question(&gate.key) {
+        None => {
+            let keys: Vec<&str> = summary.questions.iter().map(|q| q.key.as_str()).collect();
+            let has = if keys.is_empty() {
+                "none".to_string()
+            } else {
+                keys.join(", ")
+            };
+            Err(format!(
+                "no question {:?} in this run (it has {has})",
+                gate.key
+            ))
+        }
+        Some(q) => match question_metric(q, &gate.metric) {
+            None => Err(format!("no metric {:?}", gate.metric)),
+            Some(None) => Err(why_undefined(q, &gate.metric)),
+            Some(Some(x)) => Ok(x),
+        },
+    }
+}
+
+/// One gate checked: the figure it read, and its failure when it does not
+/// hold. Its `Display` is one line: the failure's, or the figure that holds.
+///
+/// ```
+/// use toolnexus::assess::gates::{Gate, gate_outcomes};
+/// # use toolnexus::assess::*;
+/// # let summary = summarize(&Run::new(Default::default(), Vec::new()), &SummaryOptions::default());
+/// let o = &gate_outcomes(&summary, &[Gate::parse_max("run.cost_total=1")?])[0];
+/// assert!(!o.holds());
+/// assert_eq!(o.to_string(), "run.cost_total: undefined: no row of this run was answered, so the --max 1 cannot hold");
+/// # Ok::<(), toolnexus::assess::AssessError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct GateOutcome {
+    /// The gate.
+    pub gate: Gate,
+    /// The figure measured, when it is defined.
+    pub figure: Option<f64>,
+    /// Why the gate does not hold; `None` when it holds.
+    pub failure: Option<GateFailure>,
+}
+
+impl GateOutcome {
+    /// Whether the gate holds.
+    pub fn holds(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+impl fmt::Display for GateOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.failure, self.figure) {
+            (Some(failure), _) => failure.fmt(f),
+            (None, Some(x)) => {
+                let g = &self.gate;
+                write!(
+                    f,
+                    "{}.{} = {} holds the {} {}",
+                    g.key,
+                    g.metric,
+                    figure_text(&g.metric, x, g.value),
+                    g.bound.flag(),
+                    number(g.value)
+                )
+            }
+            (None, None) => write!(f, "{} holds", self.gate),
+        }
+    }
+}
+
+/// Every gate checked on `summary`, in the order given.
+///
+/// ```
+/// use toolnexus::assess::gates::{Gate, gate_outcomes};
+/// # use std::collections::BTreeMap;
+/// # use serde_json::json;
+/// # use toolnexus::assess::*;
+/// # use toolnexus::classifier::Decision;
+/// # use toolnexus::judge::{noul, questions};
+/// # let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// # let row = |id: &str, cost: f64| Row::new(id, BTreeMap::from([("spam".to_string(), Gold::Noul(true))]),
+/// #     Outcome::Decided(Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.9}},
+/// #         "usage": {"input_tokens": 300, "output_tokens": 0, "cost": cost}})).unwrap()));
+/// # let run = Run::new(qs, vec![row("a", 0.00001), row("b", 0.00003)]);
+/// let s = summarize(&run, &SummaryOptions::default());
+/// let o = gate_outcomes(&s, &[Gate::parse_max("run.cost_per_row=0.00001")?]);
+/// assert_eq!(o[0].figure, Some(0.00002));
+/// assert_eq!(o[0].to_string(), "run.cost_per_row = 0.00002 is above the --max 0.00001");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn gate_outcomes(summary: &Summary, gates: &[Gate]) -> Vec<GateOutcome> {
+    gates
+        .iter()
+        .map(|gate| {
+            let (figure, failure) = match measure(summary, gate) {
+                Ok(x) if gate.holds(x) => (Some(x), None),
+                Ok(x) => (Some(x), Some((Some(x), None))),
+                Err(why) => (None, Some((None, Some(why)))),
+            };
+            GateOutcome {
+                gate: gate.clone(),
+                figure,
+                failure: failure.map(|(figure, undefined)| GateFailure {
+                    gate: gate.clone(),
+                    figure,
+                    undefined,
+                }),
+            }
+        })
+        .collect()
+}
+
 /// Every gate that does not hold on `summary`, in the order given. An empty
 /// list means every gate holds.
 ///
@@ -424,51 +630,80 @@ fn why_undefined(q: &QuestionSummary, metric: &str) -> String {
 /// # Ok::<(), toolnexus::assess::AssessError>(())
 /// ```
 pub fn check_gates(summary: &Summary, gates: &[Gate]) -> Vec<GateFailure> {
-    let mut out = Vec::new();
-    for gate in gates {
-        let fail = |figure: Option<f64>, undefined: Option<String>| GateFailure {
-            gate: gate.clone(),
-            figure,
-            undefined,
-        };
-        let measured = if gate.key == GATE_KEY {
-            match &summary.gate {
-                None => Err(
-                    "this run has no row gate (no row is labelled and answered on every gated question)"
-                        .to_string(),
-                ),
-                Some(g) => match gate_metric(g, &gate.metric) {
-                    None => Err(format!("the row gate has no metric {:?}", gate.metric)),
-                    Some(None) => Err("undefined: the row gate has no rows".to_string()),
-                    Some(Some(x)) => Ok(x),
-                },
+    gate_outcomes(summary, gates)
+        .into_iter()
+        .filter_map(|o| o.failure)
+        .collect()
+}
+
+/// The gates as JUnit XML, for CI systems: one `<testsuite>` per named run
+/// (its file name), one `<testcase>` per gate, a `<failure>` whose message
+/// says the figure and the bound (or why there is no figure) for each gate
+/// that does not hold; a gate that holds says its figure in `<system-out>`.
+/// Every text is escaped; characters XML 1.0 cannot hold become U+FFFD.
+///
+/// ```
+/// use toolnexus::assess::gates::{Gate, gate_outcomes, junit_xml};
+/// # use toolnexus::assess::*;
+/// # let summary = summarize(&Run::new(Default::default(), Vec::new()), &SummaryOptions::default());
+/// let outcomes = gate_outcomes(&summary, &[Gate::parse_min("gate.n=1")?]);
+/// let xml = junit_xml(&[("runs/a&b.jsonl".to_string(), outcomes)]);
+/// assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"toolnexus assess report\" tests=\"1\" failures=\"1\">"));
+/// assert!(xml.contains("<testsuite name=\"runs/a&amp;b.jsonl\" tests=\"1\" failures=\"1\">"));
+/// # Ok::<(), toolnexus::assess::AssessError>(())
+/// ```
+pub fn junit_xml(suites: &[(String, Vec<GateOutcome>)]) -> String {
+    let count = |o: &[GateOutcome]| (o.len(), o.iter().filter(|g| !g.holds()).count());
+    let (tests, failures) = suites.iter().fold((0, 0), |(t, f), (_, o)| {
+        let (a, b) = count(o);
+        (t + a, f + b)
+    });
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    x.push_str(&format!(
+        "<testsuites name=\"toolnexus assess report\" tests=\"{tests}\" failures=\"{failures}\">\n"
+    ));
+    for (name, outcomes) in suites {
+        let (tests, failures) = count(outcomes);
+        let name = xml_escape(name);
+        x.push_str(&format!(
+            "  <testsuite name=\"{name}\" tests=\"{tests}\" failures=\"{failures}\">\n"
+        ));
+        for o in outcomes {
+            let case = xml_escape(&o.gate.to_string());
+            let said = xml_escape(&o.to_string());
+            x.push_str(&format!(
+                "    <testcase classname=\"{name}\" name=\"{case}\">\n"
+            ));
+            if o.holds() {
+                x.push_str(&format!("      <system-out>{said}</system-out>\n"));
+            } else {
+                x.push_str(&format!(
+                    "      <failure type=\"gate\" message=\"{said}\">{said}</failure>\n"
+                ));
             }
-        } else {
-            match summary.question(&gate.key) {
-                None => {
-                    let keys: Vec<&str> =
-                        summary.questions.iter().map(|q| q.key.as_str()).collect();
-                    let has = if keys.is_empty() {
-                        "none".to_string()
-                    } else {
-                        keys.join(", ")
-                    };
-                    Err(format!(
-                        "no question {:?} in this run (it has {has})",
-                        gate.key
-                    ))
-                }
-                Some(q) => match question_metric(q, &gate.metric) {
-                    None => Err(format!("no metric {:?}", gate.metric)),
-                    Some(None) => Err(why_undefined(q, &gate.metric)),
-                    Some(Some(x)) => Ok(x),
-                },
-            }
-        };
-        match measured {
-            Ok(x) if gate.holds(x) => {}
-            Ok(x) => out.push(fail(Some(x), None)),
-            Err(why) => out.push(fail(None, Some(why))),
+            x.push_str("    </testcase>\n");
+        }
+        x.push_str("  </testsuite>\n");
+    }
+    x.push_str("</testsuites>\n");
+    x
+}
+
+/// `text` escaped for XML 1.0 text and attribute values.
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            c if (c as u32) < 0x20 || matches!(c, '\u{FFFE}' | '\u{FFFF}') => out.push('\u{FFFD}'),
+            c => out.push(c),
         }
     }
     out
@@ -689,6 +924,113 @@ mod tests {
                 .starts_with("gate.accuracy = 0.75 is below the --min 0.9"),
             "{}",
             failures[0]
+        );
+    }
+    fn costed(id: &str, cost: Option<f64>, latency_ms: Option<f64>) -> Row {
+        let mut row = Row::new(
+            id,
+            BTreeMap::from([("spam".to_string(), Gold::Noul(true))]),
+            decided(json!({"spam": {"type": "noul", "noul": 0.9}})),
+        );
+        if let Outcome::Decided(d) = &mut row.outcome {
+            d.usage = crate::classifier::ClassifierUsage {
+                input_tokens: 300,
+                output_tokens: 0,
+                cost,
+            };
+        }
+        row.latency_ms = latency_ms;
+        row
+    }
+
+    #[test]
+    fn cost_and_latency_gates_read_the_run_and_an_unknown_cost_never_passes() {
+        let qs = questions(&[noul("spam", "Is it spam?")]).unwrap();
+        let known = Run::new(
+            qs.clone(),
+            vec![
+                costed("a", Some(0.00001), Some(100.0)),
+                costed("b", Some(0.00003), Some(300.0)),
+            ],
+        );
+        let s = summarize(&known, &SummaryOptions::default());
+        let gates: Vec<Gate> = [
+            "run.cost_per_row=0.00002",
+            "run.cost_total=0.00003",
+            "run.latency_p95_ms=250",
+            "run.latency_p50_ms=200",
+        ]
+        .iter()
+        .map(|t| Gate::parse_max(t).unwrap())
+        .collect();
+        let text: Vec<String> = gate_outcomes(&s, &gates)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "run.cost_per_row = 0.00002 holds the --max 0.00002",
+                "run.cost_total = 0.00004 is above the --max 0.00003",
+                "run.latency_p95_ms = 290 is above the --max 250",
+                "run.latency_p50_ms = 200 holds the --max 200",
+            ]
+        );
+        let unknown = Run::new(
+            qs,
+            vec![costed("a", Some(0.00001), None), costed("b", None, None)],
+        );
+        let s = summarize(&unknown, &SummaryOptions::default());
+        let failures = check_gates(
+            &s,
+            &[
+                Gate::parse_max("run.cost_per_row=100").unwrap(),
+                Gate::parse_max("run.latency_p95_ms=1000").unwrap(),
+            ],
+        );
+        let text: Vec<String> = failures.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "run.cost_per_row: the cost is unknown: 1 of 2 answered rows did not report one, so the --max 100 cannot hold",
+                "run.latency_p95_ms: undefined: no row of this run has a measured latency, so the --max 1000 cannot hold",
+            ]
+        );
+        let e = Gate::parse_max("run.cost=1").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--max run.cost=1: unknown metric \"cost\" for the run (metrics: cost_per_row, cost_total, latency_p50_ms, latency_p95_ms)"
+        );
+    }
+
+    #[test]
+    fn junit_has_one_testcase_per_gate_and_escapes_every_text() {
+        let s = summarize(&run(), &SummaryOptions::default());
+        let gates = [
+            Gate::parse_min("spam.accuracy=0.5").unwrap(),
+            Gate::parse_min("desk.accuracy=0.9").unwrap(),
+            Gate::parse_min("a<b>&\"c'.n=1").unwrap(),
+        ];
+        let xml = junit_xml(&[(
+            "runs/<new>\u{1}.jsonl".to_string(),
+            gate_outcomes(&s, &gates),
+        )]);
+        assert_eq!(
+            xml,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites name=\"toolnexus assess report\" tests=\"3\" failures=\"2\">\n  \
+             <testsuite name=\"runs/&lt;new&gt;\u{FFFD}.jsonl\" tests=\"3\" failures=\"2\">\n    \
+             <testcase classname=\"runs/&lt;new&gt;\u{FFFD}.jsonl\" name=\"--min spam.accuracy=0.5\">\n      \
+             <system-out>spam.accuracy = 1 holds the --min 0.5</system-out>\n    \
+             </testcase>\n    \
+             <testcase classname=\"runs/&lt;new&gt;\u{FFFD}.jsonl\" name=\"--min desk.accuracy=0.9\">\n      \
+             <failure type=\"gate\" message=\"desk.accuracy = 0.75 is below the --min 0.9\">desk.accuracy = 0.75 is below the --min 0.9</failure>\n    \
+             </testcase>\n    \
+             <testcase classname=\"runs/&lt;new&gt;\u{FFFD}.jsonl\" name=\"--min a&lt;b&gt;&amp;&quot;c&apos;.n=1\">\n      \
+             <failure type=\"gate\" message=\"a&lt;b&gt;&amp;&quot;c&apos;.n: no question &quot;a&lt;b&gt;&amp;\\&quot;c&apos;&quot; in this run (it has desk, never, risk, spam), so the --min 1 cannot hold\">a&lt;b&gt;&amp;&quot;c&apos;.n: no question &quot;a&lt;b&gt;&amp;\\&quot;c&apos;&quot; in this run (it has desk, never, risk, spam), so the --min 1 cannot hold</failure>\n    \
+             </testcase>\n  \
+             </testsuite>\n\
+             </testsuites>\n"
         );
     }
 }

@@ -496,6 +496,10 @@ pub struct RunOptions {
     /// The call name each evaluation carries (what a tape files recordings
     /// under; `None`: none).
     pub call_name: Option<String>,
+    /// The budget the classifier is behind ([`budgeted`](crate::cost::budget::budgeted)),
+    /// if any: once a cap is reached no example starts, and an example the
+    /// budget refused gets no row (a later run asks it).
+    pub budget: Option<crate::cost::budget::Budget>,
 }
 
 impl Default for RunOptions {
@@ -505,6 +509,7 @@ impl Default for RunOptions {
             rerun_errors: false,
             progress: None,
             call_name: None,
+            budget: None,
         }
     }
 }
@@ -516,6 +521,7 @@ impl std::fmt::Debug for RunOptions {
             .field("rerun_errors", &self.rerun_errors)
             .field("progress", &self.progress.is_some())
             .field("call_name", &self.call_name)
+            .field("budget", &self.budget)
             .finish()
     }
 }
@@ -631,11 +637,15 @@ pub async fn run_examples(
     let mut stream = futures::stream::iter(todo)
         .map(|ex| {
             let classifier = classifier.clone();
+            let budget = options.budget.clone();
             let ctx = match &options.call_name {
                 Some(name) => EvalContext::new().with_call_name(name.clone()),
                 None => EvalContext::new(),
             };
             async move {
+                if budget.as_ref().is_some_and(|b| b.reached().is_some()) {
+                    return None;
+                }
                 let started = Instant::now();
                 let result = classifier
                     .evaluate_ctx(ctx, ex.state.clone(), questions)
@@ -643,24 +653,27 @@ pub async fn run_examples(
                 let latency_ms = started.elapsed().as_secs_f64() * 1e3;
                 let outcome = match result {
                     Ok(d) => Outcome::Decided(d),
+                    Err(e) if budget.as_ref().is_some_and(|b| b.refused(&e)) => return None,
                     Err(e) => Outcome::Failed {
                         kind: e.kind().as_str().to_string(),
                         message: e.detail().to_string(),
                     },
                 };
-                Row {
+                Some(Row {
                     id: ex.id.clone(),
                     labels: ex.labels.clone(),
                     meta: ex.meta.clone(),
                     state_len: canonical_json(&ex.state).chars().count(),
                     outcome,
                     latency_ms: Some(latency_ms),
-                }
+                })
             }
         })
         .buffer_unordered(options.concurrency.max(1));
     let mut done = 0;
     while let Some(row) = stream.next().await {
+        // Refused by the budget's cap: not asked, no row.
+        let Some(row) = row else { continue };
         let mut line = canonical_json(&row.to_value());
         line.push('\n');
         file.write_all(line.as_bytes())

@@ -1,0 +1,430 @@
+//! `--max-cost`, `--max-tokens`, `--max-time` on `batch`, `assess run` and
+//! `tape record`: a reached cap starts nothing new, writes every finished
+//! answer, exits 6 naming the cap and the resume command, and that command
+//! carries the run on to the end without asking anything twice.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolnexus::judge::Tape;
+
+use crate::support::{Bulk, Out, TempDir, Upstream, out_lines, spam_questions, tn};
+
+/// A System One upstream billing `tokens` input tokens (and `cost` dollars
+/// when given) per call, after `delay`.
+fn billing(tokens: u64, cost: Option<f64>, delay: Duration) -> Upstream {
+    Upstream::start(move |got| {
+        std::thread::sleep(delay);
+        let n = got.json()["state"]["n"].as_u64().unwrap_or(0);
+        let mut usage = json!({"input_tokens": tokens, "output_tokens": 0});
+        if let Some(c) = cost {
+            usage["cost"] = json!(c);
+        }
+        let body = json!({"model": "jev-1.13",
+            "answers": {"spam": {"type": "noul", "noul": (n % 10) as f64 / 10.0}},
+            "usage": usage});
+        (200, vec![], body.to_string())
+    })
+}
+
+fn states(n: usize) -> String {
+    (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect()
+}
+
+/// The command a cap's message says resumes the run, as words (the test
+/// directories need no quoting).
+fn resume_words(out: &Out) -> Vec<String> {
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("resume with: "))
+        .unwrap_or_else(|| panic!("no resume command: {out:?}"));
+    let command = line.split("resume with: ").nth(1).unwrap();
+    let words: Vec<String> = command.split_whitespace().map(String::from).collect();
+    assert_eq!(words[0], env!("CARGO_BIN_EXE_toolnexus"), "{line}");
+    assert!(!command.contains('\''), "nothing needed quoting: {line}");
+    words[1..].to_vec()
+}
+
+fn run_words(dir: &TempDir, words: &[String]) -> Out {
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
+    tn(dir.path(), &args)
+}
+
+/// Reruns the printed resume command until the run ends; returns how many
+/// runs it took after the first (each must stop at the cap or finish).
+fn resume_to_the_end(dir: &TempDir, first: &Out, args: &[String]) -> usize {
+    let mut words = resume_words(first);
+    assert_eq!(words, args, "the resume command is the command itself");
+    for rerun in 1..=30 {
+        let out = run_words(dir, &words);
+        match out.code {
+            0 => return rerun,
+            6 => words = resume_words(&out),
+            _ => panic!("rerun {rerun}: {out:?}"),
+        }
+    }
+    panic!("the run never finished");
+}
+
+/// The input lines a batch out file answers: each once, every one a decision.
+fn decided_lines(path: &Path) -> Vec<u64> {
+    let lines = out_lines(path);
+    assert!(
+        lines.iter().all(|v| v.get("decision").is_some()),
+        "a refused state was written: {lines:?}"
+    );
+    let mut seen: Vec<u64> = lines.iter().map(|v| v["line"].as_u64().unwrap()).collect();
+    seen.sort_unstable();
+    let before = seen.len();
+    seen.dedup();
+    assert_eq!(seen.len(), before, "a line written twice");
+    seen
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn batch_stops_at_the_cost_cap_within_one_call_and_resumes_to_the_end() {
+    let dir = TempDir::new("caps-batch-cost");
+    let up = billing(300, Some(0.01), Duration::from_millis(30));
+    let n = 20;
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(n));
+    let out_path = dir.join("out.jsonl");
+    let out = out_path.display().to_string();
+    let args = strings(&[
+        "batch",
+        "--questions",
+        &q,
+        "--states",
+        &s,
+        "--out",
+        &out,
+        "--style",
+        "systemone",
+        "--base-url",
+        &up.base_url,
+        "--retries",
+        "-1",
+        "--no-progress",
+        "--concurrency",
+        "4",
+        "--max-cost",
+        "0.05",
+        // The limiter in the transport composes with the budget in front.
+        "--rpm",
+        "60000",
+        "--tpm",
+        "100000000",
+    ]);
+    let first = run_words(&dir, &args);
+    assert_eq!(first.code, 6, "{first:?}");
+    let calls = up.requests().len();
+    // $0.01 a call: stopped once $0.05 was spent, the calls in flight
+    // overshooting by at most one call's cost.
+    assert!((5..=6).contains(&calls), "{calls} calls for a $0.05 cap");
+    assert_eq!(
+        decided_lines(&out_path).len(),
+        calls,
+        "every finished call written"
+    );
+    let said = &first.stderr;
+    assert!(
+        said.contains("batch: stopped at --max-cost 0.05: spent $0.0")
+            && said.contains(&format!("on {calls} calls ({} tokens", 300 * calls))
+            && said.contains(&format!("{calls} results written to {out} this run")),
+        "{said}"
+    );
+    assert!(!said.contains("unknown"), "every cost was reported: {said}");
+
+    resume_to_the_end(&dir, &first, &args);
+    assert_eq!(decided_lines(&out_path), (1..=n as u64).collect::<Vec<_>>());
+    assert_eq!(up.requests().len(), n, "no state asked twice");
+}
+
+#[test]
+fn batch_on_a_tape_rehearses_a_cap_offline_with_the_recorded_usage() {
+    let dir = TempDir::new("caps-batch-tape");
+    let bulk = Bulk::new(&dir, 12);
+    let out_path = dir.join("out.jsonl");
+    let out = out_path.display().to_string();
+    // Each recording says 11 tokens and $0.00002: the fifth call takes the
+    // run over $0.00009.
+    let args = strings(
+        &bulk
+            .batch(&out, &["--no-progress", "--max-cost", "0.00009"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let first = run_words(&dir, &args);
+    assert_eq!(first.code, 6, "{first:?}");
+    assert_eq!(decided_lines(&out_path).len(), 5);
+    assert!(
+        first
+            .stderr
+            .contains("stopped at --max-cost 0.00009: spent $0.0001 on 5 calls (55 tokens"),
+        "{}",
+        first.stderr
+    );
+    let reruns = resume_to_the_end(&dir, &first, &args);
+    assert_eq!(reruns, 2, "5, then 5, then the last 2");
+    assert_eq!(decided_lines(&out_path), (1..=12).collect::<Vec<_>>());
+}
+
+#[test]
+fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
+    let dir = TempDir::new("caps-batch-unknown");
+    let up = billing(400, None, Duration::ZERO);
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(10));
+    let out_path = dir.join("out.jsonl");
+    let out = out_path.display().to_string();
+    let first = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--questions",
+            &q,
+            "--states",
+            &s,
+            "--out",
+            &out,
+            "--style",
+            "systemone",
+            "--base-url",
+            &up.base_url,
+            "--retries",
+            "-1",
+            "--no-progress",
+            "--concurrency",
+            "1",
+            "--max-cost",
+            "1",
+            "--max-tokens",
+            "1000",
+        ],
+    );
+    assert_eq!(first.code, 6, "{first:?}");
+    assert_eq!(
+        up.requests().len(),
+        3,
+        "400 tokens a call: the third reaches 1000"
+    );
+    assert_eq!(decided_lines(&out_path).len(), 3);
+    assert!(
+        first.stderr.contains(
+            "stopped at --max-tokens 1000: spent an unknown amount on 3 calls (1200 tokens"
+        ) && first.stderr.contains(
+            "the cost of 3 calls is unknown (not reported, no price) and not counted against --max-cost"
+        ),
+        "{}",
+        first.stderr
+    );
+}
+
+#[test]
+fn batch_stops_at_the_time_cap() {
+    let dir = TempDir::new("caps-batch-time");
+    let up = billing(10, None, Duration::from_millis(200));
+    let n = 40;
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(n));
+    let out_path = dir.join("out.jsonl");
+    let out = out_path.display().to_string();
+    let first = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--questions",
+            &q,
+            "--states",
+            &s,
+            "--out",
+            &out,
+            "--style",
+            "systemone",
+            "--base-url",
+            &up.base_url,
+            "--retries",
+            "-1",
+            "--no-progress",
+            "--concurrency",
+            "1",
+            "--max-time",
+            "1s",
+        ],
+    );
+    assert_eq!(first.code, 6, "{first:?}");
+    let calls = up.requests().len();
+    assert!(calls < n, "{calls} of {n} states asked after the time cap");
+    assert_eq!(decided_lines(&out_path).len(), calls);
+    assert!(
+        first
+            .stderr
+            .contains("batch: stopped at --max-time 1s: spent"),
+        "{}",
+        first.stderr
+    );
+}
+
+#[test]
+fn assess_run_stops_at_the_token_cap_on_a_tape_and_resumes() {
+    let dir = TempDir::new("caps-assess");
+    let bulk = Bulk::new(&dir, 9);
+    let examples: String = (0..9)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": format!("e{i}"), "state": {"n": i}, "labels": {"spam": i % 2 == 0}})
+            )
+        })
+        .collect();
+    let examples = dir.write("labels.jsonl", &examples);
+    let run = dir.join("run.jsonl").display().to_string();
+    let args = strings(&[
+        "assess",
+        "run",
+        "--style",
+        "tape",
+        "--tape",
+        &bulk.tape,
+        "--call",
+        "bulk",
+        "--questions",
+        &bulk.questions,
+        "--examples",
+        &examples,
+        "--out",
+        &run,
+        "--no-progress",
+        "--max-tokens",
+        "30",
+    ]);
+    let first = run_words(&dir, &args);
+    assert_eq!(first.code, 6, "{first:?}");
+    let rows = |path: &str| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    assert_eq!(rows(&run).len(), 3, "11 tokens a row: the third reaches 30");
+    assert!(
+        first.stderr.contains(
+            "assess run: stopped at --max-tokens 30: spent $0.00006 on 3 calls (33 tokens"
+        ) && first.stderr.contains("holds 3 rows, 6 examples not asked"),
+        "{}",
+        first.stderr
+    );
+    resume_to_the_end(&dir, &first, &args);
+    let mut ids: Vec<String> = rows(&run)
+        .iter()
+        .map(|r| {
+            assert!(r.get("decision").is_some(), "{r}");
+            r["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, (0..9).map(|i| format!("e{i}")).collect::<Vec<_>>());
+}
+
+#[test]
+fn tape_record_stops_at_the_token_cap_saves_and_resumes() {
+    let dir = TempDir::new("caps-record");
+    let up = billing(300, None, Duration::from_millis(20));
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(10));
+    let tape = dir.join("rec.tape.json");
+    let args = strings(&[
+        "tape",
+        "record",
+        "--tape",
+        &tape.display().to_string(),
+        "--call",
+        "rec",
+        "--questions",
+        &q,
+        "--states",
+        &s,
+        "--base-url",
+        &up.base_url,
+        "--retries",
+        "0",
+        "--concurrency",
+        "2",
+        "--max-tokens",
+        "1000",
+    ]);
+    let first = run_words(&dir, &args);
+    assert_eq!(first.code, 6, "{first:?}");
+    let calls = up.requests().len();
+    assert!(
+        (4..=5).contains(&calls),
+        "{calls} calls of 300 tokens for a 1000 cap"
+    );
+    assert_eq!(
+        Tape::load(&tape).unwrap().len(),
+        calls,
+        "every finished call saved"
+    );
+    assert!(
+        first
+            .stderr
+            .contains("tape record: stopped at --max-tokens 1000")
+            && first
+                .stderr
+                .contains(&format!("{} states not asked", 10 - calls)),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        !dir.join("rec.tape.json.journal").exists(),
+        "the journal is folded in"
+    );
+    resume_to_the_end(&dir, &first, &args);
+    assert_eq!(Tape::load(&tape).unwrap().len(), 10);
+    assert_eq!(up.requests().len(), 10, "no state asked twice");
+}
+
+#[test]
+fn cap_flags_are_checked_and_documented() {
+    let dir = TempDir::new("caps-flags");
+    let bulk = Bulk::new(&dir, 2);
+    let out = dir.join("out.jsonl").display().to_string();
+    for (flag, value, want) in [
+        ("--max-cost", "0", "--max-cost"),
+        ("--max-cost", "lots", "is not an amount of US dollars"),
+        ("--max-tokens", "0", "--max-tokens"),
+        ("--max-time", "soon", "is not a time"),
+    ] {
+        let args = bulk.batch(&out, &[flag, value]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let got = tn(dir.path(), &args);
+        assert_eq!(got.code, 2, "{flag} {value}: {got:?}");
+        assert!(got.stderr.contains(want), "{flag} {value}: {}", got.stderr);
+    }
+    let help = tn(dir.path(), &["batch", "--help"]);
+    assert!(
+        help.stdout.contains("rehearsed offline on a tape") && help.stdout.contains("  6 "),
+        "{}",
+        help.stdout
+    );
+    let help = tn(dir.path(), &["--help"]);
+    assert!(
+        help.stdout.contains("  6    a --max-cost"),
+        "{}",
+        help.stdout
+    );
+    // A cap that is never reached changes nothing.
+    let args = bulk.batch(&out, &["--max-tokens", "1000000", "--max-time", "2h"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let got = tn(dir.path(), &args);
+    assert_eq!(got.code, 0, "{got:?}");
+}
