@@ -65,7 +65,8 @@
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
 //! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
 //! `sqlite` feature), [`compose`] (fallback and shadow) and [`probe`] (encoding
-//! probes: shuffle, order, polarity, repeat, without labels).
+//! probes: shuffle, order, polarity, repeat, without labels) and [`pinning`]
+//! (floating aliases such as `jev-latest`, and what one was seen to answer as).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
@@ -96,6 +97,7 @@ pub mod classifier;
 pub mod compose;
 pub mod judge;
 pub mod limit;
+pub mod pinning;
 pub mod probe;
 #[cfg(feature = "test-util")]
 pub mod testing;
