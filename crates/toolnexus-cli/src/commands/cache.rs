@@ -17,8 +17,22 @@ pub fn wrap(
     classifier: toolnexus::classifier::Classifier,
     path: Option<&std::path::Path>,
 ) -> Result<toolnexus::classifier::Classifier> {
+    wrap_with(classifier, path, toolnexus::pinning::DEFAULT_ALIAS_TTL)
+}
+
+/// [`wrap`] with `--alias-ttl`: how long a floating alias's resolution is
+/// trusted before a request is sent to re-check it.
+pub fn wrap_with(
+    classifier: toolnexus::classifier::Classifier,
+    path: Option<&std::path::Path>,
+    alias_ttl: std::time::Duration,
+) -> Result<toolnexus::classifier::Classifier> {
     Ok(match path.map(open_for_run).transpose()?.flatten() {
-        Some(cache) => toolnexus::cache::caching(classifier, std::sync::Arc::new(cache)),
+        Some(cache) => toolnexus::cache::caching_with(
+            classifier,
+            std::sync::Arc::new(cache),
+            toolnexus::cache::CachingOptions { alias_ttl },
+        ),
         None => classifier,
     })
 }
