@@ -16,6 +16,7 @@ mod lint;
 mod local;
 mod mcp;
 mod model;
+mod pinning;
 mod probe;
 mod serve;
 mod serve_bounds;
