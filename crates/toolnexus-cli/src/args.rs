@@ -715,7 +715,7 @@ fn parse_alias_ttl(s: &str) -> Result<Duration, String> {
         "h" => n * 3600.0,
         _ => return Err(format!("{s:?}: unknown unit {unit:?} (want ms, s, m or h)")),
     };
-    if !(secs >= 0.0 && secs <= 86_400.0 * 365.0) {
+    if !(0.0..=86_400.0 * 365.0).contains(&secs) {
         return Err(format!("{s:?}: want zero to a year"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -836,7 +836,8 @@ pub enum CacheCommand {
     Stats(CacheFileArgs),
     /// Delete every entry of a cache file.
     Clear(CacheFileArgs),
-    /// Print every entry as one JSON line {"key","model","stored_at","decision"}.
+    /// Print every entry as one JSON line {"key","model","requested","stored_at","decision"}
+    /// (`model` answered; `requested` was asked for, null in entries from before it was kept).
     Export(CacheFileArgs),
 }
 

@@ -515,6 +515,8 @@ struct Pins {
     endpoint: String,
     alias_ttl: Duration,
     own: Resolutions,
+    /// Off for [`single_flight`]: nothing is served later, nothing to guard.
+    on: bool,
 }
 
 impl Pins {
@@ -649,7 +651,7 @@ impl Evaluator for Caching {
                     None => {
                         let flights = Arc::clone(&flights);
                         let call: SharedBox<'static, _> = Box::pin(async move {
-                            let floating = is_floating(&requested)
+                            let floating = (pins.on && is_floating(&requested))
                                 .then_some((pins.as_ref(), requested.as_str()));
                             let result = match Caching::lookup(cache.as_ref(), key, floating) {
                                 Some(d) => Ok(Evaluated::new(d).with_cache_hit(true)),
@@ -782,6 +784,17 @@ pub fn caching_with(
     cache: Arc<dyn Cache>,
     options: CachingOptions,
 ) -> Classifier {
+    wrap(inner, cache, options.alias_ttl, true)
+}
+
+/// The [`Caching`] classifier over `inner`; `pinning` off keeps no
+/// resolutions (for a store that serves nothing).
+fn wrap(
+    inner: Classifier,
+    cache: Arc<dyn Cache>,
+    alias_ttl: Duration,
+    pinning: bool,
+) -> Classifier {
     let endpoint = inner
         .endpoint()
         .map_or_else(|| inner.style().as_str().to_string(), str::to_string);
@@ -792,8 +805,9 @@ pub fn caching_with(
             cache,
             pins: Arc::new(Pins {
                 endpoint: endpoint.clone(),
-                alias_ttl: options.alias_ttl,
+                alias_ttl,
                 own: Resolutions::default(),
+                on: pinning,
             }),
             endpoint,
             flights: Arc::new(Mutex::new(HashMap::new())),
@@ -853,5 +867,5 @@ impl Cache for NoStore {
 /// # }
 /// ```
 pub fn single_flight(inner: Classifier) -> Classifier {
-    caching(inner, Arc::new(NoStore))
+    wrap(inner, Arc::new(NoStore), DEFAULT_ALIAS_TTL, false)
 }
