@@ -520,36 +520,40 @@ struct Pins {
 }
 
 impl Pins {
-    /// The alias's resolution, if one is known (store first, then our own).
-    fn current(&self, cache: &dyn Cache, alias: &str) -> Option<Resolution> {
-        match cache.resolution(&self.endpoint, alias) {
-            Ok(Some(r)) => return Some(r),
-            Ok(None) => {}
+    /// Whether an entry may be served for `alias` now. Every resolution known
+    /// (the store's, shared with other processes, and this process's own,
+    /// which a failed store write leaves ahead of the store) must name the
+    /// entry's model since before it was stored, and the freshest must be
+    /// younger than the alias TTL. None known: not served (a live call learns it).
+    fn serves(&self, cache: &dyn Cache, alias: &str, entry: &Cached) -> bool {
+        let stored = match cache.resolution(&self.endpoint, alias) {
+            Ok(r) => r,
             Err(e) => {
                 tracing::warn!(target: "toolnexus::cache", "{e}; asking the backend");
-                return None;
+                return false;
             }
-        }
-        self.own.get(&self.endpoint, alias).ok().flatten()
+        };
+        let own = self.own.get(&self.endpoint, alias).ok().flatten();
+        let known: Vec<Resolution> = stored.into_iter().chain(own).collect();
+        let now = now_ms();
+        !known.is_empty()
+            && known.iter().any(|r| !r.is_stale(self.alias_ttl, now))
+            && known
+                .iter()
+                .all(|r| r.serves(&entry.model, entry.stored_at))
     }
 
-    /// Whether an entry may be served for `alias` now: the alias's resolution
-    /// is known, fresh, and names the entry's model since before it was stored.
-    fn serves(&self, cache: &dyn Cache, alias: &str, entry: &Cached) -> bool {
-        match self.current(cache, alias) {
-            Some(r) => {
-                !r.is_stale(self.alias_ttl, now_ms()) && r.serves(&entry.model, entry.stored_at)
-            }
-            None => false,
-        }
-    }
-
-    /// Records a live answer from `model` to `alias`, in the store and our own
-    /// table; says so once when the alias moved.
-    fn observe(&self, cache: &dyn Cache, alias: &str, model: &str) {
+    /// Records a live answer from `model` to `alias`, in our own table and
+    /// (on the blocking pool: it may wait for another process's write lock)
+    /// in the store; says so once when the alias moved.
+    async fn observe(&self, cache: Arc<dyn Cache>, alias: &str, model: &str) {
         let now = now_ms();
         let ours = self.own.observe(&self.endpoint, alias, model, now).ok();
-        let seen = match cache.observe(&self.endpoint, alias, model, now) {
+        let (endpoint, a, m) = (self.endpoint.clone(), alias.to_string(), model.to_string());
+        let stored = tokio::task::spawn_blocking(move || cache.observe(&endpoint, &a, &m, now))
+            .await
+            .unwrap_or_else(|e| Err(CacheError::new(CacheErrorKind::Io, e.to_string())));
+        let seen = match stored {
             Ok(Some(o)) => Some(o),
             Ok(None) => ours,
             Err(e) => {
@@ -662,10 +666,11 @@ impl Evaluator for Caching {
                                         // stored next is then never older than it.
                                         if floating.is_some() {
                                             pins.observe(
-                                                cache.as_ref(),
+                                                Arc::clone(&cache),
                                                 &requested,
                                                 &e.decision.model,
-                                            );
+                                            )
+                                            .await;
                                         }
                                         Caching::store(cache, key, &requested, &e.decision).await;
                                     }

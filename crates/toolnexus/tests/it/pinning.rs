@@ -350,3 +350,81 @@ fn a_newer_schema_is_still_refused() {
         "{e}"
     );
 }
+
+/// A store of entries only: the trait's defaults keep no resolutions, or
+/// (`failing`) resolutions it cannot update, stuck at what was first seen.
+struct EntriesOnly {
+    entries: MemoryCache,
+    stuck: Option<toolnexus::pinning::Resolution>,
+}
+
+impl Cache for EntriesOnly {
+    fn get(
+        &self,
+        key: &CacheKey,
+    ) -> Result<Option<toolnexus::cache::Cached>, toolnexus::cache::CacheError> {
+        self.entries.get(key)
+    }
+
+    fn put(
+        &self,
+        key: &CacheKey,
+        entry: &toolnexus::cache::Cached,
+    ) -> Result<(), toolnexus::cache::CacheError> {
+        self.entries.put(key, entry)
+    }
+
+    fn resolution(
+        &self,
+        _endpoint: &str,
+        _alias: &str,
+    ) -> Result<Option<toolnexus::pinning::Resolution>, toolnexus::cache::CacheError> {
+        Ok(self.stuck.clone())
+    }
+
+    fn observe(
+        &self,
+        endpoint: &str,
+        alias: &str,
+        model: &str,
+        now_ms: u64,
+    ) -> Result<Option<toolnexus::cache::Observed>, toolnexus::cache::CacheError> {
+        match self.stuck {
+            Some(_) => Err(toolnexus::cache::CacheError::new(
+                toolnexus::cache::CacheErrorKind::Io,
+                "disk full",
+            )),
+            None => self
+                .entries
+                .observe(endpoint, alias, model, now_ms)
+                .map(|_| None),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_keeps_no_resolutions_or_cannot_write_them_still_never_serves_a_moved_alias() {
+    for stuck in [false, true] {
+        let moved = Arc::new(AtomicBool::new(false));
+        let server = moving_upstream(moved.clone()).await;
+        // With `stuck`, the store's record of the alias stays at jev-1.13,
+        // fresh for an hour: every write of it fails.
+        let in_an_hour = toolnexus::cache::MemoryCache::now() * 1000 + 3_600_000;
+        let store = Arc::new(EntriesOnly {
+            entries: MemoryCache::new(),
+            stuck: stuck
+                .then(|| toolnexus::pinning::Resolution::observe(None, "jev-1.13", in_an_hour)),
+        });
+        let judge = caching(system_one(&server, "jev-latest"), store);
+        ask(&judge, "a").await;
+        assert!(ask(&judge, "a").await.cache_hit, "stuck {stuck}");
+        moved.store(true, Ordering::SeqCst);
+        assert_eq!(ask(&judge, "b").await.decision.model, "jev-1.14");
+        let a = ask(&judge, "a").await;
+        assert!(
+            !a.cache_hit,
+            "stuck {stuck}: jev-1.13's answer is not served"
+        );
+        assert_eq!(a.decision.model, "jev-1.14");
+    }
+}
