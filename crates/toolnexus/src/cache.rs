@@ -509,8 +509,8 @@ struct Caching {
     pins: Arc<Pins>,
 }
 
-/// The floating aliases' resolutions a [`Caching`] consults: the store's when
-/// it keeps them, else its own.
+/// The floating aliases' resolutions a [`Caching`] consults: the store's (when
+/// it keeps them) and its own, updated together on every live answer.
 struct Pins {
     endpoint: String,
     alias_ttl: Duration,
