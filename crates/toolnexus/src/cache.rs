@@ -19,10 +19,10 @@
 //! - Pinning (SPEC §20): every entry is tagged with the model that answered
 //!   ([`Cached::model`]) and the model the request asked for
 //!   ([`Cached::requested`]). Under a floating alias
-//!   ([`is_floating`](crate::pinning::is_floating), e.g. `jev-latest`) an
+//!   ([`is_floating`], e.g. `jev-latest`) an
 //!   entry is served only while the alias still answers as the model that
 //!   recorded it: every live answer updates the alias's
-//!   [`Resolution`](crate::pinning::Resolution), and a resolution older than
+//!   [`Resolution`], and a resolution older than
 //!   [`CachingOptions::alias_ttl`] is re-checked with a live call instead of a
 //!   hit. **A cache never serves an answer recorded under a floating alias
 //!   after the alias was seen to resolve to another model.**
