@@ -832,7 +832,8 @@ Exit codes:
 /// `toolnexus cache …`: inspect a decision cache file.
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
-    /// Entries, size, ages and models of a cache file.
+    /// Entries, size, ages and models of a cache file, and what each floating
+    /// alias (jev-latest, …) was last seen to answer as.
     Stats(CacheFileArgs),
     /// Delete every entry of a cache file.
     Clear(CacheFileArgs),

@@ -112,6 +112,11 @@ pub fn stats(a: CacheFileArgs) -> Result<Exit> {
                 "oldest_utc": s.oldest.map(|t| utc_date(t as i64)),
                 "newest_utc": s.newest.map(|t| utc_date(t as i64)),
                 "models": models,
+                "aliases": s.aliases.iter().map(|(alias, r)| serde_json::json!({
+                    "alias": alias,
+                    "model": r.model,
+                    "checked_utc": utc_date((r.checked_ms / 1000) as i64),
+                })).collect::<Vec<_>>(),
             })
         );
     } else {
@@ -130,6 +135,13 @@ pub fn stats(a: CacheFileArgs) -> Result<Exit> {
         }
         for (m, n) in &s.models {
             println!("  {m}: {n}");
+        }
+        for (alias, r) in &s.aliases {
+            println!(
+                "{alias} answers as {} (last seen {} UTC); answers cached under it from other models are not served",
+                r.model,
+                utc_date((r.checked_ms / 1000) as i64)
+            );
         }
     }
     Ok(Exit::Success)

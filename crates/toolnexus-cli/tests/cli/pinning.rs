@@ -143,7 +143,21 @@ fn batch_cache_stops_serving_an_alias_s_old_answers_once_it_moves() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(up.requests().len(), 7);
 
-    // The cache file tags each entry with both models.
+    // The cache file says what the alias answers as now...
+    let stats = tn(dir.path(), &["cache", "stats", &cache]);
+    assert_eq!(stats.code, 0, "{stats:?}");
+    assert!(
+        stats
+            .stdout
+            .contains("jev-latest answers as jev-1.14 (last seen "),
+        "{}",
+        stats.stdout
+    );
+    let stats = tn(dir.path(), &["cache", "stats", &cache, "--json"]);
+    let v: Value = serde_json::from_str(&stats.stdout).unwrap();
+    assert_eq!(v["aliases"][0]["alias"], "jev-latest", "{v}");
+    assert_eq!(v["aliases"][0]["model"], "jev-1.14", "{v}");
+    // ...and tags each entry with both models.
     let export = tn(dir.path(), &["cache", "export", &cache]);
     assert_eq!(export.code, 0, "{export:?}");
     for line in export.stdout.lines() {

@@ -88,6 +88,9 @@ pub struct CacheStats {
     pub newest: Option<u64>,
     /// Entries by answering model, most first.
     pub models: Vec<(String, u64)>,
+    /// What each floating alias was last seen to answer as, by alias (an
+    /// alias asked of several endpoints appears once for each).
+    pub aliases: Vec<(String, Resolution)>,
 }
 
 /// A decision cache in one SQLite file.
@@ -227,6 +230,21 @@ impl SqliteCache {
             let models = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64)))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            let aliases = c
+                .prepare(
+                    "SELECT alias, model, since, checked_ms FROM aliases ORDER BY alias, endpoint",
+                )?
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        Resolution {
+                            model: r.get(1)?,
+                            since: r.get::<_, i64>(2)?.max(0) as u64,
+                            checked_ms: r.get::<_, i64>(3)?.max(0) as u64,
+                        },
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(CacheStats {
                 entries: entries as u64,
                 expired: expired as u64,
@@ -234,6 +252,7 @@ impl SqliteCache {
                 oldest: oldest.map(|v| v as u64),
                 newest: newest.map(|v| v as u64),
                 models,
+                aliases,
             })
         })
     }
