@@ -689,6 +689,46 @@ pub struct EvalArgs {
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,
+    /// Floating aliases and files fitted on another model.
+    #[command(flatten)]
+    pub pin: PinArgs,
+}
+
+/// Pinning: a floating alias as the model, or a thresholds or calibration
+/// file fitted on another model than the one asked for, is a warning, or
+/// with `--pinned` a refusal.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PinArgs {
+    /// Refuse (exit 2) a floating alias as the model (jev-latest, jev-preview,
+    /// ~…, or any name ending in -latest or -preview: the model behind it can
+    /// change without notice), and a --thresholds or --calibration file fitted
+    /// on another model than the one asked for. Without it, each is a warning.
+    #[arg(long)]
+    pub pinned: bool,
+}
+
+/// A time for `--alias-ttl`: a number with `ms`, `s`, `m` or `h`, bare =
+/// seconds; zero allowed (re-check on every request).
+fn parse_alias_ttl(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&t[..i], t[i..].trim()),
+        None => (t, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a time (e.g. 0, 30s, 10m, 1h)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (want ms, s, m or h)")),
+    };
+    if !(0.0..=86_400.0 * 365.0).contains(&secs) {
+        return Err(format!("{s:?}: want zero to a year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// `toolnexus batch`.
@@ -745,6 +785,14 @@ pub struct BatchArgs {
     /// identical states in the input are asked once.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
+    /// With --cache and a floating alias as the model (jev-latest, …): how
+    /// long what the alias last answered as is trusted; past it, a state is
+    /// sent instead of served, and its answer re-checks the alias. An answer
+    /// cached under the alias is never served once the alias answered as
+    /// another model. A number with ms, s, m or h (default 1h; 0: always send).
+    #[arg(long, value_name = "TIME", default_value = "1h", value_parser = parse_alias_ttl,
+          requires = "cache")]
+    pub alias_ttl: Duration,
     /// A second style that answers every state in the shadow, off the
     /// primary's path (its answers never change, delay or reach the --out
     /// file); each disagreement goes to --shadow-out.
@@ -774,6 +822,9 @@ pub struct BatchArgs {
     /// Where decisions come from.
     #[command(flatten)]
     pub style: StyleArgs,
+    /// Floating aliases and files fitted on another model.
+    #[command(flatten)]
+    pub pin: PinArgs,
 }
 
 /// Caps on what a run spends (`batch`, `assess run`, `tape record`). When one
@@ -841,11 +892,13 @@ Exit codes:
 /// `toolnexus cache …`: inspect a decision cache file.
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
-    /// Entries, size, ages and models of a cache file.
+    /// Entries, size, ages and models of a cache file, and what each floating
+    /// alias (jev-latest, …) was last seen to answer as.
     Stats(CacheFileArgs),
     /// Delete every entry of a cache file.
     Clear(CacheFileArgs),
-    /// Print every entry as one JSON line {"key","model","stored_at","decision"}.
+    /// Print every entry as one JSON line {"key","model","requested","stored_at","decision"}
+    /// (`model` answered; `requested` was asked for, null in entries from before it was kept).
     Export(CacheFileArgs),
 }
 
@@ -1035,6 +1088,13 @@ pub struct ServeArgs {
     /// answered without asking the style and carry `x-toolnexus-cache: hit`.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
+    /// With --cache and a floating alias as the model (jev-latest, …): how
+    /// long what the alias last answered as is trusted before a request is
+    /// sent instead of served to re-check it (as for `batch --alias-ttl`;
+    /// default 1h).
+    #[arg(long, value_name = "TIME", default_value = "1h", value_parser = parse_alias_ttl,
+          requires = "cache")]
+    pub alias_ttl: Duration,
     /// A System One endpoint to try when the one before it is unavailable
     /// (timeout, transport, 5xx, 529, 429 after retries); repeat for a chain.
     /// Same model and key variable; the decision's `model` says who answered.
@@ -1043,6 +1103,10 @@ pub struct ServeArgs {
     /// Where decisions come from (default with no key set: static over the built-in demo tape).
     #[command(flatten)]
     pub style: StyleArgs,
+    /// Floating aliases and files fitted on another model; with --pinned, a
+    /// request naming a floating alias as its model is refused (422).
+    #[command(flatten)]
+    pub pin: PinArgs,
 }
 
 /// A time for `serve`'s bounds: a number with `ms`, `s` or `m`, bare = seconds;

@@ -14,6 +14,8 @@ use crate::args::{LiveArgs, StyleArgs, StyleName};
 use crate::demo;
 use crate::exit;
 
+pub mod pin;
+
 /// What a command does when no style is named, no tape is given and no API key is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fallback {

@@ -48,6 +48,12 @@ pub fn cache_failed(text: &str) {
     print_once(text);
 }
 
+/// A warning the command raises itself (a floating alias, a file fitted on
+/// another model): printed once like the library's.
+pub fn warn(text: &str) {
+    print_once(text);
+}
+
 /// Which distinct warnings were printed already.
 fn seen() -> &'static Mutex<HashSet<String>> {
     static SEEN: std::sync::OnceLock<Mutex<HashSet<String>>> = std::sync::OnceLock::new();

@@ -16,6 +16,16 @@
 //!   flight), and stores the decision. Errors are never stored. A store that
 //!   fails at run time (disk full, locked too long) is logged and bypassed: the
 //!   evaluation still happens.
+//! - Pinning (SPEC §20): every entry is tagged with the model that answered
+//!   ([`Cached::model`]) and the model the request asked for
+//!   ([`Cached::requested`]). Under a floating alias
+//!   ([`is_floating`], e.g. `jev-latest`) an
+//!   entry is served only while the alias still answers as the model that
+//!   recorded it: every live answer updates the alias's
+//!   [`Resolution`], and a resolution older than
+//!   [`CachingOptions::alias_ttl`] is re-checked with a live call instead of a
+//!   hit. **A cache never serves an answer recorded under a floating alias
+//!   after the alias was seen to resolve to another model.**
 //!
 //! ```
 //! use std::sync::Arc;
@@ -62,6 +72,7 @@ use crate::classifier::{
     canonical_request,
 };
 use crate::context::BoxFuture;
+use crate::pinning::{DEFAULT_ALIAS_TTL, Resolution, is_floating, now_ms};
 
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -139,10 +150,14 @@ pub fn cache_key(endpoint: &str, model: &str, request: &EvalRequest) -> CacheKey
 pub struct Cached {
     /// The decision's wire JSON (`Decision::to_value`).
     pub decision: Value,
-    /// The model that answered.
+    /// The model that answered (the decision's `model`: what a floating
+    /// alias resolved to).
     pub model: String,
     /// When it was stored, in seconds since the Unix epoch.
     pub stored_at: u64,
+    /// The model the request asked for (e.g. the alias `jev-latest`); `None`
+    /// for entries stored before requests were recorded.
+    pub requested: Option<String>,
 }
 
 impl Cached {
@@ -155,13 +170,29 @@ impl Cached {
     /// let c = toolnexus::cache::Cached::of(&d);
     /// assert_eq!(c.model, "m");
     /// assert!(c.stored_at > 1_700_000_000);
+    /// assert_eq!(c.requested, None);
     /// ```
     pub fn of(decision: &Decision) -> Cached {
         Cached {
             decision: decision.to_value(),
             model: decision.model.clone(),
             stored_at: now_secs(),
+            requested: None,
         }
+    }
+
+    /// The entry tagged with the model its request asked for.
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use toolnexus::classifier::{ClassifierUsage, Decision};
+    /// # let d = Decision { model: "jev-1.13".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
+    /// let c = toolnexus::cache::Cached::of(&d).with_requested("jev-latest");
+    /// assert_eq!((c.model.as_str(), c.requested.as_deref()), ("jev-1.13", Some("jev-latest")));
+    /// ```
+    pub fn with_requested(mut self, model: impl Into<String>) -> Cached {
+        self.requested = Some(model.into());
+        self
     }
 }
 
@@ -241,7 +272,7 @@ impl std::error::Error for CacheError {}
 /// ```
 /// use toolnexus::cache::{Cache, CacheKey, Cached, MemoryCache};
 /// let cache = MemoryCache::new();
-/// let entry = Cached { decision: serde_json::json!({}), model: "m".into(), stored_at: 1 };
+/// let entry = Cached { decision: serde_json::json!({}), model: "m".into(), stored_at: 1, requested: None };
 /// cache.put(&CacheKey([1; 32]), &entry)?;
 /// assert_eq!(cache.get(&CacheKey([1; 32]))?, Some(entry));
 /// assert_eq!(cache.get(&CacheKey([2; 32]))?, None);
@@ -252,6 +283,69 @@ pub trait Cache: Send + Sync + 'static {
     fn get(&self, key: &CacheKey) -> Result<Option<Cached>, CacheError>;
     /// Stores `entry` under `key`, replacing what was there.
     fn put(&self, key: &CacheKey, entry: &Cached) -> Result<(), CacheError>;
+    /// What the floating alias `alias` at `endpoint` was last seen to answer
+    /// as, when the store keeps resolutions. The default keeps none (`None`):
+    /// [`caching`] then keeps them in the process.
+    fn resolution(&self, endpoint: &str, alias: &str) -> Result<Option<Resolution>, CacheError> {
+        let _ = (endpoint, alias);
+        Ok(None)
+    }
+    /// Records a live answer from `model` to `alias` at `endpoint` at
+    /// `now_ms`, as [`Resolution::observe`] says, and returns the resolution
+    /// before and after; `None` when the store keeps no resolutions (the
+    /// default). Stores shared by processes update it atomically.
+    fn observe(
+        &self,
+        endpoint: &str,
+        alias: &str,
+        model: &str,
+        now_ms: u64,
+    ) -> Result<Option<Observed>, CacheError> {
+        let _ = (endpoint, alias, model, now_ms);
+        Ok(None)
+    }
+}
+
+/// A floating alias's resolution before and after a live answer
+/// ([`Cache::observe`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    /// What the alias was seen as before, if anything.
+    pub before: Option<Resolution>,
+    /// What it is seen as now.
+    pub after: Resolution,
+}
+
+/// Resolutions kept in a map, by endpoint and alias.
+#[derive(Debug, Default)]
+struct Resolutions(Mutex<HashMap<(String, String), Resolution>>);
+
+impl Resolutions {
+    fn get(&self, endpoint: &str, alias: &str) -> Result<Option<Resolution>, CacheError> {
+        let map = self
+            .0
+            .lock()
+            .map_err(|_| CacheError::new(CacheErrorKind::Io, "alias table poisoned"))?;
+        Ok(map.get(&(endpoint.to_string(), alias.to_string())).cloned())
+    }
+
+    fn observe(
+        &self,
+        endpoint: &str,
+        alias: &str,
+        model: &str,
+        now_ms: u64,
+    ) -> Result<Observed, CacheError> {
+        let mut map = self
+            .0
+            .lock()
+            .map_err(|_| CacheError::new(CacheErrorKind::Io, "alias table poisoned"))?;
+        let slot = (endpoint.to_string(), alias.to_string());
+        let before = map.get(&slot).cloned();
+        let after = Resolution::observe(before.as_ref(), model, now_ms);
+        map.insert(slot, after.clone());
+        Ok(Observed { before, after })
+    }
 }
 
 /// An in-process cache: entries live as long as the value, with an optional
@@ -261,7 +355,7 @@ pub trait Cache: Send + Sync + 'static {
 /// use std::time::Duration;
 /// use toolnexus::cache::{Cache, CacheKey, Cached, MemoryCache};
 /// let cache = MemoryCache::with_limits(Some(Duration::from_secs(60)), Some(1));
-/// let entry = |t| Cached { decision: serde_json::json!({}), model: "m".into(), stored_at: t };
+/// let entry = |t| Cached { decision: serde_json::json!({}), model: "m".into(), stored_at: t, requested: None };
 /// let now = toolnexus::cache::MemoryCache::now();
 /// cache.put(&CacheKey([1; 32]), &entry(now))?;
 /// cache.put(&CacheKey([2; 32]), &entry(now))?;
@@ -275,6 +369,7 @@ pub struct MemoryCache {
     entries: Mutex<HashMap<CacheKey, Cached>>,
     ttl: Option<Duration>,
     max_entries: Option<usize>,
+    aliases: Resolutions,
 }
 
 impl MemoryCache {
@@ -361,6 +456,45 @@ impl Cache for MemoryCache {
         }
         Ok(())
     }
+
+    fn resolution(&self, endpoint: &str, alias: &str) -> Result<Option<Resolution>, CacheError> {
+        self.aliases.get(endpoint, alias)
+    }
+
+    fn observe(
+        &self,
+        endpoint: &str,
+        alias: &str,
+        model: &str,
+        now_ms: u64,
+    ) -> Result<Option<Observed>, CacheError> {
+        self.aliases
+            .observe(endpoint, alias, model, now_ms)
+            .map(Some)
+    }
+}
+
+/// How [`caching_with`] uses its store.
+///
+/// ```
+/// let o = toolnexus::cache::CachingOptions::default();
+/// assert_eq!(o.alias_ttl, toolnexus::pinning::DEFAULT_ALIAS_TTL);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachingOptions {
+    /// How long a floating alias's resolution is trusted: once the last live
+    /// answer under it is this old, the next request is sent instead of
+    /// served, and its answer re-checks the resolution (default one hour;
+    /// zero sends every request under a floating alias).
+    pub alias_ttl: Duration,
+}
+
+impl Default for CachingOptions {
+    fn default() -> Self {
+        CachingOptions {
+            alias_ttl: DEFAULT_ALIAS_TTL,
+        }
+    }
 }
 
 /// One call shared by every identical request waiting on it.
@@ -372,14 +506,90 @@ struct Caching {
     cache: Arc<dyn Cache>,
     endpoint: String,
     flights: Arc<Mutex<HashMap<CacheKey, Flight>>>,
+    pins: Arc<Pins>,
+}
+
+/// The floating aliases' resolutions a [`Caching`] consults: the store's (when
+/// it keeps them) and its own, updated together on every live answer.
+struct Pins {
+    endpoint: String,
+    alias_ttl: Duration,
+    own: Resolutions,
+    /// Off for [`single_flight`]: nothing is served later, nothing to guard.
+    on: bool,
+}
+
+impl Pins {
+    /// Whether an entry may be served for `alias` now. Every resolution known
+    /// (the store's, shared with other processes, and this process's own,
+    /// which a failed store write leaves ahead of the store) must name the
+    /// entry's model since before it was stored, and the freshest must be
+    /// younger than the alias TTL. None known: not served (a live call learns it).
+    fn serves(&self, cache: &dyn Cache, alias: &str, entry: &Cached) -> bool {
+        let stored = match cache.resolution(&self.endpoint, alias) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(target: "toolnexus::cache", "{e}; asking the backend");
+                return false;
+            }
+        };
+        let own = self.own.get(&self.endpoint, alias).ok().flatten();
+        let known: Vec<Resolution> = stored.into_iter().chain(own).collect();
+        let now = now_ms();
+        !known.is_empty()
+            && known.iter().any(|r| !r.is_stale(self.alias_ttl, now))
+            && known
+                .iter()
+                .all(|r| r.serves(&entry.model, entry.stored_at))
+    }
+
+    /// Records a live answer from `model` to `alias`, in our own table and
+    /// (on the blocking pool: it may wait for another process's write lock)
+    /// in the store; says so once when the alias moved.
+    async fn observe(&self, cache: Arc<dyn Cache>, alias: &str, model: &str) {
+        let now = now_ms();
+        let ours = self.own.observe(&self.endpoint, alias, model, now).ok();
+        let (endpoint, a, m) = (self.endpoint.clone(), alias.to_string(), model.to_string());
+        let stored = tokio::task::spawn_blocking(move || cache.observe(&endpoint, &a, &m, now))
+            .await
+            .unwrap_or_else(|e| Err(CacheError::new(CacheErrorKind::Io, e.to_string())));
+        let seen = match stored {
+            Ok(Some(o)) => Some(o),
+            Ok(None) => ours,
+            Err(e) => {
+                tracing::warn!(target: "toolnexus::cache", "{e}; the alias's resolution is kept in this process only");
+                ours
+            }
+        };
+        if let Some(Observed {
+            before: Some(before),
+            after,
+        }) = seen
+            && after.has_moved_from(&before)
+        {
+            tracing::warn!(
+                target: "toolnexus::pinning",
+                "model {alias:?} now answers as {:?} (it answered as {:?}); decisions cached under it before are no longer served",
+                after.model,
+                before.model
+            );
+        }
+    }
 }
 
 impl Caching {
     /// Reads on the calling task: a store's `get` is quick (SQLite readers in
     /// WAL mode never wait for a writer), and a hop to the blocking pool would
     /// cost more than the read.
-    fn lookup(cache: &dyn Cache, key: CacheKey) -> Option<Decision> {
+    fn lookup(
+        cache: &dyn Cache,
+        key: CacheKey,
+        floating: Option<(&Pins, &str)>,
+    ) -> Option<Decision> {
         match cache.get(&key) {
+            Ok(Some(c)) if floating.is_some_and(|(pins, alias)| !pins.serves(cache, alias, &c)) => {
+                None
+            }
             Ok(Some(c)) => match Decision::from_value(&c.decision) {
                 Ok(d) => Some(d),
                 Err(e) => {
@@ -395,8 +605,8 @@ impl Caching {
         }
     }
 
-    async fn store(cache: Arc<dyn Cache>, key: CacheKey, decision: &Decision) {
-        let entry = Cached::of(decision);
+    async fn store(cache: Arc<dyn Cache>, key: CacheKey, requested: &str, decision: &Decision) {
+        let entry = Cached::of(decision).with_requested(requested);
         let stored = tokio::task::spawn_blocking(move || cache.put(&key, &entry))
             .await
             .unwrap_or_else(|e| Err(CacheError::new(CacheErrorKind::Io, e.to_string())));
@@ -422,10 +632,15 @@ impl Evaluator for Caching {
         request: EvalRequest,
     ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
         let key = cache_key(&self.endpoint, self.inner.model(), &request);
-        let (inner, cache, flights) = (
+        let requested = request
+            .model
+            .clone()
+            .unwrap_or_else(|| self.inner.model().to_string());
+        let (inner, cache, flights, pins) = (
             self.inner.clone(),
             Arc::clone(&self.cache),
             Arc::clone(&self.flights),
+            Arc::clone(&self.pins),
         );
         Box::pin(async move {
             // One flight per key covers the lookup, the call and the store, and
@@ -440,12 +655,24 @@ impl Evaluator for Caching {
                     None => {
                         let flights = Arc::clone(&flights);
                         let call: SharedBox<'static, _> = Box::pin(async move {
-                            let result = match Caching::lookup(cache.as_ref(), key) {
+                            let floating = (pins.on && is_floating(&requested))
+                                .then_some((pins.as_ref(), requested.as_str()));
+                            let result = match Caching::lookup(cache.as_ref(), key, floating) {
                                 Some(d) => Ok(Evaluated::new(d).with_cache_hit(true)),
                                 None => {
                                     let result = inner.evaluate_request(ctx, request).await;
                                     if let Ok(e) = &result {
-                                        Caching::store(cache, key, &e.decision).await;
+                                        // The resolution first: the entry
+                                        // stored next is then never older than it.
+                                        if floating.is_some() {
+                                            pins.observe(
+                                                Arc::clone(&cache),
+                                                &requested,
+                                                &e.decision.model,
+                                            )
+                                            .await;
+                                        }
+                                        Caching::store(cache, key, &requested, &e.decision).await;
                                     }
                                     result
                                 }
@@ -513,6 +740,66 @@ impl Evaluator for Caching {
 /// # }
 /// ```
 pub fn caching(inner: Classifier, cache: Arc<dyn Cache>) -> Classifier {
+    caching_with(inner, cache, CachingOptions::default())
+}
+
+/// [`caching`] with its [`CachingOptions`]: how long a floating alias's
+/// resolution is trusted before a live call re-checks it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::time::Duration;
+/// use serde_json::json;
+/// use toolnexus::cache::{CachingOptions, MemoryCache, caching_with};
+/// use toolnexus::classifier::*;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), ClassifierError> {
+/// let calls = Arc::new(AtomicUsize::new(0));
+/// let counted = calls.clone();
+/// // `jev-latest` answers as jev-1.13 for two calls, then as jev-1.14.
+/// let moving = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     model: "jev-latest".into(),
+///     evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
+///         let model = if counted.fetch_add(1, Ordering::SeqCst) < 2 { "jev-1.13" } else { "jev-1.14" };
+///         Box::pin(async move {
+///             Decision::from_value(&json!({"model": model, "answers": {"spam": {"type": "noul", "noul": 0.9}}}))
+///                 .map_err(|e| e.to_string())
+///         })
+///     })),
+///     ..Default::default()
+/// })?;
+/// let judge = caching_with(moving, Arc::new(MemoryCache::new()), CachingOptions::default());
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let first = judge.evaluate_request(EvalContext::new(), EvalRequest::new(json!("a"), qs.clone())).await?;
+/// let again = judge.evaluate_request(EvalContext::new(), EvalRequest::new(json!("a"), qs.clone())).await?;
+/// assert!(!first.cache_hit && again.cache_hit, "the alias has not moved: a hit");
+/// judge.evaluate(json!("b"), &qs).await?; // a live call: the alias still answers as jev-1.13
+/// judge.evaluate(json!("c"), &qs).await?; // a live call: now it answers as jev-1.14
+/// let after = judge.evaluate_request(EvalContext::new(), EvalRequest::new(json!("a"), qs)).await?;
+/// assert!(!after.cache_hit, "jev-1.13's answer is not served once the alias moved");
+/// assert_eq!(after.decision.model, "jev-1.14");
+/// # Ok(())
+/// # }
+/// ```
+pub fn caching_with(
+    inner: Classifier,
+    cache: Arc<dyn Cache>,
+    options: CachingOptions,
+) -> Classifier {
+    wrap(inner, cache, options.alias_ttl, true)
+}
+
+/// The [`Caching`] classifier over `inner`; `pinning` off keeps no
+/// resolutions (for a store that serves nothing).
+fn wrap(
+    inner: Classifier,
+    cache: Arc<dyn Cache>,
+    alias_ttl: Duration,
+    pinning: bool,
+) -> Classifier {
     let endpoint = inner
         .endpoint()
         .map_or_else(|| inner.style().as_str().to_string(), str::to_string);
@@ -521,6 +808,12 @@ pub fn caching(inner: Classifier, cache: Arc<dyn Cache>) -> Classifier {
         Caching {
             inner,
             cache,
+            pins: Arc::new(Pins {
+                endpoint: endpoint.clone(),
+                alias_ttl,
+                own: Resolutions::default(),
+                on: pinning,
+            }),
             endpoint,
             flights: Arc::new(Mutex::new(HashMap::new())),
         },
@@ -579,5 +872,5 @@ impl Cache for NoStore {
 /// # }
 /// ```
 pub fn single_flight(inner: Classifier) -> Classifier {
-    caching(inner, Arc::new(NoStore))
+    wrap(inner, Arc::new(NoStore), DEFAULT_ALIAS_TTL, false)
 }

@@ -65,8 +65,9 @@
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
 //! (a shared rate limiter), [`cost`] (caps on what a run spends), [`cache`]
 //! (a decision cache; SQLite with the `sqlite` feature), [`compose`]
-//! (fallback and shadow) and [`probe`] (encoding probes: shuffle, order,
-//! polarity, repeat, without labels).
+//! (fallback and shadow), [`probe`] (encoding probes: shuffle, order,
+//! polarity, repeat, without labels) and [`pinning`] (floating aliases such as
+//! `jev-latest`, and what one was seen to answer as).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
@@ -98,6 +99,7 @@ pub mod compose;
 pub mod cost;
 pub mod judge;
 pub mod limit;
+pub mod pinning;
 pub mod probe;
 #[cfg(feature = "test-util")]
 pub mod testing;

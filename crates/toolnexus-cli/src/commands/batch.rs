@@ -107,13 +107,20 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     built.classifier = capped;
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
-    built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
+    built.classifier =
+        crate::commands::cache::wrap_with(built.classifier, args.cache.as_deref(), args.alias_ttl)?;
     let bands = args
         .thresholds
         .as_deref()
         .map(|p| input::read_thresholds(p, Some(questions.as_ref())))
         .transpose()?
         .map(Arc::new);
+    style::pin::check(
+        &args.pin,
+        &args.style,
+        built.style,
+        args.thresholds.as_deref(),
+    )?;
     if built.style == StyleName::SystemOne && !style::key_is_set(&style::key_env(&args.style.live))
     {
         tell!(

@@ -17,8 +17,22 @@ pub fn wrap(
     classifier: toolnexus::classifier::Classifier,
     path: Option<&std::path::Path>,
 ) -> Result<toolnexus::classifier::Classifier> {
+    wrap_with(classifier, path, toolnexus::pinning::DEFAULT_ALIAS_TTL)
+}
+
+/// [`wrap`] with `--alias-ttl`: how long a floating alias's resolution is
+/// trusted before a request is sent to re-check it.
+pub fn wrap_with(
+    classifier: toolnexus::classifier::Classifier,
+    path: Option<&std::path::Path>,
+    alias_ttl: std::time::Duration,
+) -> Result<toolnexus::classifier::Classifier> {
     Ok(match path.map(open_for_run).transpose()?.flatten() {
-        Some(cache) => toolnexus::cache::caching(classifier, std::sync::Arc::new(cache)),
+        Some(cache) => toolnexus::cache::caching_with(
+            classifier,
+            std::sync::Arc::new(cache),
+            toolnexus::cache::CachingOptions { alias_ttl },
+        ),
         None => classifier,
     })
 }
@@ -98,6 +112,11 @@ pub fn stats(a: CacheFileArgs) -> Result<Exit> {
                 "oldest_utc": s.oldest.map(|t| utc_date(t as i64)),
                 "newest_utc": s.newest.map(|t| utc_date(t as i64)),
                 "models": models,
+                "aliases": s.aliases.iter().map(|(alias, r)| serde_json::json!({
+                    "alias": alias,
+                    "model": r.model,
+                    "checked_utc": utc_date((r.checked_ms / 1000) as i64),
+                })).collect::<Vec<_>>(),
             })
         );
     } else {
@@ -116,6 +135,13 @@ pub fn stats(a: CacheFileArgs) -> Result<Exit> {
         }
         for (m, n) in &s.models {
             println!("  {m}: {n}");
+        }
+        for (alias, r) in &s.aliases {
+            println!(
+                "{alias} answers as {} (last seen {} UTC); answers cached under it from other models are not served",
+                r.model,
+                utc_date((r.checked_ms / 1000) as i64)
+            );
         }
     }
     Ok(Exit::Success)

@@ -21,6 +21,12 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
         .as_deref()
         .map(|p| input::read_thresholds(p, Some(&questions)))
         .transpose()?;
+    style::pin::check(
+        &args.pin,
+        &args.style,
+        built.style,
+        args.thresholds.as_deref(),
+    )?;
 
     // With --json, stdout carries only the decision; status lines go to stderr.
     let status = |line: String| {

@@ -125,6 +125,9 @@ struct App {
     /// `--thresholds`: the wording each cut was picked on, to warn once per
     /// question a request asks reworded.
     reworded: Option<Reworded>,
+    /// `--pinned`: a forwarded request naming a floating alias is a 422
+    /// (without it, a warning once per alias).
+    pin: crate::args::PinArgs,
 }
 
 /// The questions of a thresholds file, and those already said to be reworded.
@@ -306,12 +309,19 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     }
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
-    built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
+    built.classifier =
+        crate::commands::cache::wrap_with(built.classifier, args.cache.as_deref(), args.alias_ttl)?;
     let bands = args
         .thresholds
         .as_deref()
         .map(|p| crate::input::read_thresholds(p, None))
         .transpose()?;
+    style::pin::check(
+        &args.pin,
+        &args.style,
+        built.style,
+        args.thresholds.as_deref(),
+    )?;
     let reworded = match &args.thresholds {
         Some(p) => Some(Reworded {
             path: p.clone(),
@@ -351,6 +361,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         body_timeout: args.body_timeout,
         log_misses: args.log_misses,
         reworded,
+        pin: args.pin.clone(),
     });
     let stop = shutdown();
     // The first line is what scripts and tests read to find the server.
@@ -916,7 +927,16 @@ fn eval_request(app: &App, p: Parsed) -> Result<EvalRequest, Invalid> {
         .with_assets(assets)
         .with_extra(extra);
     match model {
-        Some(m) if app.forwards => req = req.with_model(m),
+        Some(m) if app.forwards => {
+            if let Some(refusal) = style::pin::request_model(&app.pin, &m) {
+                return Err(Invalid {
+                    loc: vec![json!("body"), json!("model")],
+                    msg: refusal,
+                    kind: "value_error",
+                });
+            }
+            req = req.with_model(m)
+        }
         Some(m) if !app.models.iter().any(|(name, _)| *name == m) => {
             let names: Vec<String> = app.models.iter().map(|(n, _)| format!("{n:?}")).collect();
             return Err(Invalid {

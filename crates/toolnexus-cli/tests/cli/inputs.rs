@@ -141,6 +141,9 @@ fn library_warnings_are_printed_once_each_and_quiet_silences_them() {
             "--no-progress",
             "--concurrency",
             "1",
+            // A pinned model: a floating alias would be a warning of its own.
+            "--model",
+            "jev-1.13",
         ];
         if quiet {
             args.push("--quiet");

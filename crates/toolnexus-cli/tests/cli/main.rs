@@ -18,6 +18,7 @@ mod lint;
 mod local;
 mod mcp;
 mod model;
+mod pinning;
 mod probe;
 mod serve;
 mod serve_bounds;

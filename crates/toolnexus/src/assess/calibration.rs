@@ -72,7 +72,9 @@ pub enum QuestionMap {
 pub struct CalibratedQuestion {
     /// [`question_hash`] of the question it was fitted on.
     pub hash: String,
-    /// The model ids whose answers it was fitted on.
+    /// The model ids whose answers it was fitted on (a file naming none
+    /// loads, and its map applies to no decision).
+    #[serde(default)]
     pub models: Vec<String>,
     /// Labelled rows it was fitted on.
     pub rows: usize,
@@ -99,6 +101,26 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// Every model some map was fitted on, each once, in question order: the
+    /// models the file holds for.
+    ///
+    /// ```
+    /// let file = toolnexus::assess::Calibration::from_json(
+    ///     r#"{"format": "toolnexus.calibration", "version": 1, "questions": {"spam": {"hash": "h",
+    ///         "models": ["jev-1.13"], "rows": 60, "type": "choice", "temperature": {"t": 1.0}}}}"#, "c.json")?;
+    /// assert_eq!(file.models(), ["jev-1.13"]);
+    /// # Ok::<(), toolnexus::assess::AssessError>(())
+    /// ```
+    pub fn models(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in self.questions.values().flat_map(|q| &q.models) {
+            if !out.contains(m) {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+
     /// The file's text: versioned JSON.
     ///
     /// ```
@@ -463,6 +485,11 @@ fn mismatch(calibration: &Calibration, questions: &Questions, d: &Decision) -> O
                 "question {key:?} is not the wording the map was fitted on (hash {} ≠ {})",
                 question_hash(question),
                 entry.hash
+            ));
+        }
+        if entry.models.is_empty() {
+            return Some(format!(
+                "question {key:?}: the map names no model it was fitted on (an older file; fit it again with `toolnexus assess calibrate`)"
             ));
         }
         if !entry.models.contains(&d.model) {

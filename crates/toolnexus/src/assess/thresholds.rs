@@ -224,7 +224,9 @@ pub struct ThresholdReport {
     pub resamples: usize,
     /// The seed.
     pub seed: u64,
-    /// Models that answered the run.
+    /// Models that answered the run: the models the thresholds hold for
+    /// (empty in files written before they were recorded).
+    #[serde(default)]
     pub models: Vec<String>,
     /// Per-question picks.
     pub questions: BTreeMap<String, Pick>,

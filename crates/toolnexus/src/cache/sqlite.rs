@@ -1,14 +1,24 @@
 //! The SQLite store: one file, WAL, shared by any number of processes.
 //!
 //! The file marks itself with SQLite's `application_id` (`0x746E7863`, "tnxc")
-//! and `user_version` 1. Opening a file that is not SQLite is a
+//! and `user_version` 2. Opening a file that is not SQLite is a
 //! [`CacheErrorKind::Corrupt`] error; a SQLite database of something else (or a
 //! newer cache version) is [`CacheErrorKind::Foreign`]. Nothing is ever reset
 //! or overwritten to get past either.
 //!
 //! Schema: `entries(key BLOB PRIMARY KEY, decision TEXT, model TEXT,
-//! stored_at INTEGER)`. Expired entries read as misses and are deleted; past
-//! `max_entries` the oldest stored go first.
+//! stored_at INTEGER, requested TEXT)` (`model` answered, `requested` was asked
+//! for) and `aliases(endpoint, alias, model, since, checked_ms)`, each floating
+//! alias's [`Resolution`]. Expired entries read as misses and are deleted;
+//! past `max_entries` the oldest stored go first.
+//!
+//! A version 1 file (before pinning) is migrated in place when opened, in one
+//! transaction: `requested` is added (NULL for its entries: asked for before
+//! requests were recorded) and `aliases` created empty, so an entry under a
+//! floating alias is served again only once a live answer shows the alias
+//! still answers as the model that recorded it. Builds that read only
+//! version 1 refuse the migrated file, naming its version, rather than serve
+//! from it without those checks.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -17,12 +27,15 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 use serde_json::Value;
 
-use super::{Cache, CacheError, CacheErrorKind, CacheKey, Cached, expired, now_secs};
+use super::{Cache, CacheError, CacheErrorKind, CacheKey, Cached, Observed, expired, now_secs};
+use crate::pinning::Resolution;
 
 /// `application_id` of a toolnexus cache file: "tnxc".
 const APPLICATION_ID: i64 = 0x746E_7863;
 /// The schema version this build writes and reads.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
+/// The version before pinning, migrated on open.
+const SCHEMA_V1: i64 = 1;
 /// Puts between two checks of `max_entries`.
 const EVICT_EVERY: u64 = 64;
 
@@ -75,6 +88,9 @@ pub struct CacheStats {
     pub newest: Option<u64>,
     /// Entries by answering model, most first.
     pub models: Vec<(String, u64)>,
+    /// What each floating alias was last seen to answer as, by alias (an
+    /// alias asked of several endpoints appears once for each).
+    pub aliases: Vec<(String, Resolution)>,
 }
 
 /// A decision cache in one SQLite file.
@@ -85,7 +101,7 @@ pub struct CacheStats {
 /// std::fs::create_dir_all(&dir).unwrap();
 /// let path = dir.join("decisions.db");
 /// let cache = SqliteCache::open(&path, Default::default())?;
-/// let entry = Cached { decision: serde_json::json!({"model": "m", "answers": {}}), model: "m".into(), stored_at: 1 };
+/// let entry = Cached { decision: serde_json::json!({"model": "m", "answers": {}}), model: "m".into(), stored_at: 1, requested: Some("m".into()) };
 /// cache.put(&CacheKey([7; 32]), &entry)?;
 /// drop(cache);
 /// // Another handle (or process) sees it.
@@ -214,6 +230,21 @@ impl SqliteCache {
             let models = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64)))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            let aliases = c
+                .prepare(
+                    "SELECT alias, model, since, checked_ms FROM aliases ORDER BY alias, endpoint",
+                )?
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        Resolution {
+                            model: r.get(1)?,
+                            since: r.get::<_, i64>(2)?.max(0) as u64,
+                            checked_ms: r.get::<_, i64>(3)?.max(0) as u64,
+                        },
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(CacheStats {
                 entries: entries as u64,
                 expired: expired as u64,
@@ -221,6 +252,7 @@ impl SqliteCache {
                 oldest: oldest.map(|v| v as u64),
                 newest: newest.map(|v| v as u64),
                 models,
+                aliases,
             })
         })
     }
@@ -231,7 +263,7 @@ impl SqliteCache {
     /// use toolnexus::cache::{Cache, CacheKey, Cached, SqliteCache};
     /// let path = std::env::temp_dir().join(format!("toolnexus-doc-clear-{}.db", std::process::id()));
     /// let cache = SqliteCache::open(&path, Default::default())?;
-    /// cache.put(&CacheKey([1; 32]), &Cached { decision: serde_json::json!({}), model: "m".into(), stored_at: 1 })?;
+    /// cache.put(&CacheKey([1; 32]), &Cached { decision: serde_json::json!({}), model: "m".into(), stored_at: 1, requested: None })?;
     /// assert_eq!(cache.clear()?, 1);
     /// assert_eq!(cache.stats()?.entries, 0);
     /// # drop(cache); let _ = std::fs::remove_file(&path);
@@ -243,14 +275,16 @@ impl SqliteCache {
         })
     }
 
-    /// Every entry as one JSON line `{"key","model","stored_at","decision"}`,
-    /// oldest first, written to `out`; returns how many.
+    /// Every entry as one JSON line
+    /// `{"key","model","requested","stored_at","decision"}` (`requested` null
+    /// for entries stored before requests were recorded), oldest first,
+    /// written to `out`; returns how many.
     ///
     /// ```
     /// use toolnexus::cache::{Cache, CacheKey, Cached, SqliteCache};
     /// let path = std::env::temp_dir().join(format!("toolnexus-doc-export-{}.db", std::process::id()));
     /// let cache = SqliteCache::open(&path, Default::default())?;
-    /// cache.put(&CacheKey([1; 32]), &Cached { decision: serde_json::json!({"model": "m"}), model: "m".into(), stored_at: 5 })?;
+    /// cache.put(&CacheKey([1; 32]), &Cached { decision: serde_json::json!({"model": "m"}), model: "m".into(), stored_at: 5, requested: None })?;
     /// let mut out = Vec::new();
     /// assert_eq!(cache.export(&mut out)?, 1);
     /// let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -266,7 +300,9 @@ impl SqliteCache {
             .lock()
             .map_err(|_| CacheError::new(CacheErrorKind::Io, "connection poisoned"))?;
         let mut stmt = conn
-            .prepare("SELECT key, model, stored_at, decision FROM entries ORDER BY stored_at, key")
+            .prepare(
+                "SELECT key, model, stored_at, decision, requested FROM entries ORDER BY stored_at, key",
+            )
             .map_err(|e| classify(&shown, "cannot export", e))?;
         let mut rows = stmt
             .query([])
@@ -280,6 +316,8 @@ impl SqliteCache {
             let model: String = r.get(1).map_err(|e| classify(&shown, "cannot export", e))?;
             let stored_at: i64 = r.get(2).map_err(|e| classify(&shown, "cannot export", e))?;
             let decision: String = r.get(3).map_err(|e| classify(&shown, "cannot export", e))?;
+            let requested: Option<String> =
+                r.get(4).map_err(|e| classify(&shown, "cannot export", e))?;
             let decision: Value = serde_json::from_str(&decision).map_err(|e| {
                 CacheError::new(
                     CacheErrorKind::Corrupt,
@@ -295,6 +333,7 @@ impl SqliteCache {
             let line = serde_json::json!({
                 "key": key.to_hex(),
                 "model": model,
+                "requested": requested,
                 "stored_at": stored_at,
                 "decision": decision,
             });
@@ -322,17 +361,18 @@ impl SqliteCache {
 impl Cache for SqliteCache {
     fn get(&self, key: &CacheKey) -> Result<Option<Cached>, CacheError> {
         let found = self.with("cannot read", |c| {
-            c.prepare("SELECT decision, model, stored_at FROM entries WHERE key = ?1")?
+            c.prepare("SELECT decision, model, stored_at, requested FROM entries WHERE key = ?1")?
                 .query_row(params![&key.0[..]], |r| {
                     Ok((
                         r.get::<_, String>(0)?,
                         r.get::<_, String>(1)?,
                         r.get::<_, i64>(2)?,
+                        r.get::<_, Option<String>>(3)?,
                     ))
                 })
                 .optional()
         })?;
-        let Some((decision, model, stored_at)) = found else {
+        let Some((decision, model, stored_at, requested)) = found else {
             return Ok(None);
         };
         let stored_at = stored_at.max(0) as u64;
@@ -359,6 +399,7 @@ impl Cache for SqliteCache {
             decision,
             model,
             stored_at,
+            requested,
         }))
     }
 
@@ -367,16 +408,85 @@ impl Cache for SqliteCache {
         let n = self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.with("cannot write", |c| {
             c.prepare(
-                "INSERT OR REPLACE INTO entries (key, decision, model, stored_at) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT OR REPLACE INTO entries (key, decision, model, stored_at, requested) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?
-            .execute(params![&key.0[..], text, entry.model, entry.stored_at as i64])?;
+            .execute(params![
+                &key.0[..],
+                text,
+                entry.model,
+                entry.stored_at as i64,
+                entry.requested
+            ])?;
             match self.options.max_entries {
                 Some(max) if n.is_multiple_of(EVICT_EVERY) || max < EVICT_EVERY => self.evict(c, max),
                 _ => Ok(()),
             }
         })
     }
+
+    fn resolution(&self, endpoint: &str, alias: &str) -> Result<Option<Resolution>, CacheError> {
+        self.with("cannot read an alias", |c| read_alias(c, endpoint, alias))
+    }
+
+    fn observe(
+        &self,
+        endpoint: &str,
+        alias: &str,
+        model: &str,
+        now_ms: u64,
+    ) -> Result<Option<Observed>, CacheError> {
+        // Read and write in one immediate transaction: two processes seeing
+        // the alias at once never lose a move.
+        self.with("cannot record an alias", |c| {
+            c.execute_batch("BEGIN IMMEDIATE")?;
+            let done = (|| {
+                let before = read_alias(c, endpoint, alias)?;
+                let after = Resolution::observe(before.as_ref(), model, now_ms);
+                c.prepare(
+                    "INSERT OR REPLACE INTO aliases (endpoint, alias, model, since, checked_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![
+                    endpoint,
+                    alias,
+                    after.model,
+                    i64::try_from(after.since).unwrap_or(i64::MAX),
+                    i64::try_from(after.checked_ms).unwrap_or(i64::MAX)
+                ])?;
+                Ok(Observed { before, after })
+            })();
+            match done {
+                Ok(o) => c.execute_batch("COMMIT").map(|()| Some(o)),
+                Err(e) => {
+                    let _ = c.execute_batch("ROLLBACK");
+                    Err(e)
+                }
+            }
+        })
+    }
 }
+
+/// The alias's row, if any.
+fn read_alias(c: &Connection, endpoint: &str, alias: &str) -> rusqlite::Result<Option<Resolution>> {
+    c.prepare("SELECT model, since, checked_ms FROM aliases WHERE endpoint = ?1 AND alias = ?2")?
+        .query_row(params![endpoint, alias], |r| {
+            Ok(Resolution {
+                model: r.get(0)?,
+                since: r.get::<_, i64>(1)?.max(0) as u64,
+                checked_ms: r.get::<_, i64>(2)?.max(0) as u64,
+            })
+        })
+        .optional()
+}
+
+/// The pinning table, as both a new file and a migrated one create it.
+const ALIASES_TABLE: &str = "CREATE TABLE IF NOT EXISTS aliases (
+                 endpoint TEXT NOT NULL,
+                 alias TEXT NOT NULL,
+                 model TEXT NOT NULL,
+                 since INTEGER NOT NULL,
+                 checked_ms INTEGER NOT NULL,
+                 PRIMARY KEY (endpoint, alias)
+             ) WITHOUT ROWID;";
 
 /// Creates the schema in a new file, or checks an existing file is ours.
 /// The application id and the number of tables, read from one snapshot.
@@ -436,9 +546,11 @@ fn init(conn: &Connection, shown: &str) -> Result<(), Init> {
                  key BLOB PRIMARY KEY NOT NULL,
                  decision TEXT NOT NULL,
                  model TEXT NOT NULL,
-                 stored_at INTEGER NOT NULL
+                 stored_at INTEGER NOT NULL,
+                 requested TEXT
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS entries_stored_at ON entries (stored_at);
+             {ALIASES_TABLE}
              PRAGMA application_id = {APPLICATION_ID};
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;"
@@ -458,7 +570,9 @@ fn init(conn: &Connection, shown: &str) -> Result<(), Init> {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(|e| classify_init(shown, "cannot read", e))?;
-    if version != SCHEMA_VERSION {
+    if version == SCHEMA_V1 {
+        migrate_v1(conn, shown)?;
+    } else if version != SCHEMA_VERSION {
         return Err(CacheError::new(
             CacheErrorKind::Foreign,
             format!(
@@ -469,6 +583,30 @@ fn init(conn: &Connection, shown: &str) -> Result<(), Init> {
     }
     conn.execute_batch("PRAGMA journal_mode = WAL;")
         .map_err(|e| classify_init(shown, "cannot enable WAL", e))?;
+    Ok(())
+}
+
+/// Version 1 → 2: the `requested` column and the `aliases` table, in one
+/// immediate transaction that checks the version again (another process may
+/// have migrated the file meanwhile).
+fn migrate_v1(conn: &Connection, shown: &str) -> Result<(), Init> {
+    let fail = |e| {
+        let _ = conn.execute_batch("ROLLBACK");
+        classify_init(shown, "cannot migrate the cache to version 2", e)
+    };
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(fail)?;
+    if version == SCHEMA_V1 {
+        conn.execute_batch(&format!(
+            "ALTER TABLE entries ADD COLUMN requested TEXT;
+             {ALIASES_TABLE}
+             PRAGMA user_version = {SCHEMA_VERSION};"
+        ))
+        .map_err(fail)?;
+    }
+    conn.execute_batch("COMMIT").map_err(fail)?;
     Ok(())
 }
 

@@ -8,11 +8,13 @@
 //!  "questions": {"spam": {"provisional": false, "...": "figures"}}}
 //! ```
 //!
-//! Only `format`, `version`, `bands` and each question's `provisional` flag and
-//! `hash` (the canonical hash of the wording the cut was picked on, absent in
-//! older files) are read here; the rest are the figures behind the choice, for
-//! people.
-//! Thresholds tuned on one model do not transfer to another.
+//! Only `format`, `version`, `bands`, `models` (the models whose answers the
+//! cuts were picked on, absent in older files) and each question's
+//! `provisional` flag and `hash` (the canonical hash of the wording the cut was
+//! picked on, absent in older files) are read here; the rest are the figures
+//! behind the choice, for people.
+//! Thresholds tuned on one model do not transfer to another: [`Thresholds::models`]
+//! says which model they hold for.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -56,6 +58,9 @@ pub struct Thresholds {
     /// Each question's canonical hash ([`question_hash`]) when its cut was
     /// picked; empty for files written before the hash was recorded.
     pub hashes: BTreeMap<String, String>,
+    /// The models whose answers the cuts were picked on; empty for files
+    /// written before they were recorded.
+    pub models: Vec<String>,
 }
 
 impl Thresholds {
@@ -179,6 +184,15 @@ fn parse(v: &Value) -> Result<Thresholds, String> {
                 .collect()
         })
         .unwrap_or_default();
+    let models = match o.get("models") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ms)) => ms
+            .iter()
+            .map(|m| m.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("\"models\" is not a list of model names")?,
+        Some(_) => return Err("\"models\" is not a list of model names".into()),
+    };
     let hashes = picks
         .map(|qs| {
             qs.iter()
@@ -190,6 +204,7 @@ fn parse(v: &Value) -> Result<Thresholds, String> {
         bands,
         provisional,
         hashes,
+        models,
     })
 }
 
@@ -239,6 +254,27 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn the_models_are_read_and_older_files_name_none() {
+        let t = Thresholds::from_json(
+            r#"{"format":"toolnexus.thresholds","version":1,"models":["jev-1.13"],"bands":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(t.models, ["jev-1.13"]);
+        let old =
+            Thresholds::from_json(r#"{"format":"toolnexus.thresholds","version":1,"bands":{}}"#)
+                .unwrap();
+        assert!(old.models.is_empty());
+        let e = Thresholds::from_json(
+            r#"{"format":"toolnexus.thresholds","version":1,"models":"m","bands":{}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.detail(),
+            "thresholds: \"models\" is not a list of model names"
+        );
     }
 
     #[test]

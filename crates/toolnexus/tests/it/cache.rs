@@ -52,6 +52,7 @@ fn entry(i: u64) -> Cached {
         decision: json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.5}}, "i": i}),
         model: "m".into(),
         stored_at: toolnexus::cache::MemoryCache::now(),
+        requested: None,
     }
 }
 

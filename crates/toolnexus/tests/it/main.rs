@@ -12,6 +12,7 @@ mod limit;
 mod llm;
 mod parity;
 mod parity_http;
+mod pinning;
 mod probe;
 mod props;
 mod seams;
