@@ -94,6 +94,7 @@ pub mod assess;
 pub mod cache;
 pub mod classifier;
 pub mod compose;
+pub mod cost;
 pub mod judge;
 pub mod limit;
 pub mod probe;

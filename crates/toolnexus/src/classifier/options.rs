@@ -204,8 +204,11 @@ pub struct MetricEvent {
     pub input_tokens: i64,
     /// Output tokens of a successful call.
     pub output_tokens: i64,
-    /// The cost, when the backend reported it.
+    /// The cost in US dollars, when it is known: reported by the backend,
+    /// settled by a pricing layer ([`crate::cost::pricing`]), 0 for a cache hit.
     pub cost: Option<f64>,
+    /// Where `cost` came from; `None` exactly when `cost` is.
+    pub cost_source: Option<crate::cost::CostSource>,
     /// The error text of a failed call, or the warning text.
     pub error: Option<String>,
     /// The question key a warning is about.
