@@ -4,13 +4,14 @@
 use anyhow::Result;
 
 use crate::args::{
-    CacheCommand, Cli, Command, GuardCommand, McpCommand, ModelCommand, TapeCommand,
+    CacheCommand, Cli, Command, CostCommand, GuardCommand, McpCommand, ModelCommand, TapeCommand,
 };
 use crate::exit::Exit;
 
 pub mod assess;
 pub mod batch;
 pub mod cache;
+pub mod cost;
 pub mod distill;
 pub mod eval;
 pub mod guard;
@@ -51,5 +52,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         },
         Command::Lint(a) => lint::run(a),
         Command::Probe(a) => probe::run(a).await,
+        Command::Cost(CostCommand::Fit(a)) => cost::fit(a),
     }
 }

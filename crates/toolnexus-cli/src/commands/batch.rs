@@ -11,7 +11,11 @@
 //!   input of the run (`--out` naming `--states` is refused).
 //! - Each result line names its input line: `{"line":n,"decision":{..}}` or
 //!   `{"line":n,"error":".."}` (with `--thresholds`, decision lines also carry
-//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`), and is
+//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`); a
+//!   decision line also says what the call cost and where that came from
+//!   (`"cost":{"usd":…,"source":"reported"|"priced"|"local"|"cache"|"unknown"}`,
+//!   see `toolnexus::cost`) and its request's `"shape"` (what `cost fit`
+//!   fits on). Each line is
 //!   written with one `write` call, newline included, as soon as its state
 //!   finishes. A kill can therefore tear only the final line.
 //! - The file is locked for the whole run: a second run on it exits 2 at once.
@@ -27,6 +31,7 @@
 //!   regular file (`/dev/stdout`, a FIFO, a device) is a stream: no header, no
 //!   resume, no lock. The summary goes to stderr whenever results go to stdout.
 //! - Ctrl-C and SIGTERM stop starting states; what finished is written (exit 130).
+//! - `--estimate` sends nothing: see `commands::cost`.
 
 mod out;
 mod sha256;
@@ -44,6 +49,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
+use toolnexus::cost::{Cost, Shape};
 use toolnexus::judge::Bands;
 use toolnexus::limit::{Limiter, LimiterOptions};
 
@@ -54,6 +60,10 @@ use crate::{input, render};
 
 /// Runs `toolnexus batch`.
 pub async fn run(mut args: BatchArgs) -> Result<Exit> {
+    args.out = args.out_file.clone().unwrap_or_default();
+    if args.estimate.estimate {
+        return crate::commands::cost::estimate_batch(args).await;
+    }
     // Ctrl-C and SIGTERM are watched from the start: one that arrives while
     // the run sets up still stops it before any state is asked.
     let watch = |kind: SignalKind, name: &str| {
@@ -101,6 +111,9 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
     built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
+    // Outside the cache, so a hit stays a known 0.
+    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
+    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
     let bands = args
         .thresholds
         .as_deref()
@@ -187,6 +200,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let write_failed =
         |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
     let (mut ok, mut failed, mut hits) = (0usize, 0usize, 0usize);
+    let mut spent = crate::commands::cost::Tally::default();
     let interrupted = loop {
         let next = tokio::select! {
             biased;
@@ -198,7 +212,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             break false;
         };
         let record = match &result {
-            Ok((fields, _)) => format!("{{\"line\":{n},{fields}}}\n"),
+            Ok((fields, ..)) => format!("{{\"line\":{n},{fields}}}\n"),
             Err(e) => format!("{{\"line\":{n},\"error\":{}}}\n", Value::from(e.as_str())),
         };
         if let Err(e) = opened.sink.write(&record) {
@@ -208,9 +222,10 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             return Err(write_failed(e));
         }
         match result {
-            Ok((_, hit)) => {
+            Ok((_, hit, cost)) => {
                 ok += 1;
                 hits += usize::from(hit);
+                spent.add(&cost);
             }
             Err(_) => failed += 1,
         }
@@ -271,8 +286,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     } else {
         String::new()
     };
+    let cost = match spent.text() {
+        t if t.is_empty() => t,
+        t => format!("; this run's {t}"),
+    };
     let summary = format!(
-        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}; results in {place}{held}"
+        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}{cost}; results in {place}{held}"
     );
     if opened.is_stdout {
         tell!("{summary}");
@@ -308,10 +327,12 @@ struct Asked<'a> {
 impl Asked<'_> {
     /// One state: its line parsed, the rate limit honoured, then evaluated.
     /// The result line's fields come back as compact JSON (`"decision":…`,
-    /// `"verdicts":…` with `--thresholds`, `"cached":true` for a cache hit) with
-    /// whether it was a hit; a failure as its message.
-    async fn evaluate(self, n: usize, line: &str) -> Result<(String, bool), String> {
+    /// `"verdicts":…` with `--thresholds`, `"cached":true` for a cache hit,
+    /// then `"cost"` and `"shape"`) with whether it was a hit and what it
+    /// cost; a failure as its message.
+    async fn evaluate(self, n: usize, line: &str) -> Result<(String, bool, Cost), String> {
         let state = input::parse_line(n, line)?;
+        let shape = Shape::of(&state, self.questions);
         if let Some(p) = self.pacer {
             p.wait().await;
         }
@@ -330,7 +351,12 @@ impl Asked<'_> {
         if done.cache_hit {
             fields.push_str(",\"cached\":true");
         }
-        Ok((fields, done.cache_hit))
+        fields.push_str(&format!(
+            ",\"cost\":{},\"shape\":{}",
+            done.cost.to_value(),
+            shape.to_value()
+        ));
+        Ok((fields, done.cache_hit, done.cost))
     }
 }
 

@@ -4,6 +4,7 @@
 mod assess;
 mod batch;
 mod cache;
+mod cost;
 mod distill;
 mod drift;
 mod errors;
