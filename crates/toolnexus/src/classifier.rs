@@ -504,6 +504,7 @@ struct Inner {
     on_metric: Option<MetricFn>,
     batch_concurrency: usize,
     warned: Mutex<HashSet<String>>,
+    pricing: Option<crate::cost::Pricing>,
 }
 
 /// A configured classifier. Cheap to clone (an `Arc`), `Send + Sync`, and meant to
@@ -605,6 +606,7 @@ pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, Class
             on_metric: options.on_metric.clone(),
             batch_concurrency: r.batch_concurrency,
             warned: Mutex::new(HashSet::new()),
+            pricing: options.pricing.clone(),
         }),
     })
 }
@@ -917,6 +919,7 @@ impl Classifier {
     ) -> Result<Evaluated, ClassifierError> {
         let started = Instant::now();
         self.warn_degenerate(&ctx, questions);
+        let asked = extras.model.unwrap_or(&self.inner.model).to_string();
         let result = self.dispatch(&ctx, state, questions, extras).await;
         let result = result.and_then(|mut e| {
             // A wrapped classifier (a tape recorder) has already reported what it
@@ -939,7 +942,10 @@ impl Classifier {
         // Decode and coherence errors quote backend strings (answer keys, types,
         // option ids, a refusal), which a hostile backend can make the credential
         // it was sent: scrub them like the transport scrubs error bodies.
-        let result = result.map_err(|e| e.scrubbed(|text| self.scrub(text)));
+        let mut result = result.map_err(|e| e.scrubbed(|text| self.scrub(text)));
+        if let (Ok(e), Some(p)) = (&mut result, &self.inner.pricing) {
+            p.apply(e, &asked);
+        }
         self.report(&ctx, started, &result);
         result
     }

@@ -10,8 +10,9 @@
 //! - [`Prices`]: the compiled-in table ([`Prices::builtin`]) and a user's file
 //!   over it ([`Prices::load`], [`Prices::over`]).
 //! - [`Pricing`] and [`pricing`]: a layer that settles each call's cost where
-//!   its usage is recorded, without touching any backend: the decision's usage
-//!   stays as the backend sent it, [`Evaluated::cost`] and the
+//!   its usage is recorded, without touching any backend (or
+//!   `ClassifierOptions::pricing` on a classifier of your own): the decision's
+//!   usage stays as the backend sent it, [`Evaluated::cost`] and the
 //!   [`MetricEvent`](crate::classifier::MetricEvent) say what it cost and why.
 //! - [`Estimator`], [`Shape`] and [`fit`]: input tokens from a request's shape,
 //!   with coefficients fitted by least squares on real runs' recorded usage.
@@ -36,9 +37,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::classifier::{
-    Classifier, ClassifierError, EvalContext, EvalRequest, Evaluated, Evaluator,
+    Classifier, ClassifierOptions, ClassifierStyle, Evaluated, MetricFn, create_classifier,
 };
-use crate::context::BoxFuture;
 use crate::usage::ClassifierUsage;
 
 mod estimate;
@@ -354,45 +354,42 @@ impl Pricing {
 /// # }
 /// ```
 pub fn pricing(inner: Classifier, pricing: Pricing) -> Classifier {
-    let model = inner.model().to_string();
-    Classifier::from_evaluator(
-        model.clone(),
-        Priced {
-            inner,
-            pricing,
-            model,
-        },
-    )
+    pricing_with_metrics(inner, pricing, None)
 }
 
-struct Priced {
+/// [`pricing`], with `on_metric` receiving each call's [`MetricEvent`] with
+/// the settled cost and its source.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use toolnexus::classifier::{ClassifierOptions, MetricEvent, create_classifier};
+/// use toolnexus::cost::{Pricing, pricing_with_metrics};
+///
+/// let seen: Arc<Mutex<Vec<MetricEvent>>> = Arc::default();
+/// let sink = seen.clone();
+/// let judge = create_classifier(ClassifierOptions::default())?;
+/// let priced = pricing_with_metrics(judge, Pricing::Local, Some(Arc::new(move |m: &MetricEvent| {
+///     sink.lock().unwrap().push(m.clone());
+/// })));
+/// # let _ = priced;
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+///
+/// [`MetricEvent`]: crate::classifier::MetricEvent
+pub fn pricing_with_metrics(
     inner: Classifier,
     pricing: Pricing,
-    model: String,
-}
-
-impl Evaluator for Priced {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<crate::classifier::Decision, ClassifierError>> {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
-    fn call_full(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
-        let (inner, pricing, model) =
-            (self.inner.clone(), self.pricing.clone(), self.model.clone());
-        Box::pin(async move {
-            let asked = request.model.clone().unwrap_or(model);
-            let mut e = inner.evaluate_request(ctx, request).await?;
-            pricing.apply(&mut e, &asked);
-            Ok(e)
-        })
-    }
+    on_metric: Option<MetricFn>,
+) -> Classifier {
+    let model = inner.model().to_string();
+    create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model,
+        evaluator: Some(Arc::new(inner)),
+        pricing: Some(pricing),
+        on_metric,
+        ..Default::default()
+    })
+    // The Custom style with an evaluator and a model has nothing left to refuse.
+    .expect("a Custom classifier with an evaluator always builds")
 }

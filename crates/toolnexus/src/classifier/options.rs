@@ -338,6 +338,11 @@ pub struct ClassifierOptions {
     pub max_response_bytes: usize,
     /// States in flight at once in `evaluate_batch`.
     pub batch_concurrency: usize,
+    /// How each call's cost is settled when the backend reports none (see
+    /// [`crate::cost::Pricing`]): the cost and its source then reach
+    /// [`Evaluated::cost`](super::Evaluated::cost) and every [`MetricEvent`].
+    /// `None`: only a reported cost is known.
+    pub pricing: Option<crate::cost::Pricing>,
 }
 
 impl fmt::Debug for ClassifierOptions {
@@ -371,6 +376,7 @@ impl fmt::Debug for ClassifierOptions {
         d.field("decisions", &self.decisions.len())
             .field("max_response_bytes", &self.max_response_bytes)
             .field("batch_concurrency", &self.batch_concurrency)
+            .field("pricing", &self.pricing)
             .finish()
     }
 }
