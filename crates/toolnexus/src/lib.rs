@@ -64,7 +64,8 @@
 //! [`BoxFuture`](client::BoxFuture)), [`judge`] (builders, bands, gates,
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
 //! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
-//! `sqlite` feature), [`compose`] (fallback and shadow) and [`probe`] (encoding
+//! `sqlite` feature), [`compose`] (fallback and shadow), [`cost`] (where a
+//! cost came from, dated price tables, token estimates) and [`probe`] (encoding
 //! probes: shuffle, order, polarity, repeat, without labels).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.

@@ -698,15 +698,17 @@ fn solve<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> Option<[f64; 
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for row in col + 1..N {
-            let f = a[row][col] / a[col][col];
+        let (top, rest) = a.split_at_mut(col + 1);
+        let pivot_row = &top[col];
+        for (i, row) in rest.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
             if f == 0.0 {
                 continue;
             }
-            for k in col..N {
-                a[row][k] -= f * a[col][k];
+            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
             }
-            b[row] -= f * b[col];
+            b[col + 1 + i] -= f * b[col];
         }
     }
     let mut x = [0.0; N];
