@@ -752,7 +752,9 @@ pub struct BatchArgs {
     pub states: PathBuf,
     /// Output: a header line
     /// {"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:..","questions":"sha256:..","style":"..","model":".."}},
-    /// then one result per line, {"line":n,"decision":{..}} or {"line":n,"error":".."}.
+    /// then one result per line, {"line":n,"decision":{..},"cost":{..},"shape":{..}}
+    /// (what the call cost and where that came from; the request's shape) or
+    /// {"line":n,"error":".."}.
     /// If it exists and its header matches this run, lines already in it are
     /// skipped (resume); a file without the header, or written for other
     /// states, questions, style or model, is refused and left untouched. The

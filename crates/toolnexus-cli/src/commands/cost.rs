@@ -108,8 +108,9 @@ impl Tally {
             (_, 0) => format!("cost ${} ({sources})", usd_text(self.usd)),
             (0, _) => format!("cost unknown ({sources}: no price for the model; see --prices)"),
             (k, u) => format!(
-                "cost ${} on {k} lines, unknown on {u} ({sources})",
-                usd_text(self.usd)
+                "cost ${} known on {k} of {} calls, unknown on {u} ({sources})",
+                usd_text(self.usd),
+                k + u
             ),
         }
     }
@@ -556,4 +557,44 @@ fn report(
         ),
     }
     Ok(Exit::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolnexus::cost::CostSource;
+
+    #[test]
+    fn the_styles_that_judge_on_this_machine_cost_an_explicit_zero() {
+        for s in ["local", "student", "laya", "decisiontune"] {
+            assert!(is_local(s), "{s}");
+            assert!(matches!(
+                pricing(s, &PriceArgs::default()).unwrap(),
+                Pricing::Local
+            ));
+        }
+        for s in ["systemone", "llm", "tape", "static"] {
+            assert!(!is_local(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_tally_never_sums_an_unknown_cost_as_zero() {
+        let mut t = Tally::default();
+        assert_eq!(t.text(), "");
+        t.add(&Cost::new(0.25, CostSource::Reported));
+        assert_eq!(t.text(), "cost $0.2500 (reported 1)");
+        t.add(&Cost::UNKNOWN);
+        assert_eq!(
+            t.text(),
+            "cost $0.2500 known on 1 of 2 calls, unknown on 1 (reported 1, unknown 1)"
+        );
+        let mut u = Tally::default();
+        u.add(&Cost::UNKNOWN);
+        assert!(
+            u.text().starts_with("cost unknown (unknown 1"),
+            "{}",
+            u.text()
+        );
+    }
 }
