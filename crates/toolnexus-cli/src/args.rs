@@ -128,6 +128,65 @@ pub enum Command {
     /// order move the answer (order), is a negated noul answered as the
     /// opposite (polarity), how far do identical requests differ (repeat).
     Probe(ProbeArgs),
+    /// Cost before it is spent: fit the token estimator on real runs
+    /// (`cost fit`); `batch --estimate` and `assess run --estimate` use it.
+    #[command(subcommand)]
+    Cost(CostCommand),
+}
+
+/// `toolnexus cost`.
+#[derive(Debug, Subcommand)]
+pub enum CostCommand {
+    /// Fit the estimator's coefficients (tokens per request, question,
+    /// described option, score level and state character) by least squares on
+    /// runs' recorded usage.input_tokens, and print the fit's error.
+    Fit(CostFitArgs),
+}
+
+/// `toolnexus cost fit`.
+#[derive(Debug, Clone, Args)]
+pub struct CostFitArgs {
+    /// Runs with recorded usage: batch out files (written by this version,
+    /// whose decision lines record each request's "shape") and assess run files.
+    /// Cache hits and calls that recorded no input tokens are left out.
+    #[arg(value_name = "RUN", required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// Write the fitted estimator here (what --estimator reads).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the fit as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--prices FILE`: a price table over the compiled-in one.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PriceArgs {
+    /// A price table (JSON: {"format":"toolnexus.prices","version":1,"name":..,
+    /// "prices":[{"model":"jev-*","input_per_million":..,"output_per_million":..,
+    /// "source":"URL","checked":"YYYY-MM-DD"}]}) tried before the compiled-in
+    /// one; default: the file $TOOLNEXUS_PRICES names. A cost the backend
+    /// reports always wins; a model no table lists stays unknown, never $0.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+}
+
+/// `--estimate`: what a run would send and cost, with nothing sent.
+#[derive(Debug, Clone, Default, Args)]
+pub struct EstimateArgs {
+    /// Send nothing: read the inputs (and the --cache read-only, whose hits
+    /// are not sent) and print the calls, cache hits, input tokens and cost
+    /// with a range. Needs no API key.
+    #[arg(long)]
+    pub estimate: bool,
+    /// With --estimate: an estimator file from `toolnexus cost fit` (default:
+    /// the published per-request, per-question, per-option and per-level
+    /// figures, ±30%).
+    #[arg(long, value_name = "FILE", requires = "estimate")]
+    pub estimator: Option<PathBuf>,
+    /// With --estimate: print the estimate as one JSON object.
+    #[arg(long, requires = "estimate")]
+    pub json: bool,
 }
 
 /// `toolnexus probe`: encoding probes over sample states.
@@ -743,14 +802,23 @@ pub struct BatchArgs {
     pub states: PathBuf,
     /// Output: a header line
     /// {"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:..","questions":"sha256:..","style":"..","model":".."}},
-    /// then one result per line, {"line":n,"decision":{..}} or {"line":n,"error":".."}.
+    /// then one result per line, {"line":n,"decision":{..},"cost":{..},"shape":{..}}
+    /// (what the call cost and where that came from; the request's shape) or
+    /// {"line":n,"error":".."}.
     /// If it exists and its header matches this run, lines already in it are
     /// skipped (resume); a file without the header, or written for other
     /// states, questions, style or model, is refused and left untouched. The
     /// file is locked while the run writes it. `-` (or any path that is not a
     /// regular file, e.g. /dev/stdout) streams the result lines, without a
-    /// header, resume or lock.
-    #[arg(long, value_name = "FILE")]
+    /// header, resume or lock. Required, except with --estimate.
+    #[arg(
+        long = "out",
+        value_name = "FILE",
+        required_unless_present = "estimate"
+    )]
+    pub out_file: Option<PathBuf>,
+    /// `--out`, once the command has checked it was given (empty with --estimate).
+    #[arg(skip)]
     pub out: PathBuf,
     /// Start the --out file over: its results are discarded and every state is
     /// asked again (it must still be a batch out file; any other file is refused).
@@ -825,6 +893,12 @@ pub struct BatchArgs {
     /// Floating aliases and files fitted on another model.
     #[command(flatten)]
     pub pin: PinArgs,
+    /// Prices for the cost each line records.
+    #[command(flatten)]
+    pub prices: PriceArgs,
+    /// What the run would cost, sent nothing.
+    #[command(flatten)]
+    pub estimate: EstimateArgs,
 }
 
 /// Caps on what a run spends (`batch`, `assess run`, `tape record`). When one
@@ -1171,7 +1245,15 @@ pub struct AssessRunArgs {
     #[arg(long, value_name = "FILE")]
     pub examples: PathBuf,
     /// The run file: created, or resumed (only ids not yet in it are asked).
-    #[arg(long, value_name = "FILE")]
+    /// Required, except with --estimate (which leaves out the ids already in it).
+    #[arg(
+        long = "out",
+        value_name = "FILE",
+        required_unless_present = "estimate"
+    )]
+    pub out_file: Option<PathBuf>,
+    /// `--out`, once the command has checked it was given (empty with --estimate).
+    #[arg(skip)]
     pub out: PathBuf,
     /// Examples in flight at once.
     #[arg(long, value_name = "N", default_value_t = 8,
@@ -1189,6 +1271,12 @@ pub struct AssessRunArgs {
     /// Where decisions come from (a tape works: --style tape --tape FILE).
     #[command(flatten)]
     pub style: StyleArgs,
+    /// Prices for the cost each row records.
+    #[command(flatten)]
+    pub prices: PriceArgs,
+    /// What the run would cost, sent nothing.
+    #[command(flatten)]
+    pub estimate: EstimateArgs,
 }
 
 /// `toolnexus assess report`.

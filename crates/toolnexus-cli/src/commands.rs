@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::args::{
-    CacheCommand, Cli, Command, GuardCommand, McpCommand, ModelCommand, TapeCommand,
+    CacheCommand, Cli, Command, CostCommand, GuardCommand, McpCommand, ModelCommand, TapeCommand,
 };
 use crate::exit::Exit;
 
@@ -12,6 +12,7 @@ pub mod assess;
 pub mod batch;
 pub mod cache;
 pub mod caps;
+pub mod cost;
 pub mod distill;
 pub mod eval;
 pub mod guard;
@@ -52,5 +53,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         },
         Command::Lint(a) => lint::run(a),
         Command::Probe(a) => probe::run(a).await,
+        Command::Cost(CostCommand::Fit(a)) => cost::fit(a),
     }
 }

@@ -265,12 +265,18 @@ pub struct Evaluated {
     /// One backend's answer exactly as it arrived — its order and its form —
     /// after it was decoded and checked into `decision`. `None` otherwise.
     pub wire_body: Option<Vec<u8>>,
+    /// What the call cost and where that figure came from: `reported` when the
+    /// backend said so, `cache` (0) for a hit, otherwise unknown unless a
+    /// pricing layer ([`crate::cost::pricing`]) settled it. The decision's
+    /// `usage` stays as the backend sent it.
+    pub cost: crate::cost::Cost,
 }
 
 impl Evaluated {
     /// A decision with no request id and nothing dropped.
     pub fn new(decision: Decision) -> Evaluated {
         Evaluated {
+            cost: crate::cost::Cost::of_usage(&decision.usage),
             decision,
             request_id: None,
             dropped: Vec::new(),
@@ -303,6 +309,9 @@ impl Evaluated {
     /// ```
     pub fn with_cache_hit(mut self, cache_hit: bool) -> Evaluated {
         self.cache_hit = cache_hit;
+        if cache_hit {
+            self.cost = crate::cost::Cost::cache_hit();
+        }
         self
     }
 }
@@ -495,6 +504,7 @@ struct Inner {
     on_metric: Option<MetricFn>,
     batch_concurrency: usize,
     warned: Mutex<HashSet<String>>,
+    pricing: Option<crate::cost::Pricing>,
 }
 
 /// A configured classifier. Cheap to clone (an `Arc`), `Send + Sync`, and meant to
@@ -596,6 +606,7 @@ pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, Class
             on_metric: options.on_metric.clone(),
             batch_concurrency: r.batch_concurrency,
             warned: Mutex::new(HashSet::new()),
+            pricing: options.pricing.clone(),
         }),
     })
 }
@@ -908,6 +919,7 @@ impl Classifier {
     ) -> Result<Evaluated, ClassifierError> {
         let started = Instant::now();
         self.warn_degenerate(&ctx, questions);
+        let asked = extras.model.unwrap_or(&self.inner.model).to_string();
         let result = self.dispatch(&ctx, state, questions, extras).await;
         let result = result.and_then(|mut e| {
             // A wrapped classifier (a tape recorder) has already reported what it
@@ -930,7 +942,10 @@ impl Classifier {
         // Decode and coherence errors quote backend strings (answer keys, types,
         // option ids, a refusal), which a hostile backend can make the credential
         // it was sent: scrub them like the transport scrubs error bodies.
-        let result = result.map_err(|e| e.scrubbed(|text| self.scrub(text)));
+        let mut result = result.map_err(|e| e.scrubbed(|text| self.scrub(text)));
+        if let (Ok(e), Some(p)) = (&mut result, &self.inner.pricing) {
+            p.apply(e, &asked);
+        }
         self.report(&ctx, started, &result);
         result
     }
@@ -1063,6 +1078,7 @@ impl Classifier {
                 input_tokens: 0,
                 output_tokens: 0,
                 cost: None,
+                cost_source: None,
                 error: Some(text),
                 key: Some(key.to_string()),
                 request_id: None,
@@ -1083,6 +1099,10 @@ impl Classifier {
             Err(e) => e.request_id().map(str::to_string),
         };
         let cache_hit = matches!(result, Ok(e) if e.cache_hit);
+        let cost = match result {
+            Ok(e) => e.cost.clone(),
+            Err(_) => crate::cost::Cost::UNKNOWN,
+        };
         let result = &result.as_ref().map(|e| &e.decision);
         // The answering model's name is backend text too.
         let answered = match result {
@@ -1112,13 +1132,13 @@ impl Classifier {
         };
         let (model, status, input_tokens, output_tokens, cost, error) = match result {
             // A hit spent nothing: no tokens, and a cost that is known to be 0.
-            Ok(_) if cache_hit => (answered, "ok", 0, 0, Some(0.0), None),
+            Ok(_) if cache_hit => (answered, "ok", 0, 0, crate::cost::Cost::cache_hit(), None),
             Ok(d) => (
                 answered,
                 "ok",
                 d.usage.input_tokens,
                 d.usage.output_tokens,
-                d.usage.cost,
+                cost,
                 None,
             ),
             Err(e) => (
@@ -1126,7 +1146,7 @@ impl Classifier {
                 "error",
                 0,
                 0,
-                None,
+                crate::cost::Cost::UNKNOWN,
                 Some(e.to_string()),
             ),
         };
@@ -1138,7 +1158,8 @@ impl Classifier {
             duration,
             input_tokens,
             output_tokens,
-            cost,
+            cost: cost.usd,
+            cost_source: cost.source,
             error,
             key: None,
             request_id,

@@ -63,10 +63,11 @@
 //! Modules: [`classifier`] (the seam), [`client`] (the small chat client and
 //! [`BoxFuture`](client::BoxFuture)), [`judge`] (builders, bands, gates,
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
-//! (a shared rate limiter), [`cost`] (caps on what a run spends), [`cache`]
-//! (a decision cache; SQLite with the `sqlite` feature), [`compose`]
-//! (fallback and shadow), [`probe`] (encoding probes: shuffle, order,
-//! polarity, repeat, without labels) and [`pinning`] (floating aliases such as
+//! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
+//! `sqlite` feature), [`compose`] (fallback and shadow), [`cost`] (where a
+//! cost came from, dated price tables, token estimates, and budgets that cap
+//! what a run spends), [`probe`] (encoding probes: shuffle, order, polarity,
+//! repeat, without labels) and [`pinning`] (floating aliases such as
 //! `jev-latest`, and what one was seen to answer as).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.

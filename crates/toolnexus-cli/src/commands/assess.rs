@@ -131,7 +131,11 @@ fn progress_bar(off: bool) -> Option<(Progress, ProgressBar)> {
 }
 
 /// `assess run`: the one step that calls a backend.
-async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
+async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
+    a.out = a.out_file.clone().unwrap_or_default();
+    if a.estimate.estimate {
+        return crate::commands::cost::estimate_assess(a).await;
+    }
     let mut inputs: Vec<(&str, &Path)> = vec![("--examples", &a.examples)];
     if Path::new(&a.questions).is_file() {
         inputs.push(("--questions", Path::new(&a.questions)));
@@ -147,10 +151,11 @@ async fn run_cmd(a: AssessRunArgs) -> Result<Exit> {
     }
     input::refuse_overwrite("--out", &a.out, &inputs)?;
     let mut built = style::build(&a.style, Fallback::SystemOne)?;
+    let pricing = crate::commands::cost::pricing(built.style.as_str(), &a.prices)?;
     let questions = input::read_questions(&a.questions)?;
     let examples = read_examples(&a.examples, &questions).map_err(bad)?;
-    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &a.caps);
-    built.classifier = capped;
+    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &a.caps, &pricing);
+    built.classifier = toolnexus::cost::pricing(capped, pricing);
     let mut options = RunOptions::default();
     options.budget = budget.clone();
     options.concurrency = a.concurrency as usize;

@@ -11,7 +11,11 @@
 //!   input of the run (`--out` naming `--states` is refused).
 //! - Each result line names its input line: `{"line":n,"decision":{..}}` or
 //!   `{"line":n,"error":".."}` (with `--thresholds`, decision lines also carry
-//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`), and is
+//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`); a
+//!   decision line also says what the call cost and where that came from
+//!   (`"cost":{"usd":…,"source":"reported"|"priced"|"local"|"cache"|"unknown"}`,
+//!   see `toolnexus::cost`) and its request's `"shape"` (what `cost fit`
+//!   fits on). Each line is
 //!   written with one `write` call, newline included, as soon as its state
 //!   finishes. A kill can therefore tear only the final line.
 //! - The file is locked for the whole run: a second run on it exits 2 at once.
@@ -30,6 +34,7 @@
 //! - `--max-cost`/`--max-tokens`/`--max-time` ([`caps`](super::caps)): once a
 //!   cap is reached no state starts; those in flight finish and are written,
 //!   the states refused are not written (a rerun asks them), exit 6.
+//! - `--estimate` sends nothing: see `commands::cost`.
 
 mod out;
 mod sha256;
@@ -48,6 +53,7 @@ use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::cost::budget::Budget;
+use toolnexus::cost::{Cost, Shape};
 use toolnexus::judge::Bands;
 use toolnexus::limit::{Limiter, LimiterOptions};
 
@@ -58,6 +64,10 @@ use crate::{input, render};
 
 /// Runs `toolnexus batch`.
 pub async fn run(mut args: BatchArgs) -> Result<Exit> {
+    args.out = args.out_file.clone().unwrap_or_default();
+    if args.estimate.estimate {
+        return crate::commands::cost::estimate_batch(args).await;
+    }
     // Ctrl-C and SIGTERM are watched from the start: one that arrives while
     // the run sets up still stops it before any state is asked.
     let watch = |kind: SignalKind, name: &str| {
@@ -103,12 +113,15 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         built.classifier.model(),
     );
     // The budget sits beneath the cache: a hit costs nothing.
-    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &args.caps);
+    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
+    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &args.caps, &pricing);
     built.classifier = capped;
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
     built.classifier =
         crate::commands::cache::wrap_with(built.classifier, args.cache.as_deref(), args.alias_ttl)?;
+    // Outside the cache, so a hit stays a known 0.
+    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
     let bands = args
         .thresholds
         .as_deref()
@@ -203,6 +216,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let write_failed =
         |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
     let (mut ok, mut failed, mut hits, mut not_started) = (0usize, 0usize, 0usize, 0usize);
+    let mut spent = crate::commands::cost::Tally::default();
     let interrupted = loop {
         let next = tokio::select! {
             biased;
@@ -219,7 +233,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             continue;
         };
         let record = match &result {
-            Ok((fields, _)) => format!("{{\"line\":{n},{fields}}}\n"),
+            Ok((fields, ..)) => format!("{{\"line\":{n},{fields}}}\n"),
             Err(e) => format!("{{\"line\":{n},\"error\":{}}}\n", Value::from(e.as_str())),
         };
         if let Err(e) = opened.sink.write(&record) {
@@ -229,9 +243,10 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             return Err(write_failed(e));
         }
         match result {
-            Ok((_, hit)) => {
+            Ok((_, hit, cost)) => {
                 ok += 1;
                 hits += usize::from(hit);
+                spent.add(&cost);
             }
             Err(_) => failed += 1,
         }
@@ -304,8 +319,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     } else {
         String::new()
     };
+    let cost = match spent.text() {
+        t if t.is_empty() => t,
+        t => format!("; this run's {t}"),
+    };
     let summary = format!(
-        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}; results in {place}{held}"
+        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}{cost}; results in {place}{held}"
     );
     if opened.is_stdout {
         tell!("{summary}");
@@ -343,10 +362,11 @@ struct Asked<'a> {
 impl Asked<'_> {
     /// One state: its line parsed, the rate limit honoured, then evaluated.
     /// The result line's fields come back as compact JSON (`"decision":…`,
-    /// `"verdicts":…` with `--thresholds`, `"cached":true` for a cache hit) with
-    /// whether it was a hit; a failure as its message. `None`: a cap refused
-    /// it before it was sent.
-    async fn evaluate(self, n: usize, line: &str) -> Option<Result<(String, bool), String>> {
+    /// `"verdicts":…` with `--thresholds`, `"cached":true` for a cache hit,
+    /// then `"cost"` and `"shape"`) with whether it was a hit and what it
+    /// cost; a failure as its message. `None`: a cap refused it before it
+    /// was sent.
+    async fn evaluate(self, n: usize, line: &str) -> Option<Result<(String, bool, Cost), String>> {
         let state = match input::parse_line(n, line) {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
@@ -354,6 +374,7 @@ impl Asked<'_> {
         if self.budget.is_some_and(|b| b.reached().is_some()) {
             return None;
         }
+        let shape = Shape::of(&state, self.questions);
         if let Some(p) = self.pacer {
             p.wait().await;
         }
@@ -372,7 +393,12 @@ impl Asked<'_> {
         if done.cache_hit {
             fields.push_str(",\"cached\":true");
         }
-        Some(Ok((fields, done.cache_hit)))
+        fields.push_str(&format!(
+            ",\"cost\":{},\"shape\":{}",
+            done.cost.to_value(),
+            shape.to_value()
+        ));
+        Some(Ok((fields, done.cache_hit, done.cost)))
     }
 }
 

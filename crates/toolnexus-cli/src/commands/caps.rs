@@ -9,13 +9,16 @@
 
 use std::ffi::OsString;
 
-use toolnexus::classifier::{Classifier, EvalRequest, Question};
+use toolnexus::classifier::{Classifier, EvalRequest};
 use toolnexus::cost::budget::{Budget, BudgetOptions, Cap, Spend, TokenPrice, budgeted};
+use toolnexus::cost::{Estimator, Pricing, Shape};
 
 use crate::args::CapArgs;
 
 /// `inner` behind a budget with the caps given, or unchanged without any.
-pub fn wrap(inner: Classifier, caps: &CapArgs) -> (Classifier, Option<Budget>) {
+/// `pricing` prices answers that report tokens but no cost, as the run's
+/// lines are priced.
+pub fn wrap(inner: Classifier, caps: &CapArgs, pricing: &Pricing) -> (Classifier, Option<Budget>) {
     if caps.max_cost.is_none() && caps.max_tokens.is_none() && caps.max_time.is_none() {
         return (inner, None);
     }
@@ -23,35 +26,34 @@ pub fn wrap(inner: Classifier, caps: &CapArgs) -> (Classifier, Option<Budget>) {
         max_usd: caps.max_cost,
         max_tokens: caps.max_tokens,
         max_time: caps.max_time,
-        price: price(),
+        price: price(pricing, inner.model()),
     });
     (budgeted(inner, budget.clone(), estimate), Some(budget))
 }
 
-/// The price of a style's tokens when it reports none. None is known here
-/// yet: answers without a reported cost are counted as unknown.
-fn price() -> Option<TokenPrice> {
-    None
+/// The price of `model`'s tokens when an answer reports none: 0 for a style
+/// on this machine, the price table's entry for the model, else none (its
+/// answers' cost is then unknown and not counted).
+fn price(pricing: &Pricing, model: &str) -> Option<TokenPrice> {
+    match pricing {
+        Pricing::Local => Some(TokenPrice {
+            input_usd_per_million: 0.0,
+            output_usd_per_million: 0.0,
+        }),
+        Pricing::Table(prices) => prices.find(model).map(|p| TokenPrice {
+            input_usd_per_million: p.input_per_million,
+            output_usd_per_million: p.output_per_million,
+        }),
+        _ => None,
+    }
 }
 
-/// A request's input tokens by the published billing shape (SPEC §19): 261
-/// per request, 8 per question, 21 per described option, 8 per score level,
-/// and the state's canonical JSON at 4 bytes a token.
+/// A request's input tokens by the shared estimator's published defaults
+/// (SPEC §19: per request, per question, per described option, per score
+/// level, and the state).
 fn estimate(request: &EvalRequest) -> Spend {
-    let mut tokens = 261u64;
-    for q in request.questions.values() {
-        tokens += 8;
-        match q {
-            Question::Choice(c) => {
-                tokens += 21 * c.criteria.values().filter(|d| d.is_some()).count() as u64;
-            }
-            Question::Score(s) => tokens += 8 * s.criteria.len() as u64,
-            _ => {}
-        }
-    }
-    let state = toolnexus::classifier::canonical_json(&request.state);
-    tokens += state.len().div_ceil(4) as u64;
-    Spend::tokens(tokens)
+    let shape = Shape::of(&request.state, &request.questions);
+    Spend::tokens(Estimator::default().input_tokens(&shape).ceil().max(0.0) as u64)
 }
 
 /// The flag that set `cap`, with its value.

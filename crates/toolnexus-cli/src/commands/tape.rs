@@ -66,8 +66,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         }
         (None, None) => return Err(exit::usage("--state or --states is required")),
     };
-    let (live, budget) =
-        crate::commands::caps::wrap(style::live_classifier(&args.live, style)?, &args.caps);
+    // The built-in price table (or TOOLNEXUS_PRICES) prices what a cap counts.
+    let pricing =
+        crate::commands::cost::pricing(style.as_str(), &crate::args::PriceArgs::default())?;
+    let (live, budget) = crate::commands::caps::wrap(
+        style::live_classifier(&args.live, style)?,
+        &args.caps,
+        &pricing,
+    );
     let capped = || budget.as_ref().is_some_and(|b| b.reached().is_some());
     // The journal is locked before the tape is read: a second run on the same
     // tape stops here instead of saving over the first one's recordings.

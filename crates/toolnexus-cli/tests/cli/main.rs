@@ -5,6 +5,7 @@ mod assess;
 mod batch;
 mod cache;
 mod caps;
+mod cost;
 mod distill;
 mod drift;
 mod errors;

@@ -36,14 +36,18 @@ fn ms(x: Option<f64>) -> String {
 /// Cost as the terminal table says it: a total only when every row reported one.
 fn cost_text(s: &Summary) -> String {
     let c = &s.cost;
-    match c.total() {
+    let total = match c.total() {
         Some(t) => format!("${t:.4}"),
-        None if c.known_rows == 0 => "unknown (no row reported a cost)".to_string(),
+        None if c.known_rows == 0 => return "unknown (no row's cost is known)".to_string(),
         None => format!(
             "${:.4} on {} rows, unknown on {}",
             c.known_total, c.known_rows, c.unknown_rows
         ),
-    }
+    };
+    format!(
+        "{total} ({})",
+        super::summary::cost_sources_text(&s.cost_sources)
+    )
 }
 
 /// A chart title: the question and chart, and the run when there are several.
@@ -120,8 +124,9 @@ fn overview(summaries: &[(String, Summary)]) -> Section {
     );
     html.push_str(
         "\n<p>A failed row (an evaluation that errored) stays in the data: it counts in \
-         <em>failed</em> and in no other figure. A cost is summed only when every row \
-         reported one; an unreported cost is never counted as $0.</p>",
+         <em>failed</em> and in no other figure. A cost is summed only when every row's \
+         cost is known (reported by the backend, priced from a dated table, local, or a cache hit; \
+         the sources are named beside it); an unknown cost is never counted as $0.</p>",
     );
     Section {
         heading: "Runs: rows, cost and latency".to_string(),

@@ -1,7 +1,10 @@
 //! The run file: every labelled example asked once, each outcome one JSONL line.
 //!
 //! Line 1 is a header naming the questions; each further line is one row:
-//! `{"id", "labels", "meta"?, "state_len", "decision" | "error", "latency_ms"?}`.
+//! `{"id", "labels", "meta"?, "state_len", "decision" | "error", "latency_ms"?, "cost"?}`,
+//! where `cost` is what the call cost and where that came from
+//! ([`crate::cost::Cost::to_value`]); a row without it (an older file) costs
+//! what its usage reported.
 //! Rows are appended and flushed as they finish, so an interrupted run loses at
 //! most the rows in flight, and running again asks only the ids not yet in the
 //! file. A failed evaluation is a row with an `error`, never an abort. When an id
@@ -21,9 +24,10 @@ use super::error::{AssessError, AssessErrorKind};
 use super::examples::{Example, Gold, json_error_text, kind_of};
 use crate::canonical::canonical_json;
 use crate::classifier::{
-    Classifier, Decision, EvalContext, Questions, check_coherence, questions_from_wire,
-    questions_wire,
+    Classifier, Decision, EvalContext, EvalRequest, Questions, check_coherence,
+    questions_from_wire, questions_wire,
 };
+use crate::cost::Cost;
 
 /// The `format` of a run file's header.
 ///
@@ -74,6 +78,8 @@ pub struct Row {
     pub outcome: Outcome,
     /// Wall time of the evaluation, when measured.
     pub latency_ms: Option<f64>,
+    /// What the call cost and where that came from (unknown for a failed row).
+    pub cost: Cost,
 }
 
 impl Row {
@@ -85,6 +91,10 @@ impl Row {
     /// assert_eq!(r.state_len, 0);
     /// ```
     pub fn new(id: impl Into<String>, labels: BTreeMap<String, Gold>, outcome: Outcome) -> Row {
+        let cost = match &outcome {
+            Outcome::Decided(d) => Cost::of_usage(&d.usage),
+            Outcome::Failed { .. } => Cost::UNKNOWN,
+        };
         Row {
             id: id.into(),
             labels,
@@ -92,6 +102,7 @@ impl Row {
             state_len: 0,
             outcome,
             latency_ms: None,
+            cost,
         }
     }
 
@@ -139,6 +150,9 @@ impl Row {
         }
         if let Some(ms) = self.latency_ms {
             m.insert("latency_ms".into(), Value::from(ms));
+        }
+        if self.decision().is_some() {
+            m.insert("cost".into(), self.cost.to_value());
         }
         Value::Object(m)
     }
@@ -464,6 +478,16 @@ fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
             )
         })?),
     };
+    let cost = match (o.get("cost"), &outcome) {
+        (_, Outcome::Failed { .. }) => Cost::UNKNOWN,
+        (None, Outcome::Decided(d)) => Cost::of_usage(&d.usage),
+        (Some(v), Outcome::Decided(_)) => Cost::from_value(v).ok_or_else(|| {
+            format!(
+                "row {id:?}: \"cost\" is {}, not {{\"usd\": …, \"source\": \"reported\"|\"priced\"|\"local\"|\"cache\"|\"unknown\"}}",
+                shown(v)
+            )
+        })?,
+    };
     Ok(Row {
         id,
         labels,
@@ -471,6 +495,7 @@ fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
         state_len,
         outcome,
         latency_ms,
+        cost,
     })
 }
 
@@ -647,17 +672,19 @@ pub async fn run_examples(
                     return None;
                 }
                 let started = Instant::now();
-                let result = classifier
-                    .evaluate_ctx(ctx, ex.state.clone(), questions)
-                    .await;
+                let request = EvalRequest::new(ex.state.clone(), questions.clone());
+                let result = classifier.evaluate_request(ctx, request).await;
                 let latency_ms = started.elapsed().as_secs_f64() * 1e3;
-                let outcome = match result {
-                    Ok(d) => Outcome::Decided(d),
+                let (outcome, cost) = match result {
+                    Ok(e) => (Outcome::Decided(e.decision), e.cost),
                     Err(e) if budget.as_ref().is_some_and(|b| b.refused(&e)) => return None,
-                    Err(e) => Outcome::Failed {
-                        kind: e.kind().as_str().to_string(),
-                        message: e.detail().to_string(),
-                    },
+                    Err(e) => (
+                        Outcome::Failed {
+                            kind: e.kind().as_str().to_string(),
+                            message: e.detail().to_string(),
+                        },
+                        Cost::UNKNOWN,
+                    ),
                 };
                 Some(Row {
                     id: ex.id.clone(),
@@ -666,6 +693,7 @@ pub async fn run_examples(
                     state_len: canonical_json(&ex.state).chars().count(),
                     outcome,
                     latency_ms: Some(latency_ms),
+                    cost,
                 })
             }
         })

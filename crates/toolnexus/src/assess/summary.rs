@@ -261,9 +261,10 @@ pub struct AnsweredBy {
 /// Cost over the rows: known figures summed, unknown ones counted, never as $0.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostSummary {
-    /// Rows whose backend reported a cost.
+    /// Rows whose cost is known: reported, priced, local or a cache hit
+    /// (see [`Summary::cost_sources`]).
     pub known_rows: usize,
-    /// Rows whose backend did not say.
+    /// Rows whose cost nobody knows.
     pub unknown_rows: usize,
     /// Sum of the known costs (USD).
     pub known_total: f64,
@@ -377,6 +378,9 @@ pub struct Summary {
     pub answered_by: Vec<AnsweredBy>,
     /// Cost over the answered rows.
     pub cost: CostSummary,
+    /// Where the answered rows' costs came from: answered rows per source
+    /// (`reported`, `priced (TABLE, checked DATE)`, `local`, `cache`, `unknown`).
+    pub cost_sources: BTreeMap<String, usize>,
     /// Median latency (ms), when measured.
     pub latency_p50_ms: Option<f64>,
     /// 95th percentile latency (ms), when measured.
@@ -427,6 +431,7 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
         unknown_rows: 0,
         known_total: 0.0,
     };
+    let mut cost_sources: BTreeMap<String, usize> = BTreeMap::new();
     let mut latencies = Vec::new();
     let mut failed_rows = 0;
     let mut by_model: BTreeMap<&str, usize> = BTreeMap::new();
@@ -434,13 +439,19 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
         match r.decision() {
             Some(d) => {
                 *by_model.entry(d.model.as_str()).or_default() += 1;
-                match d.usage.cost {
+                match r.cost.usd {
                     Some(c) => {
                         cost.known_rows += 1;
                         cost.known_total += c;
                     }
                     None => cost.unknown_rows += 1,
                 }
+                let source = r
+                    .cost
+                    .source
+                    .as_ref()
+                    .map_or("unknown".to_string(), |s| s.to_string());
+                *cost_sources.entry(source).or_default() += 1;
             }
             None => failed_rows += 1,
         }
@@ -486,10 +497,17 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
         gate,
         answered_by,
         cost,
+        cost_sources,
         latency_p50_ms: metrics::quantile(&latencies, 0.5),
         latency_p95_ms: metrics::quantile(&latencies, 0.95),
         slices,
     }
+}
+
+/// `priced (toolnexus, checked 2026-12-05) 40, cache 2`: where the costs came from.
+pub(crate) fn cost_sources_text(sources: &BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = sources.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    parts.join(", ")
 }
 
 /// The most points a summary keeps of a risk-coverage curve.
@@ -786,6 +804,9 @@ pub fn table(s: &Summary) -> String {
                 c.known_total, c.known_rows, c.unknown_rows
             );
         }
+    }
+    if c.known_rows > 0 {
+        let _ = write!(out, " ({})", cost_sources_text(&s.cost_sources));
     }
     if let (Some(p50), Some(p95)) = (s.latency_p50_ms, s.latency_p95_ms) {
         let _ = write!(

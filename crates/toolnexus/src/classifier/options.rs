@@ -204,8 +204,11 @@ pub struct MetricEvent {
     pub input_tokens: i64,
     /// Output tokens of a successful call.
     pub output_tokens: i64,
-    /// The cost, when the backend reported it.
+    /// The cost in US dollars, when it is known: reported by the backend,
+    /// settled by a pricing layer ([`crate::cost::pricing`]), 0 for a cache hit.
     pub cost: Option<f64>,
+    /// Where `cost` came from; `None` exactly when `cost` is.
+    pub cost_source: Option<crate::cost::CostSource>,
     /// The error text of a failed call, or the warning text.
     pub error: Option<String>,
     /// The question key a warning is about.
@@ -335,6 +338,11 @@ pub struct ClassifierOptions {
     pub max_response_bytes: usize,
     /// States in flight at once in `evaluate_batch`.
     pub batch_concurrency: usize,
+    /// How each call's cost is settled when the backend reports none (see
+    /// [`crate::cost::Pricing`]): the cost and its source then reach
+    /// [`Evaluated::cost`](super::Evaluated::cost) and every [`MetricEvent`].
+    /// `None`: only a reported cost is known.
+    pub pricing: Option<crate::cost::Pricing>,
 }
 
 impl fmt::Debug for ClassifierOptions {
@@ -368,6 +376,7 @@ impl fmt::Debug for ClassifierOptions {
         d.field("decisions", &self.decisions.len())
             .field("max_response_bytes", &self.max_response_bytes)
             .field("batch_concurrency", &self.batch_concurrency)
+            .field("pricing", &self.pricing)
             .finish()
     }
 }

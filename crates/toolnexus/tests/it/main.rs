@@ -5,6 +5,7 @@ mod assess_sklearn;
 mod assess_synthetic;
 mod cache;
 mod compose;
+mod cost;
 mod decisions;
 mod faults;
 mod judge;

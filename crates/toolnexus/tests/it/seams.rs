@@ -438,9 +438,9 @@ fn no_module_reaches_up_a_layer() {
             | "redact" | "env" | "limit" | "pinning" => 0,
             "http" => 1,
             "client" => 2,
-            "classifier" => 3,
+            "classifier" | "cost" => 3,
             "judge" => 4,
-            "assess" | "cache" | "compose" | "probe" | "cost" => 5,
+            "assess" | "cache" | "compose" | "probe" => 5,
             "testing" => 6,
             _ => return None,
         })

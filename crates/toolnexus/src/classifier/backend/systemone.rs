@@ -155,6 +155,7 @@ impl HttpBackend {
             );
         }
         Ok(Evaluated {
+            cost: crate::cost::Cost::of_usage(&decoded.decision.usage),
             decision: decoded.decision,
             request_id: resp.request_id,
             dropped: decoded.dropped,

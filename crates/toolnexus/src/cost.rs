@@ -1,0 +1,396 @@
+//! Cost you can see before you spend it (SPEC §19): where a cost came from,
+//! prices from a named and dated table, and token estimates from a request's
+//! own shape.
+//!
+//! - [`CostSource`] and [`Cost`]: every cost says where it came from —
+//!   `reported` (the backend said so; always wins), `priced` (tokens × a price
+//!   from a named, dated table), `local` (an explicit 0 for judgments made on
+//!   this machine) or `cache` (a hit: nothing was spent). An unknown cost is
+//!   `None`, never 0.
+//! - [`Prices`]: the compiled-in table ([`Prices::builtin`]) and a user's file
+//!   over it ([`Prices::load`], [`Prices::over`]).
+//! - [`Pricing`] and [`pricing`]: a layer that settles each call's cost where
+//!   its usage is recorded, without touching any backend (or
+//!   `ClassifierOptions::pricing` on a classifier of your own): the decision's
+//!   usage stays as the backend sent it, [`Evaluated::cost`] and the
+//!   [`MetricEvent`](crate::classifier::MetricEvent) say what it cost and why.
+//! - [`Estimator`], [`Shape`] and [`fit`]: input tokens from a request's shape,
+//!   with coefficients fitted by least squares on real runs' recorded usage.
+//!
+//! ```
+//! use toolnexus::classifier::ClassifierUsage;
+//! use toolnexus::cost::{CostSource, Pricing, Prices};
+//!
+//! let usage = ClassifierUsage { input_tokens: 1_000_000, output_tokens: 10, cost: None };
+//! let cost = Pricing::Table(Prices::builtin().into()).settle(&usage, "jev-1.13");
+//! assert_eq!(cost.usd, Some(0.042));
+//! assert!(matches!(cost.source, Some(CostSource::Priced { .. })));
+//!
+//! // A model no table lists stays unknown: never $0.
+//! let unknown = Pricing::Table(Prices::builtin().into()).settle(&usage, "someone-else-7b");
+//! assert_eq!((unknown.usd, unknown.source), (None, None));
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::classifier::{
+    Classifier, ClassifierOptions, ClassifierStyle, Evaluated, MetricFn, create_classifier,
+};
+use crate::usage::ClassifierUsage;
+
+pub mod budget;
+mod estimate;
+mod prices;
+
+pub use estimate::{
+    Coefficients, ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimate, Estimator, EstimatorError,
+    FitError, Sample, Shape, fit,
+};
+pub use prices::{PRICES_FORMAT, PRICES_VERSION, Price, PriceError, Prices};
+
+/// Where a cost came from. An unknown cost has no source: `Option<CostSource>`
+/// is `None` and the cost `None`, never 0.
+///
+/// ```
+/// use toolnexus::cost::CostSource;
+///
+/// let s = CostSource::Priced { table: "toolnexus".into(), checked: "2026-12-05".into() };
+/// assert_eq!(s.as_str(), "priced");
+/// assert_eq!(s.to_string(), "priced (toolnexus, checked 2026-12-05)");
+/// assert_eq!(CostSource::Reported.to_string(), "reported");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CostSource {
+    /// The backend said what the call cost (`usage.cost`). Always wins.
+    Reported,
+    /// Tokens × a price from a named, dated table.
+    Priced {
+        /// The table's name (`toolnexus` for the compiled-in one).
+        table: String,
+        /// When the price was last checked against its source (`YYYY-MM-DD`).
+        checked: String,
+    },
+    /// Judged on this machine (local, student, laya, decisiontune): an explicit 0.
+    Local,
+    /// Served from a cache: nothing was sent, nothing spent.
+    Cache,
+}
+
+impl CostSource {
+    /// `reported`, `priced`, `local` or `cache`.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::cost::CostSource::Local.as_str(), "local");
+    /// ```
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CostSource::Reported => "reported",
+            CostSource::Priced { .. } => "priced",
+            CostSource::Local => "local",
+            CostSource::Cache => "cache",
+        }
+    }
+}
+
+impl fmt::Display for CostSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CostSource::Priced { table, checked } => {
+                write!(f, "priced ({table}, checked {checked})")
+            }
+            other => f.write_str(other.as_str()),
+        }
+    }
+}
+
+/// What one call cost, in US dollars, and where that figure came from.
+///
+/// `usd` and `source` are both `Some` or both `None` (unknown).
+///
+/// ```
+/// use toolnexus::classifier::ClassifierUsage;
+/// use toolnexus::cost::{Cost, CostSource};
+///
+/// let reported = Cost::of_usage(&ClassifierUsage { input_tokens: 5, output_tokens: 1, cost: Some(0.25) });
+/// assert_eq!((reported.usd, reported.source), (Some(0.25), Some(CostSource::Reported)));
+/// assert_eq!(Cost::of_usage(&ClassifierUsage::default()), Cost::UNKNOWN);
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct Cost {
+    /// The cost in US dollars; `None` when nobody knows it.
+    pub usd: Option<f64>,
+    /// Where it came from; `None` when the cost is unknown.
+    pub source: Option<CostSource>,
+}
+
+impl Cost {
+    /// A cost nobody knows: never shown or summed as $0.
+    pub const UNKNOWN: Cost = Cost {
+        usd: None,
+        source: None,
+    };
+
+    /// A known cost from `source`.
+    ///
+    /// ```
+    /// use toolnexus::cost::{Cost, CostSource};
+    /// assert_eq!(Cost::new(0.0, CostSource::Local).usd, Some(0.0));
+    /// ```
+    pub fn new(usd: f64, source: CostSource) -> Cost {
+        Cost {
+            usd: Some(usd),
+            source: Some(source),
+        }
+    }
+
+    /// What the usage itself says: `reported` when the backend gave a cost,
+    /// unknown otherwise.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ClassifierUsage;
+    /// use toolnexus::cost::Cost;
+    /// assert_eq!(Cost::of_usage(&ClassifierUsage::default()).usd, None);
+    /// ```
+    pub fn of_usage(usage: &ClassifierUsage) -> Cost {
+        match usage.cost {
+            Some(c) => Cost::new(c, CostSource::Reported),
+            None => Cost::UNKNOWN,
+        }
+    }
+
+    /// A cache hit: known to be 0.
+    ///
+    /// ```
+    /// use toolnexus::cost::{Cost, CostSource};
+    /// assert_eq!(Cost::cache_hit().source, Some(CostSource::Cache));
+    /// ```
+    pub fn cache_hit() -> Cost {
+        Cost::new(0.0, CostSource::Cache)
+    }
+
+    /// The JSON form batch lines and run rows carry:
+    /// `{"usd":…,"source":"priced","table":…,"checked":…}`, and for an unknown
+    /// cost `{"usd":null,"source":"unknown"}`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::cost::{Cost, CostSource};
+    ///
+    /// assert_eq!(Cost::UNKNOWN.to_value(), json!({"usd": null, "source": "unknown"}));
+    /// let c = Cost::new(0.5, CostSource::Priced { table: "mine".into(), checked: "2026-12-01".into() });
+    /// assert_eq!(c.to_value(), json!({"usd": 0.5, "source": "priced", "table": "mine", "checked": "2026-12-01"}));
+    /// assert_eq!(Cost::from_value(&c.to_value()), Some(c));
+    /// ```
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("usd".into(), self.usd.map_or(Value::Null, Value::from));
+        let source = self.source.as_ref().map_or("unknown", CostSource::as_str);
+        m.insert("source".into(), Value::from(source));
+        if let Some(CostSource::Priced { table, checked }) = &self.source {
+            m.insert("table".into(), Value::from(table.as_str()));
+            m.insert("checked".into(), Value::from(checked.as_str()));
+        }
+        Value::Object(m)
+    }
+
+    /// Reads [`Cost::to_value`]'s form back; `None` when `v` is not one.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::cost::Cost;
+    /// assert_eq!(Cost::from_value(&json!({"usd": null, "source": "unknown"})), Some(Cost::UNKNOWN));
+    /// assert_eq!(Cost::from_value(&json!({"usd": 1, "source": "guessed"})), None);
+    /// ```
+    pub fn from_value(v: &Value) -> Option<Cost> {
+        let o = v.as_object()?;
+        let usd = match o.get("usd")? {
+            Value::Null => None,
+            n => Some(n.as_f64().filter(|x| x.is_finite() && *x >= 0.0)?),
+        };
+        let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+        let source = match o.get("source")?.as_str()? {
+            "unknown" => None,
+            "reported" => Some(CostSource::Reported),
+            "local" => Some(CostSource::Local),
+            "cache" => Some(CostSource::Cache),
+            "priced" => Some(CostSource::Priced {
+                table: text("table")?,
+                checked: text("checked")?,
+            }),
+            _ => return None,
+        };
+        (usd.is_some() == source.is_some()).then_some(Cost { usd, source })
+    }
+}
+
+impl fmt::Display for Cost {
+    /// `$0.000042 (priced (toolnexus, checked 2026-12-05))`, or `unknown`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.usd, &self.source) {
+            (Some(usd), Some(source)) => write!(f, "${} ({source})", usd_text(*usd)),
+            _ => f.write_str("unknown"),
+        }
+    }
+}
+
+/// Dollars as the CLI prints them: six decimals below a cent, four above.
+///
+/// ```
+/// assert_eq!(toolnexus::cost::usd_text(0.0000126), "0.000013");
+/// assert_eq!(toolnexus::cost::usd_text(12.5), "12.5000");
+/// ```
+pub fn usd_text(usd: f64) -> String {
+    if usd.abs() < 0.01 {
+        format!("{usd:.6}")
+    } else {
+        format!("{usd:.4}")
+    }
+}
+
+/// How a call's cost is settled when its backend reports none.
+///
+/// A reported cost always wins; a cache hit is always 0 (`cache`).
+///
+/// ```
+/// use toolnexus::classifier::ClassifierUsage;
+/// use toolnexus::cost::{CostSource, Pricing, Prices};
+///
+/// let u = ClassifierUsage { input_tokens: 300, output_tokens: 20, cost: None };
+/// assert_eq!(Pricing::Local.settle(&u, "student").source, Some(CostSource::Local));
+/// let reported = ClassifierUsage { cost: Some(0.001), ..u };
+/// let c = Pricing::Table(Prices::builtin().into()).settle(&reported, "jev-1.13");
+/// assert_eq!(c.source, Some(CostSource::Reported), "a reported cost always wins");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Pricing {
+    /// Tokens × the first price whose pattern matches the model; unknown when none does.
+    Table(Arc<Prices>),
+    /// Judged on this machine: an explicit 0 with source `local`.
+    Local,
+}
+
+impl Pricing {
+    /// The cost of one call whose usage is `usage`, answered by `model`.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ClassifierUsage;
+    /// use toolnexus::cost::{Pricing, Prices};
+    ///
+    /// let u = ClassifierUsage { input_tokens: 2_000_000, output_tokens: 0, cost: None };
+    /// let c = Pricing::Table(Prices::builtin().into()).settle(&u, "jev-latest");
+    /// assert!((c.usd.unwrap() - 0.084).abs() < 1e-12);
+    /// ```
+    pub fn settle(&self, usage: &ClassifierUsage, model: &str) -> Cost {
+        if usage.cost.is_some() {
+            return Cost::of_usage(usage);
+        }
+        match self {
+            Pricing::Local => Cost::new(0.0, CostSource::Local),
+            Pricing::Table(prices) => prices.cost(usage, model),
+        }
+    }
+
+    /// Settles `e` in place: a cache hit stays 0, a reported cost stays, the
+    /// rest is priced on the answering model (or `asked`, when the answering
+    /// model is not in the table).
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use toolnexus::classifier::{ClassifierUsage, Decision, Evaluated};
+    /// use toolnexus::cost::{CostSource, Pricing};
+    ///
+    /// let d = Decision { model: "m".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
+    /// let mut e = Evaluated::new(d);
+    /// Pricing::Local.apply(&mut e, "m");
+    /// assert_eq!(e.cost.source, Some(CostSource::Local));
+    /// ```
+    pub fn apply(&self, e: &mut Evaluated, asked: &str) {
+        if e.cache_hit {
+            e.cost = Cost::cache_hit();
+            return;
+        }
+        let answered = self.settle(&e.decision.usage, &e.decision.model);
+        e.cost = if answered.usd.is_none() && asked != e.decision.model {
+            self.settle(&e.decision.usage, asked)
+        } else {
+            answered
+        };
+    }
+}
+
+/// `inner` with every call's cost settled by `pricing` (see [`Pricing::apply`]):
+/// the layer that makes a cost known without changing any backend. Put it
+/// outside a cache ([`crate::cache::caching`]) so hits stay 0.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolnexus::classifier::*;
+/// use toolnexus::cost::{CostSource, Pricing, Prices, pricing};
+/// use toolnexus::judge::{noul, questions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let judge = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     model: "jev-1.13".into(),
+///     evaluate: Some(Arc::new(|_ctx, _state, _qs| Box::pin(async {
+///         Decision::from_value(&json!({"model": "jev-1.13", "answers": {"spam": {"type": "noul", "noul": 0.1}},
+///             "usage": {"input_tokens": 1000, "output_tokens": 0}})).map_err(|e| e.to_string())
+///     }))),
+///     ..Default::default()
+/// })?;
+/// let priced = pricing(judge, Pricing::Table(Prices::builtin().into()));
+/// # let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let e = priced.evaluate_request(EvalContext::new(), EvalRequest::new(json!("hi"), qs)).await?;
+/// assert!(matches!(e.cost.source, Some(CostSource::Priced { .. })));
+/// assert_eq!(e.decision.usage.cost, None, "the usage stays as the backend sent it");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }
+/// ```
+pub fn pricing(inner: Classifier, pricing: Pricing) -> Classifier {
+    pricing_with_metrics(inner, pricing, None)
+}
+
+/// [`pricing`], with `on_metric` receiving each call's [`MetricEvent`] with
+/// the settled cost and its source.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use toolnexus::classifier::{ClassifierOptions, MetricEvent, create_classifier};
+/// use toolnexus::cost::{Pricing, pricing_with_metrics};
+///
+/// let seen: Arc<Mutex<Vec<MetricEvent>>> = Arc::default();
+/// let sink = seen.clone();
+/// let judge = create_classifier(ClassifierOptions::default())?;
+/// let priced = pricing_with_metrics(judge, Pricing::Local, Some(Arc::new(move |m: &MetricEvent| {
+///     sink.lock().unwrap().push(m.clone());
+/// })));
+/// # let _ = priced;
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+///
+/// [`MetricEvent`]: crate::classifier::MetricEvent
+pub fn pricing_with_metrics(
+    inner: Classifier,
+    pricing: Pricing,
+    on_metric: Option<MetricFn>,
+) -> Classifier {
+    let model = inner.model().to_string();
+    create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model,
+        evaluator: Some(Arc::new(inner)),
+        pricing: Some(pricing),
+        on_metric,
+        ..Default::default()
+    })
+    // The Custom style with an evaluator and a model has nothing left to refuse.
+    .expect("a Custom classifier with an evaluator always builds")
+}

@@ -1,3 +1,0 @@
-//! What judgments cost (SPEC §19): caps on a run's spend.
-
-pub mod budget;

@@ -1,0 +1,171 @@
+//! Every metric event says where its cost came from: reported, priced (table
+//! and date), local, a cache hit, or unknown — never an unknown $0.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use toolnexus::cache::{MemoryCache, caching};
+use toolnexus::classifier::{
+    Classifier, ClassifierOptions, ClassifierStyle, Decision, MetricEvent, create_classifier,
+};
+use toolnexus::cost::{CostSource, Prices, Pricing, pricing, pricing_with_metrics};
+use toolnexus::judge::{noul, questions};
+
+/// A Custom classifier asking for `model` whose decisions carry `usage`.
+fn judge(model: &str, usage: Value, options: ClassifierOptions) -> Classifier {
+    let answered = model.to_string();
+    create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model: model.into(),
+        evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
+            let d = json!({"model": answered, "answers": {"spam": {"type": "noul", "noul": 0.2}}, "usage": usage});
+            Box::pin(async move { Decision::from_value(&d).map_err(|e| e.to_string()) })
+        })),
+        ..options
+    })
+    .unwrap()
+}
+
+type Seen = Arc<Mutex<Vec<MetricEvent>>>;
+
+fn metrics() -> (Seen, toolnexus::classifier::MetricFn) {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    (
+        seen,
+        Arc::new(move |m: &MetricEvent| {
+            if m.name == "classifier.evaluate" {
+                sink.lock().unwrap().push(m.clone());
+            }
+        }),
+    )
+}
+
+fn last(seen: &Seen) -> (Option<f64>, Option<CostSource>) {
+    let m = seen.lock().unwrap().last().cloned().expect("a metric");
+    (m.cost, m.cost_source)
+}
+
+#[tokio::test]
+async fn metric_events_carry_the_cost_source() {
+    let qs = questions(&[noul("spam", "Is it spam?")]).unwrap();
+    let jev = Pricing::Table(Prices::builtin().into());
+    let priced = CostSource::Priced {
+        table: "toolnexus".into(),
+        checked: "2026-12-05".into(),
+    };
+
+    // No pricing: a reported cost is reported, anything else unknown.
+    let (seen, f) = metrics();
+    let usage = json!({"input_tokens": 1_000_000, "output_tokens": 3});
+    let plain = judge(
+        "jev-1.13",
+        usage.clone(),
+        ClassifierOptions {
+            on_metric: Some(f),
+            ..Default::default()
+        },
+    );
+    plain.evaluate(json!("hi"), &qs).await.unwrap();
+    assert_eq!(last(&seen), (None, None), "unknown, never $0");
+
+    // Priced from the compiled-in table, with its name and date.
+    let (seen, f) = metrics();
+    let with = judge(
+        "jev-1.13",
+        usage.clone(),
+        ClassifierOptions {
+            on_metric: Some(f),
+            pricing: Some(jev.clone()),
+            ..Default::default()
+        },
+    );
+    let e = with
+        .evaluate_request(
+            Default::default(),
+            toolnexus::classifier::EvalRequest::new(json!("hi"), qs.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(last(&seen), (Some(0.042), Some(priced.clone())));
+    assert_eq!(e.cost.source, Some(priced.clone()));
+    assert_eq!(
+        e.decision.usage.cost, None,
+        "the usage stays as the backend sent it"
+    );
+
+    // A reported cost always wins over a price.
+    let (seen, f) = metrics();
+    let reported = judge(
+        "jev-1.13",
+        json!({"input_tokens": 10, "output_tokens": 1, "cost": 0.5}),
+        ClassifierOptions {
+            on_metric: Some(f),
+            pricing: Some(jev.clone()),
+            ..Default::default()
+        },
+    );
+    reported.evaluate(json!("hi"), &qs).await.unwrap();
+    assert_eq!(last(&seen), (Some(0.5), Some(CostSource::Reported)));
+
+    // Local styles: an explicit 0.
+    let (seen, f) = metrics();
+    let local = pricing_with_metrics(
+        judge("minilm", usage.clone(), Default::default()),
+        Pricing::Local,
+        Some(f),
+    );
+    local.evaluate(json!("hi"), &qs).await.unwrap();
+    assert_eq!(last(&seen), (Some(0.0), Some(CostSource::Local)));
+
+    // Outside a cache: the miss is priced, the hit is a known 0.
+    let (seen, f) = metrics();
+    let cached = caching(
+        judge("jev-1.13", usage.clone(), Default::default()),
+        Arc::new(MemoryCache::new()),
+    );
+    let layered = pricing_with_metrics(cached, jev.clone(), Some(f));
+    layered.evaluate(json!("same"), &qs).await.unwrap();
+    assert_eq!(last(&seen), (Some(0.042), Some(priced.clone())));
+    layered.evaluate(json!("same"), &qs).await.unwrap();
+    assert_eq!(last(&seen), (Some(0.0), Some(CostSource::Cache)));
+
+    // A model no table lists stays unknown through the layer too.
+    let (seen, f) = metrics();
+    let other = pricing_with_metrics(
+        judge("someone-else-7b", usage, Default::default()),
+        jev,
+        Some(f),
+    );
+    other.evaluate(json!("hi"), &qs).await.unwrap();
+    assert_eq!(last(&seen), (None, None));
+}
+
+#[tokio::test]
+async fn the_layer_keeps_the_model_and_prices_on_the_asked_one_when_the_answering_one_is_unlisted()
+{
+    let qs = questions(&[noul("spam", "Is it spam?")]).unwrap();
+    // Asked for "jev-1.13", the backend answers as a snapshot the table does
+    // not list: the call is priced on the model asked for.
+    let inner = create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model: "jev-1.13".into(),
+        evaluate: Some(Arc::new(|_ctx, _state, _qs| {
+            let d = json!({"model": "snapshot-7", "answers": {"spam": {"type": "noul", "noul": 0.2}},
+                           "usage": {"input_tokens": 2_000_000, "output_tokens": 0}});
+            Box::pin(async move { Decision::from_value(&d).map_err(|e| e.to_string()) })
+        })),
+        ..Default::default()
+    })
+    .unwrap();
+    let priced = pricing(inner, Pricing::Table(Prices::builtin().into()));
+    assert_eq!(priced.model(), "jev-1.13");
+    let e = priced
+        .evaluate_request(
+            Default::default(),
+            toolnexus::classifier::EvalRequest::new(json!("x"), qs),
+        )
+        .await
+        .unwrap();
+    assert!((e.cost.usd.unwrap() - 0.084).abs() < 1e-12, "{:?}", e.cost);
+}
