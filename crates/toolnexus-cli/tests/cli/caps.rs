@@ -21,7 +21,12 @@ fn billing(tokens: u64, cost: Option<f64>, delay: Duration) -> Upstream {
         if let Some(c) = cost {
             usage["cost"] = json!(c);
         }
-        let body = json!({"model": "jev-1.13",
+        // Answers as the model asked for (a listed price for jev-*).
+        let model = got.json()["model"]
+            .as_str()
+            .unwrap_or("jev-1.13")
+            .to_string();
+        let body = json!({"model": model,
             "answers": {"spam": {"type": "noul", "noul": (n % 10) as f64 / 10.0}},
             "usage": usage});
         (200, vec![], body.to_string())
@@ -203,6 +208,9 @@ fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
             "--no-progress",
             "--concurrency",
             "1",
+            // A model no price table lists: its cost stays unknown.
+            "--model",
+            "acme-judge-2",
             "--max-cost",
             "1",
             "--max-tokens",

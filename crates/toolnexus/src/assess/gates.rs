@@ -932,12 +932,14 @@ mod tests {
             BTreeMap::from([("spam".to_string(), Gold::Noul(true))]),
             decided(json!({"spam": {"type": "noul", "noul": 0.9}})),
         );
+        let usage = crate::classifier::ClassifierUsage {
+            input_tokens: 300,
+            output_tokens: 0,
+            cost,
+        };
+        row.cost = crate::cost::Cost::of_usage(&usage);
         if let Outcome::Decided(d) = &mut row.outcome {
-            d.usage = crate::classifier::ClassifierUsage {
-                input_tokens: 300,
-                output_tokens: 0,
-                cost,
-            };
+            d.usage = usage;
         }
         row.latency_ms = latency_ms;
         row

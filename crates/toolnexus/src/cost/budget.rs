@@ -26,10 +26,11 @@
 //!   ([`Budget::refused`] tells it apart). Requests already in flight finish.
 //!
 //! The dollar estimate of a request is its estimator's when it gives one, else
-//! its tokens at [`BudgetOptions::price`], else at the dollars per token seen
-//! so far on answers that reported a cost; before any answer has settled and
-//! with no other way to price it, requests go one at a time while a dollar cap
-//! is set, so the first bill is known before a second request is sent.
+//! its tokens at the dearer of [`BudgetOptions::price`] and the dollars per
+//! token seen so far on answers whose cost is known (a backend may bill more
+//! than a listed price); before any answer has settled, requests go one at a
+//! time while a dollar cap is set, so the first bill is known before a second
+//! request is sent.
 //!
 //! Composition: a cache in front of the budget (`caching(budgeted(…), …)`)
 //! answers hits without reaching it, so hits cost nothing; a limiter lives in
@@ -277,13 +278,16 @@ impl State {
         if let Some(usd) = estimate.usd.filter(|u| u.is_finite()) {
             return Some(usd.max(0.0));
         }
-        if let Some(p) = &self.options.price {
-            return Some(p.usd(estimate.tokens));
+        // The dearer of the listed price and the rate the answers so far were
+        // billed at: a backend that reports more than the list price (or a
+        // price that is stale) must not let the requests in flight overshoot.
+        let listed = self.options.price.map(|p| p.usd(estimate.tokens));
+        let seen = (self.known_tokens > 0)
+            .then(|| self.known_usd / self.known_tokens as f64 * estimate.tokens as f64);
+        match (listed, seen) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
         }
-        if self.known_tokens > 0 {
-            return Some(self.known_usd / self.known_tokens as f64 * estimate.tokens as f64);
-        }
-        None
     }
 
     fn check(&mut self, now: Instant, estimate: &Spend) -> Check {
@@ -316,9 +320,10 @@ impl State {
             .options
             .max_usd
             .is_some_and(|m| self.spent_usd + self.reserved_usd >= m);
-        // Nothing settled and no way to price this request: one at a time, so
-        // the first bill is known before a second request is sent.
-        let unpriced = self.options.max_usd.is_some() && usd.is_none() && self.calls == 0;
+        // Nothing settled yet under a dollar cap: one at a time, so the first
+        // bill is known before a second request is sent (neither an estimate
+        // nor a listed price is a bill: a backend may charge more).
+        let unpriced = self.options.max_usd.is_some() && self.calls == 0;
         if self.in_flight > 0 && (tokens_full || usd_full || unpriced) {
             return Check::Wait;
         }
