@@ -83,19 +83,30 @@
 #![warn(missing_docs)]
 
 mod bert;
+mod decisiontune;
 mod embed;
 mod error;
+mod laya;
+mod modernbert;
 mod num;
+mod pyjson;
 pub mod student;
 mod tiny;
 mod zero_shot;
 
+pub use decisiontune::{
+    DECISIONTUNE_FILES, DECISIONTUNE_MODEL, DECISIONTUNE_STYLE, DecisionTune, DecisionTuneRow,
+    decisiontune,
+};
 pub use embed::{
     CONFIG_FILE, Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, MODEL_SHA256, TOKENIZER_FILE,
     WEIGHTS_FILE, WHEEL_FILE, WHEEL_MODEL_DIR, WHEEL_PROJECT, WHEEL_SHA256, WHEEL_VERSION,
     file_sha256, model_dir,
 };
 pub use error::LocalError;
+pub use laya::{
+    LAYA_CONFIG_FILE, LAYA_MODEL, LAYA_STYLE, LAYA_TEMPERATURE_RANGE, Laya, LayaRow, laya,
+};
 #[doc(hidden)]
 pub use tiny::tiny_model_for_tests;
 pub use zero_shot::{

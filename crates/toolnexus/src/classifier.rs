@@ -41,7 +41,7 @@
 //! # }
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -265,6 +265,13 @@ pub struct Evaluated {
     /// One backend's answer exactly as it arrived — its order and its form —
     /// after it was decoded and checked into `decision`. `None` otherwise.
     pub wire_body: Option<Vec<u8>>,
+    /// Numbers a style reports beyond the answer types' own fields, by answer
+    /// key: each an object of named extras (Laya's `answer_confidence` and
+    /// `action.act_probability`, say). Empty for every style that has none.
+    /// `toolnexus serve` merges each object into its answer; nothing else
+    /// reads them, and a cache or a wrapper that rebuilds the decision drops
+    /// them.
+    pub extensions: BTreeMap<String, Map<String, Value>>,
 }
 
 impl Evaluated {
@@ -276,6 +283,7 @@ impl Evaluated {
             dropped: Vec::new(),
             cache_hit: false,
             wire_body: None,
+            extensions: BTreeMap::new(),
         }
     }
 
@@ -303,6 +311,25 @@ impl Evaluated {
     /// ```
     pub fn with_cache_hit(mut self, cache_hit: bool) -> Evaluated {
         self.cache_hit = cache_hit;
+        self
+    }
+
+    /// With these extras by answer key (see [`Evaluated::extensions`]).
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use serde_json::json;
+    /// # use toolnexus::classifier::{ClassifierUsage, Decision, Evaluated};
+    /// # let d = Decision { model: "m".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
+    /// let extra = json!({"answer_confidence": 0.93}).as_object().unwrap().clone();
+    /// let e = Evaluated::new(d).with_extensions(BTreeMap::from([("desk".to_string(), extra)]));
+    /// assert_eq!(e.extensions["desk"]["answer_confidence"], 0.93);
+    /// ```
+    pub fn with_extensions(
+        mut self,
+        extensions: BTreeMap<String, Map<String, Value>>,
+    ) -> Evaluated {
+        self.extensions = extensions;
         self
     }
 }

@@ -160,6 +160,7 @@ impl HttpBackend {
             dropped: decoded.dropped,
             cache_hit: false,
             wire_body: extras.wire.map(|_| resp.body.to_vec()),
+            extensions: Default::default(),
         })
     }
 }
