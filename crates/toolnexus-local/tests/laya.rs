@@ -208,3 +208,132 @@ fn decisiontune_reproduces_the_reference_ids_logits_and_probabilities() {
         }
     }
 }
+
+/// A copy of a fixture directory to break, removed on drop.
+struct Copy(PathBuf);
+
+impl Copy {
+    fn of(name: &str, tag: &str) -> Copy {
+        let to = std::env::temp_dir().join(format!("toolnexus-laya-{tag}-{}", std::process::id()));
+        std::fs::remove_dir_all(&to).ok();
+        copy_dir(&fixture(name), &to);
+        Copy(to)
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn decisiontune_refuses_a_file_its_manifest_does_not_vouch_for() {
+    let dir = Copy::of("decisiontune", "digest");
+    let head = dir.0.join("head.safetensors");
+    let mut bytes = std::fs::read(&head).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&head, bytes).unwrap();
+    let e = DecisionTune::load(&dir.0).unwrap_err();
+    assert!(e.is_invalid_file(), "{e}");
+    assert_eq!(e.path(), Some(head.as_path()));
+    assert!(e.to_string().contains("manifest.json"), "{e}");
+
+    std::fs::remove_file(dir.0.join("manifest.json")).unwrap();
+    let e = DecisionTune::load(&dir.0).unwrap_err();
+    assert!(e.is_missing_file(), "{e}");
+    assert_eq!(e.path(), Some(dir.0.join("manifest.json").as_path()));
+}
+
+#[test]
+fn laya_refuses_a_layout_it_does_not_run_naming_the_file_and_field() {
+    let dir = Copy::of("laya", "layout");
+    let cfg = dir.0.join("rl_agent_config.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    v["option_layout"] = "parallel".into();
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    let e = Laya::load(&dir.0).unwrap_err();
+    assert!(e.is_invalid_file(), "{e}");
+    assert_eq!(e.path(), Some(cfg.as_path()));
+    assert!(e.to_string().contains("\"option_layout\""), "{e}");
+
+    v["option_layout"] = "sequential".into();
+    v["temperature"] = serde_json::json!([1.0, 2.0]);
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    let e = Laya::load(&dir.0).unwrap_err();
+    assert!(e.to_string().contains("\"temperature\""), "{e}");
+
+    // The encoder's config in a spelling it cannot run.
+    v["temperature"] = serde_json::json!([1.0, 2.0, 1.0]);
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    let enc = dir.0.join("encoder/config.json");
+    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&enc).unwrap()).unwrap();
+    c["layer_types"][1] = "chunked_attention".into();
+    std::fs::write(&enc, c.to_string()).unwrap();
+    let e = Laya::load(&dir.0).unwrap_err();
+    assert_eq!(e.path(), Some(enc.as_path()));
+    assert!(e.to_string().contains("\"layer_types\""), "{e}");
+}
+
+#[test]
+fn laya_refuses_a_tokenizer_without_its_special_tokens() {
+    let dir = Copy::of("laya", "special");
+    let cfg = dir.0.join("tokenizer/tokenizer_config.json");
+    std::fs::write(
+        &cfg,
+        r#"{"cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "<nope>"}"#,
+    )
+    .unwrap();
+    let e = Laya::load(&dir.0).unwrap_err();
+    assert_eq!(e.path(), Some(cfg.as_path()));
+    assert!(e.to_string().contains("\"mask_token\""), "{e}");
+}
+
+#[test]
+fn a_box_question_is_refused_naming_its_key() {
+    let laya = Laya::load(fixture("laya")).unwrap();
+    let qs = questions_from_wire(&serde_json::json!({
+        "dent": {"type": "box", "instructions": "Where?"}
+    }))
+    .unwrap();
+    let e = laya.decide(&Value::from("photo"), &qs).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "classifier: style \"laya\" cannot use box question \"dent\""
+    );
+}
+
+#[tokio::test]
+async fn the_classifiers_answer_through_the_library_with_laya_extras() {
+    let judge = toolnexus_local::laya(Laya::load(fixture("laya")).unwrap());
+    let qs = questions_from_wire(&serde_json::json!({
+        "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}
+    }))
+    .unwrap();
+    let request = toolnexus::classifier::EvalRequest::new(Value::from("refund me"), qs.clone());
+    let done = judge
+        .evaluate_request(toolnexus::classifier::EvalContext::new(), request)
+        .await
+        .unwrap();
+    assert_eq!(done.decision.model, "laya");
+    let extra = &done.extensions["refund"];
+    assert!(extra["answer_confidence"].as_f64().unwrap() >= 0.5);
+    assert!(extra["action"]["act_probability"].is_number());
+
+    let dt = toolnexus_local::decisiontune(DecisionTune::load(fixture("decisiontune")).unwrap());
+    let d = dt.evaluate(Value::from("refund me"), &qs).await.unwrap();
+    assert!(!d.calibrated && (0.0..=1.0).contains(&d.noul("refund").unwrap().noul));
+}
