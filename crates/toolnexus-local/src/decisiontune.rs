@@ -96,7 +96,7 @@ pub struct DecisionTuneRow {
 /// Checks every file of [`DECISIONTUNE_FILES`] against `manifest.json`.
 fn verify(dir: &Path) -> Result<(), LocalError> {
     let manifest = dir.join("manifest.json");
-    let bytes = fs::read(&manifest).map_err(|e| msg::read(&manifest, e))?;
+    let bytes = fs::read(&manifest).map_err(|e| msg::read_checkpoint(&manifest, e))?;
     let v = Fields::parse(&manifest, &bytes)?;
     let files = Fields::of(&manifest, &v)
         .get("files")
@@ -115,7 +115,7 @@ fn verify(dir: &Path) -> Result<(), LocalError> {
                 )
             })?;
         let path = dir.join(name);
-        let got = crate::embed::file_sha256(&path).map_err(|e| msg::read(&path, e))?;
+        let got = crate::embed::file_sha256(&path).map_err(|e| msg::read_checkpoint(&path, e))?;
         if !got.eq_ignore_ascii_case(want) {
             return Err(msg::digest(&path, &manifest, want, &got));
         }

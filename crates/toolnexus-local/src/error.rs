@@ -174,6 +174,23 @@ pub(crate) mod msg {
         .caused_by(e)
     }
 
+    /// Reading a file of an open-weights checkpoint (Laya, DecisionTune)
+    /// failed: missing when it is not there, I/O otherwise.
+    pub(crate) fn read_checkpoint(path: &Path, e: io::Error) -> LocalError {
+        if e.kind() != io::ErrorKind::NotFound {
+            return read(path, e);
+        }
+        LocalError::new(
+            Kind::MissingFile,
+            format!(
+                "checkpoint file {:?} not found (point --model-dir at the directory of the \
+                 downloaded checkpoint, laid out as its release ships it)",
+                path.display().to_string()
+            ),
+        )
+        .at(path)
+    }
+
     pub(crate) fn missing(path: &Path) -> LocalError {
         LocalError::new(
             Kind::MissingFile,

@@ -137,7 +137,7 @@ impl Laya {
     pub fn load(dir: impl AsRef<Path>) -> Result<Laya, LocalError> {
         let dir = dir.as_ref();
         let cfg_path = dir.join(LAYA_CONFIG_FILE);
-        let bytes = fs::read(&cfg_path).map_err(|e| msg::read(&cfg_path, e))?;
+        let bytes = fs::read(&cfg_path).map_err(|e| msg::read_checkpoint(&cfg_path, e))?;
         let cfg = Fields::parse(&cfg_path, &bytes)?;
         let f = Fields::of(&cfg_path, &cfg);
         if let Some(layout) = f.get("option_layout")
@@ -627,7 +627,7 @@ fn decode(rows: &[&LayaRow], questions: &Questions) -> Evaluated {
 /// `special_tokens_map.json`), as ids of the tokenizer.
 fn special_tokens(tok_dir: &Path, tokenizer: &Tokenizer) -> Result<Special, LocalError> {
     let cfg_path = tok_dir.join("tokenizer_config.json");
-    let bytes = fs::read(&cfg_path).map_err(|e| msg::read(&cfg_path, e))?;
+    let bytes = fs::read(&cfg_path).map_err(|e| msg::read_checkpoint(&cfg_path, e))?;
     let cfg = Fields::parse(&cfg_path, &bytes)?;
     let map_path = tok_dir.join("special_tokens_map.json");
     let map = match fs::read(&map_path) {

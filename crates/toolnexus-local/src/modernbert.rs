@@ -142,7 +142,7 @@ impl EncoderConfig {
     /// (`rope_parameters`, `layer_types`); `layer_norm_eps` is read as
     /// `norm_eps`. Anything it cannot run is refused, naming the field.
     pub(crate) fn read(path: &Path) -> Result<EncoderConfig, LocalError> {
-        let bytes = fs::read(path).map_err(|e| msg::read(path, e))?;
+        let bytes = fs::read(path).map_err(|e| msg::read_checkpoint(path, e))?;
         let v = Fields::parse(path, &bytes)?;
         let f = Fields::of(path, &v);
         if let Some(t) = f.str("model_type")?
@@ -351,8 +351,11 @@ impl EncoderConfig {
 /// in memory beside its f32 copy. Errors name the file and the tensor.
 pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, LocalError> {
     let bad = |why: String| msg::field(path, "(safetensors header)", why);
-    let mut file = fs::File::open(path).map_err(|e| msg::read(path, e))?;
-    let len = file.metadata().map_err(|e| msg::read(path, e))?.len();
+    let mut file = fs::File::open(path).map_err(|e| msg::read_checkpoint(path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| msg::read_checkpoint(path, e))?
+        .len();
     let mut n = [0u8; 8];
     file.read_exact(&mut n)
         .map_err(|_| bad("is missing: the file is shorter than 8 bytes".into()))?;
@@ -364,7 +367,7 @@ pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, L
     }
     let mut header = vec![0u8; header_len as usize];
     file.read_exact(&mut header)
-        .map_err(|e| msg::read(path, e))?;
+        .map_err(|e| msg::read_checkpoint(path, e))?;
     let header: Map<String, Value> =
         serde_json::from_slice(&header).map_err(|e| bad(format!("is not a JSON object: {e}")))?;
     let data_start = 8 + header_len;
@@ -418,7 +421,7 @@ pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, L
         buf.resize((end - start) as usize, 0);
         file.seek(SeekFrom::Start(data_start + start))
             .and_then(|_| file.read_exact(&mut buf))
-            .map_err(|e| msg::read(path, e))?;
+            .map_err(|e| msg::read_checkpoint(path, e))?;
         let t = Tensor::from_raw_buffer(&buf, dtype, &shape, &Device::Cpu)
             .and_then(|t| t.to_dtype(DType::F32))
             .map_err(|e| msg::weights(path, e))?;
@@ -430,7 +433,7 @@ pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, L
 /// A tokenizer as its file says, with padding and truncation switched off:
 /// rows are built and cut here, by the rules of the model they feed.
 pub(crate) fn read_tokenizer(path: &Path) -> Result<Tokenizer, LocalError> {
-    let bytes = fs::read(path).map_err(|e| msg::read(path, e))?;
+    let bytes = fs::read(path).map_err(|e| msg::read_checkpoint(path, e))?;
     let mut tokenizer =
         Tokenizer::from_bytes(&bytes).map_err(|e| msg::tokenizer_source(path, e))?;
     tokenizer.with_padding(None);

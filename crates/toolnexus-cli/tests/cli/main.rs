@@ -12,6 +12,7 @@ mod faithful;
 mod guard;
 mod inputs;
 mod install;
+mod laya;
 mod lint;
 mod local;
 mod mcp;
