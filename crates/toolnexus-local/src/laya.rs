@@ -679,6 +679,9 @@ struct HeadLayer {
     down: Linear,
 }
 
+/// One list of numbers per row.
+type PerRow = Vec<Vec<f32>>;
+
 /// The decision head on top of the encoder.
 struct Head {
     type_emb: Embedding,
@@ -750,7 +753,7 @@ impl Head {
         lengths: &[usize],
         kinds: &[u32],
         markers: &[&[usize]],
-    ) -> candle_core::Result<(Vec<Vec<f32>>, Vec<Vec<f32>>)> {
+    ) -> candle_core::Result<(PerRow, PerRow)> {
         let (b, t, d) = hidden.dims3()?;
         let dev = hidden.device();
         let kinds = Tensor::from_slice(kinds, b, dev)?;
