@@ -112,8 +112,29 @@ fn main() {
     let laya = Laya::load(&dir).expect("the bench checkpoint loads");
     let load = t.elapsed();
     let rss_loaded = peak_rss_mib();
-    let qs = questions();
-    let state = Value::from(STATE);
+    // The reference bench's own request and batch when the directory has
+    // them (`bench-request.json`, written beside the weights), so both
+    // engines time the same input; else the built-in one.
+    let shared: Option<Value> =
+        std::fs::read(std::path::Path::new(&dir).join("bench-request.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+    let (state, qs, batch) = match &shared {
+        Some(r) => (
+            r["request"]["state"].clone(),
+            questions_from_wire(&r["request"]["questions"]).expect("bench-request.json questions"),
+            r["batch"]["states"].as_array().cloned(),
+        ),
+        None => (Value::from(STATE), questions(), None),
+    };
+    println!(
+        "request: {}",
+        if shared.is_some() {
+            "bench-request.json"
+        } else {
+            "built in"
+        }
+    );
 
     let first = laya.trace(std::slice::from_ref(&state), &qs).unwrap();
     let tokens: usize = first.iter().map(|r| r.ids.len()).sum();
@@ -165,9 +186,11 @@ fn main() {
             100.0 * ms(dense) / p50
         );
 
-        let states: Vec<Value> = (0..32)
-            .map(|i| Value::from(STATE.replace("4711", &(4711 + i).to_string())))
-            .collect();
+        let states: Vec<Value> = batch.clone().unwrap_or_else(|| {
+            (0..32)
+                .map(|i| Value::from(STATE.replace("4711", &(4711 + i).to_string())))
+                .collect()
+        });
         // TOOLNEXUS_LAYA_BENCH_BATCH_RUNS: timed batches (default 3, after
         // one untimed; a single timed batch runs without it).
         let batches = std::env::var("TOOLNEXUS_LAYA_BENCH_BATCH_RUNS")
@@ -188,9 +211,10 @@ fn main() {
         secs.sort_by(f64::total_cmp);
         let median = secs[secs.len() / 2];
         println!(
-            "batch of 32 states ({} rows, one pass): median {median:.2} s, {:.2} states/s",
-            32 * first.len(),
-            32.0 / median
+            "batch of {} states ({} rows, one pass): median {median:.2} s, {:.2} states/s",
+            states.len(),
+            states.len() * first.len(),
+            states.len() as f64 / median
         );
     }
     println!(
