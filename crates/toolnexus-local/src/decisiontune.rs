@@ -29,6 +29,16 @@ pub const DECISIONTUNE_STYLE: &str = "decisiontune";
 /// The model name DecisionTune decisions carry.
 pub const DECISIONTUNE_MODEL: &str = "decisiontune-1.0";
 
+/// The hub repository of DecisionTune 1.0 (fetch it yourself; nothing here
+/// downloads).
+pub const DECISIONTUNE_HUB_REPO: &str = "decision-tune/decisiontune-1.0";
+
+/// The SHA-256 of DecisionTune 1.0's `manifest.json` as the reference package
+/// (`decision-tune==1.0.0`) pins it: check a download's manifest against it;
+/// [`DecisionTune::load`] then checks every file against the manifest.
+pub const DECISIONTUNE_MANIFEST_SHA256: &str =
+    "2ec93545ef3fcc2135e8b5c14e4b4690ff99535e9bc8ed5b85c98d071564a715";
+
 /// The files a DecisionTune directory must hold besides `manifest.json`, each
 /// checked against the SHA-256 the manifest lists before anything is parsed.
 pub const DECISIONTUNE_FILES: [&str; 4] = [

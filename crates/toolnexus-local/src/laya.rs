@@ -30,6 +30,14 @@ pub const LAYA_STYLE: &str = "laya";
 /// The model name Laya decisions carry.
 pub const LAYA_MODEL: &str = "laya";
 
+/// The hub repository of the English Laya checkpoint (fetch it yourself;
+/// nothing here downloads).
+pub const LAYA_HUB_REPO: &str = "convaiinnovations/laya";
+
+/// The revision of [`LAYA_HUB_REPO`] the reference package (`laya==0.4.15`)
+/// pins as reviewed.
+pub const LAYA_HUB_REVISION: &str = "55cf4c4ebb4ebe31b2550e8bdf3bd21b99753851";
+
 /// Laya's configuration file in its directory.
 pub const LAYA_CONFIG_FILE: &str = "rl_agent_config.json";
 
