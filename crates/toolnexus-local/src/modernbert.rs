@@ -468,6 +468,10 @@ pub(crate) fn pad(rows: &[&[u32]], pad: u32) -> candle_core::Result<(Tensor, Vec
     ))
 }
 
+/// Queries attended at once: longer rows run in blocks of this many, so the
+/// scores of an 8,192-token row never take [heads × 8,192 × 8,192] floats.
+const QUERY_BLOCK: usize = 512;
+
 struct Layer {
     attention: Attention,
     attn_norm: Option<LayerNorm>,
@@ -604,9 +608,45 @@ impl ModernBert {
         ))
     }
 
+    /// The additive mask of a local layer for queries `start..start + rows`
+    /// over all `t` keys: `[batch, 1, rows, t]`, blocking padding and keys
+    /// more than `window` positions away.
+    fn local_mask(
+        &self,
+        lengths: &[usize],
+        start: usize,
+        rows: usize,
+        t: usize,
+        dev: &Device,
+    ) -> candle_core::Result<Tensor> {
+        let mut local = vec![0f32; lengths.len() * rows * t];
+        for (row, &len) in lengths.iter().enumerate() {
+            for i in 0..rows {
+                let q = start + i;
+                let base = (row * rows + i) * t;
+                for (k, m) in local[base..base + t].iter_mut().enumerate() {
+                    if k >= len || q.abs_diff(k) > self.window {
+                        *m = f32::MIN;
+                    }
+                }
+            }
+        }
+        Tensor::from_vec(local, (lengths.len(), 1, rows, t), dev)
+    }
+
     /// The last hidden states `[batch, tokens, hidden]` for right-padded
     /// token ids and their lengths (the real tokens of each row).
     pub(crate) fn forward(&self, ids: &Tensor, lengths: &[usize]) -> candle_core::Result<Tensor> {
+        self.forward_in_blocks(ids, lengths, QUERY_BLOCK)
+    }
+
+    /// [`forward`](ModernBert::forward) with attention run `block` queries at a time.
+    fn forward_in_blocks(
+        &self,
+        ids: &Tensor,
+        lengths: &[usize],
+        block: usize,
+    ) -> candle_core::Result<Tensor> {
         let (b, t) = ids.dims2()?;
         let dev = ids.device();
         // Additive masks: 0 where a query may look, the lowest float where it may not.
@@ -619,19 +659,12 @@ impl ModernBert {
         }
         let global_mask = Tensor::from_vec(global, (b, 1, 1, t), dev)?;
         let needs_local = self.layers.iter().any(|l| l.attention == Attention::Local);
-        let local_mask = if needs_local {
-            let mut local = vec![0f32; b * t * t];
-            for (row, &len) in lengths.iter().enumerate() {
-                for q in 0..t {
-                    let base = (row * t + q) * t;
-                    for k in 0..t {
-                        if k >= len || q.abs_diff(k) > self.window {
-                            local[base + k] = blocked;
-                        }
-                    }
-                }
-            }
-            Some(Tensor::from_vec(local, (b, 1, t, t), dev)?)
+        // One block of queries holds every row when the rows are short (the
+        // local mask is then built once); longer rows run in blocks of
+        // QUERY_BLOCK queries, each with its own slice of the local mask, so
+        // no [tokens × tokens] score matrix is ever whole.
+        let local_mask = if needs_local && t <= block {
+            Some(self.local_mask(lengths, 0, t, t, dev)?)
         } else {
             None
         };
@@ -652,21 +685,40 @@ impl ModernBert {
                     .transpose(1, 2)?
                     .contiguous()
             };
-            let (which, mask) = match layer.attention {
-                Attention::Global => (0, &global_mask),
-                Attention::Local => (1, local_mask.as_ref().unwrap_or(&global_mask)),
+            let which = match layer.attention {
+                Attention::Global => 0,
+                Attention::Local => 1,
             };
             let (cos, sin) = &rope[which];
             let q = candle_nn::rotary_emb::rope(&split(0)?, cos, sin)?;
             let k = candle_nn::rotary_emb::rope(&split(1)?, cos, sin)?;
             let v = split(2)?;
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(mask)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((b, t, h))?;
+            let kt = k.t()?;
+            let mut blocks = Vec::with_capacity(t.div_ceil(block));
+            for start in (0..t).step_by(block) {
+                let rows = block.min(t - start);
+                let q = if rows == t {
+                    q.clone()
+                } else {
+                    q.narrow(2, start, rows)?
+                };
+                let scores = (q.matmul(&kt)? * scale)?;
+                let scores = match (layer.attention, &local_mask) {
+                    (Attention::Global, _) => scores.broadcast_add(&global_mask)?,
+                    (Attention::Local, Some(m)) => scores.broadcast_add(m)?,
+                    (Attention::Local, None) => {
+                        scores.broadcast_add(&self.local_mask(lengths, start, rows, t, dev)?)?
+                    }
+                };
+                let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+                blocks.push(probs.matmul(&v)?);
+            }
+            let context = if blocks.len() == 1 {
+                blocks.pop().expect("one block")
+            } else {
+                Tensor::cat(&blocks, 2)?
+            };
+            let context = context.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
             x = (x + dense(&layer.out, &context)?)?;
             let up = dense(&layer.wi, &layer.mlp_norm.forward(&x)?)?;
             let input = up.narrow(D::Minus1, 0, self.intermediate)?.contiguous()?;
@@ -699,6 +751,34 @@ mod tests {
         let d = std::env::temp_dir().join(format!("toolnexus-mb-{name}-{}", std::process::id()));
         fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn attention_in_blocks_matches_attention_whole() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decisiontune");
+        let c = EncoderConfig::read(&dir.join("config.json")).unwrap();
+        let vb = VarBuilder::from_tensors(
+            read_safetensors(&dir.join("model.safetensors")).unwrap(),
+            DType::F32,
+            &Device::Cpu,
+        );
+        let model = ModernBert::load(vb, &c).unwrap();
+        let a: Vec<u32> = (0..70).map(|i| (i * 7 % 490) as u32).collect();
+        let b: Vec<u32> = (0..41).map(|i| (i * 13 % 490) as u32).collect();
+        let (ids, lengths) = pad(&[&a, &b], 498).unwrap();
+        let whole = model.forward_in_blocks(&ids, &lengths, 512).unwrap();
+        let blocks = model.forward_in_blocks(&ids, &lengths, 16).unwrap();
+        let gap = (whole - blocks)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .max(0)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(gap < 1e-5, "{gap}");
     }
 
     #[test]
