@@ -56,6 +56,20 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kib| kib / 1024.0)
 }
 
+/// CPU time this process has used so far (user + system, all threads), in
+/// seconds: under a loaded machine a fairer figure than wall time.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command's closing parenthesis; utime and stime are the
+    // 12th and 13th of them, in clock ticks (100 a second on Linux).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    (f.get(11).copied().unwrap_or(f64::NAN) + f.get(12).copied().unwrap_or(f64::NAN)) / 100.0
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -152,13 +166,16 @@ fn main() {
     for _ in 0..warmup {
         black_box(laya.decide(&state, &qs).unwrap());
     }
+    let mut cpu = Vec::with_capacity(runs);
     let mut lat: Vec<f64> = (0..runs)
         .map(|_| {
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), cpu_seconds());
             black_box(laya.decide(&state, &qs).unwrap());
+            cpu.push(cpu_seconds() - c);
             ms(t.elapsed())
         })
         .collect();
+    cpu.sort_by(f64::total_cmp);
     lat.sort_by(f64::total_cmp);
     let p50 = percentile(&lat, 0.5);
     println!(
@@ -171,6 +188,11 @@ fn main() {
         percentile(&lat, 0.9),
         lat[0],
         lat[lat.len() - 1]
+    );
+    println!(
+        "  CPU time per request: p50 {:.2} s, min {:.2} s",
+        percentile(&cpu, 0.5),
+        cpu[0]
     );
 
     if full {
@@ -201,13 +223,16 @@ fn main() {
         if batches > 1 {
             black_box(laya.decide_batch(&states, &qs).unwrap());
         }
+        let mut batch_cpu = Vec::with_capacity(batches);
         let mut secs: Vec<f64> = (0..batches)
             .map(|_| {
-                let t = Instant::now();
+                let (t, c) = (Instant::now(), cpu_seconds());
                 black_box(laya.decide_batch(&states, &qs).unwrap());
+                batch_cpu.push(cpu_seconds() - c);
                 t.elapsed().as_secs_f64()
             })
             .collect();
+        batch_cpu.sort_by(f64::total_cmp);
         secs.sort_by(f64::total_cmp);
         let median = secs[secs.len() / 2];
         println!(
@@ -215,6 +240,10 @@ fn main() {
             states.len(),
             states.len() * first.len(),
             states.len() as f64 / median
+        );
+        println!(
+            "  CPU time per batch: median {:.1} s",
+            batch_cpu[batch_cpu.len() / 2]
         );
     }
     println!(
