@@ -1287,7 +1287,7 @@ mod tests {
         let first = e.to_string();
         let first = first.lines().next().unwrap();
         assert!(
-            first.contains("unknown style \"chat\" (want systemone|llm|static|tape|local|student)"),
+            first.contains("unknown style \"chat\" (want systemone|llm|static|tape|local|student|laya|decisiontune)"),
             "{first}"
         );
     }
