@@ -559,6 +559,10 @@ pub enum StyleName {
     Local,
     /// A student distilled from a teacher (`--student FILE`), on the embedded model.
     Student,
+    /// The open-weights Laya decision model on this machine (`--model-dir DIR`).
+    Laya,
+    /// The open-weights DecisionTune 1.0 model on this machine (`--model-dir DIR`).
+    DecisionTune,
 }
 
 impl StyleName {
@@ -571,6 +575,8 @@ impl StyleName {
             StyleName::Tape => "tape",
             StyleName::Local => "local",
             StyleName::Student => "student",
+            StyleName::Laya => "laya",
+            StyleName::DecisionTune => "decisiontune",
         }
     }
 }
@@ -583,8 +589,10 @@ fn parse_style(s: &str) -> Result<StyleName, String> {
         "tape" => Ok(StyleName::Tape),
         "local" => Ok(StyleName::Local),
         "student" => Ok(StyleName::Student),
+        "laya" => Ok(StyleName::Laya),
+        "decisiontune" => Ok(StyleName::DecisionTune),
         _ => Err(format!(
-            "unknown style {s:?} (want systemone|llm|static|tape|local|student)"
+            "unknown style {s:?} (want systemone|llm|static|tape|local|student|laya|decisiontune)"
         )),
     }
 }
@@ -610,9 +618,15 @@ fn parse_chat_style(s: &str) -> Result<toolnexus::client::Style, String> {
 /// How to reach a live model: the System One and Llm styles.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LiveArgs {
-    /// systemone | llm | static | tape | local | student. Default: tape when --tape is given,
-    /// systemone when the API key variable is set, else (eval, serve) the
-    /// built-in demo tape.
+    /// systemone | llm | static | tape | local | student | laya | decisiontune.
+    /// Default: tape when --tape is given, systemone when the API key variable
+    /// is set, else (eval, serve) the built-in demo tape. laya and decisiontune
+    /// run the open-weights decision models on this machine from the checkpoint
+    /// in --model-dir (downloaded by you; nothing here downloads). Proven: they
+    /// reproduce their reference packages (laya 0.4.15, decision-tune 1.0.0) on
+    /// tiny random models, every token id and every number within 1e-4. Not
+    /// proven here: how good the real weights are on your questions; measure
+    /// that with `toolnexus assess`.
     #[arg(long, value_name = "STYLE", value_parser = parse_style)]
     pub style: Option<StyleName>,
     /// The model to ask for (default: the backend preset's, e.g. jev-latest).
@@ -670,7 +684,9 @@ pub struct StyleArgs {
     pub calibration: Option<PathBuf>,
     /// The embedded model's directory for --style local/student and --cascade
     /// (default: $TOOLNEXUS_MODEL_DIR, else ~/.cache/toolnexus/models/all-minilm-l6-v2;
-    /// fill it with `toolnexus model fetch`).
+    /// fill it with `toolnexus model fetch`). With --style laya or decisiontune:
+    /// the checkpoint's directory (required; a --cascade student then uses the
+    /// default embedded-model directory).
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
     /// A student file (from `toolnexus distill`) for --style student or
@@ -1498,7 +1514,7 @@ mod tests {
         let first = e.to_string();
         let first = first.lines().next().unwrap();
         assert!(
-            first.contains("unknown style \"chat\" (want systemone|llm|static|tape|local|student)"),
+            first.contains("unknown style \"chat\" (want systemone|llm|static|tape|local|student|laya|decisiontune)"),
             "{first}"
         );
     }

@@ -128,6 +128,22 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 cascade: None,
             })
         }
+        StyleName::Laya | StyleName::DecisionTune => {
+            if let Some(t) = &args.tape {
+                return Err(exit::usage(format!(
+                    "--tape {}: only --style tape or static read a tape",
+                    t.display()
+                )));
+            }
+            Ok(Built {
+                classifier: open_weights(style, args.model_dir.as_deref())?,
+                style,
+                call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
+                tape: None,
+                offline_reason,
+                cascade: None,
+            })
+        }
         StyleName::SystemOne | StyleName::Llm => {
             if let Some(t) = &args.tape {
                 return Err(exit::usage(format!(
@@ -188,7 +204,11 @@ fn refuse_unused_flags(live: &LiveArgs, style: StyleName, offline: Option<&str>)
         StyleName::Llm => flag != "--backend",
         // The Static style names its decisions' model after --model.
         StyleName::Static => flag == "--model",
-        StyleName::Tape | StyleName::Local | StyleName::Student => false,
+        StyleName::Tape
+        | StyleName::Local
+        | StyleName::Student
+        | StyleName::Laya
+        | StyleName::DecisionTune => false,
     };
     let Some((flag, _)) = given.iter().find(|(flag, set)| *set && !takes(flag)) else {
         return Ok(());
@@ -237,6 +257,23 @@ pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder> {
     toolnexus_local::Embedder::load(&dir).map_err(exit::usage)
 }
 
+/// `--style laya` or `decisiontune` on the checkpoint in `--model-dir`. A
+/// directory that is not such a checkpoint is bad input, named with the file
+/// and field at fault.
+fn open_weights(style: StyleName, dir: Option<&Path>) -> Result<Classifier> {
+    let name = style.as_str();
+    let dir = dir.ok_or_else(|| {
+        exit::usage(format!(
+            "--style {name} needs --model-dir DIR: the directory of a downloaded {name} checkpoint"
+        ))
+    })?;
+    let loaded = match style {
+        StyleName::Laya => toolnexus_local::Laya::load(dir).map(toolnexus_local::laya),
+        _ => toolnexus_local::DecisionTune::load(dir).map(toolnexus_local::decisiontune),
+    };
+    loaded.map_err(|e| exit::usage(format!("--style {name} --model-dir {}: {e}", dir.display())))
+}
+
 /// `--student FILE` on the embedded model.
 fn local_student(args: &StyleArgs) -> Result<toolnexus_local::student::LocalStudent> {
     let path = args.student.as_deref().ok_or_else(|| {
@@ -249,7 +286,13 @@ fn local_student(args: &StyleArgs) -> Result<toolnexus_local::student::LocalStud
         toolnexus_local::student::Student::load(path)
             .map_err(|e| exit::usage(format!("--student: {e}")))?
     };
-    toolnexus_local::student::LocalStudent::new(embedder(args.model_dir.as_deref())?, s)
+    // With a checkpoint style, --model-dir is the checkpoint's: the student's
+    // embedded model is then in the default directory.
+    let dir = match args.live.style {
+        Some(StyleName::Laya | StyleName::DecisionTune) => None,
+        _ => args.model_dir.as_deref(),
+    };
+    toolnexus_local::student::LocalStudent::new(embedder(dir)?, s)
         .map_err(|e| exit::usage(format!("--student {}: {e}", path.display())))
 }
 

@@ -208,14 +208,14 @@ impl Bert {
 /// A linear layer over every token of the batch as one 2-D product: `(b·t, in)`
 /// by `(in, out)`. candle's `Linear` on a `(b, t, in)` input runs `b` products
 /// of `t` rows each, which keeps gemm's kernels short of rows.
-fn dense(layer: &Linear, x: &Tensor) -> candle_core::Result<Tensor> {
+pub(crate) fn dense(layer: &Linear, x: &Tensor) -> candle_core::Result<Tensor> {
     let (b, t, h) = x.dims3()?;
     layer.forward(&x.reshape((b * t, h))?)?.reshape((b, t, ()))
 }
 
 /// GELU with the exact (erf) form BERT uses, as a CPU kernel: a rational erf
 /// accurate to f32 rounding, split over threads for large inputs.
-struct Gelu;
+pub(crate) struct Gelu;
 
 /// Elements below which one thread does all the work.
 const PARALLEL_FROM: usize = 1 << 16;

@@ -174,6 +174,23 @@ pub(crate) mod msg {
         .caused_by(e)
     }
 
+    /// Reading a file of an open-weights checkpoint (Laya, DecisionTune)
+    /// failed: missing when it is not there, I/O otherwise.
+    pub(crate) fn read_checkpoint(path: &Path, e: io::Error) -> LocalError {
+        if e.kind() != io::ErrorKind::NotFound {
+            return read(path, e);
+        }
+        LocalError::new(
+            Kind::MissingFile,
+            format!(
+                "checkpoint file {:?} not found (point --model-dir at the directory of the \
+                 downloaded checkpoint, laid out as its release ships it)",
+                path.display().to_string()
+            ),
+        )
+        .at(path)
+    }
+
     pub(crate) fn missing(path: &Path) -> LocalError {
         LocalError::new(
             Kind::MissingFile,
@@ -205,6 +222,35 @@ pub(crate) mod msg {
             ),
         )
         .at(path)
+    }
+
+    /// A model file that is there and parses, but whose `field` is missing,
+    /// of the wrong kind, or a layout this crate does not run.
+    pub(crate) fn field(path: &Path, field: &str, why: impl Display) -> LocalError {
+        LocalError::new(
+            Kind::InvalidFile,
+            format!("{:?}: field {field:?} {why}", path.display().to_string()),
+        )
+        .at(path)
+    }
+
+    /// A file whose SHA-256 is not the one its manifest lists.
+    pub(crate) fn digest(path: &Path, manifest: &Path, want: &str, got: &str) -> LocalError {
+        LocalError::new(
+            Kind::InvalidFile,
+            format!(
+                "{:?} has SHA-256 {got}, but {:?} lists {want}: refusing to load it",
+                path.display().to_string(),
+                manifest.display().to_string()
+            ),
+        )
+        .at(path)
+    }
+
+    /// The input cannot be run: too long for the model, or a question whose
+    /// options do not fit.
+    pub(crate) fn input(why: impl Display) -> LocalError {
+        LocalError::new(Kind::Tokenize, format!("cannot run the input: {why}"))
     }
 
     pub(crate) fn tokenizer(path: &Path, why: impl Display) -> LocalError {

@@ -74,6 +74,21 @@
 //! # }
 //! ```
 //!
+//! # Open-weights decision models: Laya and DecisionTune
+//!
+//! [`Laya`] (`convaiinnovations/laya`, a ModernBERT-large encoder with a
+//! typed decision head, temperatures fitted per type) and [`DecisionTune`]
+//! (`decision-tune/decisiontune-1.0`, the same encoder with a linear head)
+//! load from a checkpoint directory you downloaded yourself and answer noul,
+//! choice and score questions as their reference packages do; [`laya()`] and
+//! [`decisiontune()`] wrap them as classifiers. Proven here: on seeded tiny
+//! random models saved by the packages' own code, every token id is the same
+//! and every logit and probability within 1e-4 (`tests/laya.rs`). Not proven
+//! here: how good the real weights are on your questions — measure that with
+//! `toolnexus assess`. Laya's decisions carry `calibrated = true` in the sense
+//! that the checkpoint ships fitted temperatures (clamped to [0.5, 5]);
+//! DecisionTune's carry `false`.
+//!
 //! # Errors
 //!
 //! Loading and embedding fail with [`LocalError`], which names the file it is
@@ -83,19 +98,31 @@
 #![warn(missing_docs)]
 
 mod bert;
+mod decisiontune;
 mod embed;
 mod error;
+mod laya;
+mod modernbert;
 mod num;
+mod pyjson;
 pub mod student;
 mod tiny;
 mod zero_shot;
 
+pub use decisiontune::{
+    DECISIONTUNE_FILES, DECISIONTUNE_HUB_REPO, DECISIONTUNE_MANIFEST_SHA256, DECISIONTUNE_MODEL,
+    DECISIONTUNE_STYLE, DecisionTune, DecisionTuneRow, decisiontune,
+};
 pub use embed::{
     CONFIG_FILE, Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, MODEL_SHA256, TOKENIZER_FILE,
     WEIGHTS_FILE, WHEEL_FILE, WHEEL_MODEL_DIR, WHEEL_PROJECT, WHEEL_SHA256, WHEEL_VERSION,
     file_sha256, model_dir,
 };
 pub use error::LocalError;
+pub use laya::{
+    LAYA_CONFIG_FILE, LAYA_HUB_REPO, LAYA_HUB_REVISION, LAYA_MODEL, LAYA_STYLE,
+    LAYA_TEMPERATURE_RANGE, Laya, LayaRow, laya,
+};
 #[doc(hidden)]
 pub use tiny::tiny_model_for_tests;
 pub use zero_shot::{

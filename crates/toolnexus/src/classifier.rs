@@ -41,7 +41,7 @@
 //! # }
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -270,6 +270,13 @@ pub struct Evaluated {
     /// pricing layer ([`crate::cost::pricing`]) settled it. The decision's
     /// `usage` stays as the backend sent it.
     pub cost: crate::cost::Cost,
+    /// Numbers a style reports beyond the answer types' own fields, by answer
+    /// key: each an object of named extras (Laya's `answer_confidence` and
+    /// `action.act_probability`, say). Empty for every style that has none.
+    /// `toolnexus serve` merges each object into its answer; nothing else
+    /// reads them, and a cache or a wrapper that rebuilds the decision drops
+    /// them.
+    pub extensions: BTreeMap<String, Map<String, Value>>,
 }
 
 impl Evaluated {
@@ -282,6 +289,7 @@ impl Evaluated {
             dropped: Vec::new(),
             cache_hit: false,
             wire_body: None,
+            extensions: BTreeMap::new(),
         }
     }
 
@@ -312,6 +320,25 @@ impl Evaluated {
         if cache_hit {
             self.cost = crate::cost::Cost::cache_hit();
         }
+        self
+    }
+
+    /// With these extras by answer key (see [`Evaluated::extensions`]).
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use serde_json::json;
+    /// # use toolnexus::classifier::{ClassifierUsage, Decision, Evaluated};
+    /// # let d = Decision { model: "m".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
+    /// let extra = json!({"answer_confidence": 0.93}).as_object().unwrap().clone();
+    /// let e = Evaluated::new(d).with_extensions(BTreeMap::from([("desk".to_string(), extra)]));
+    /// assert_eq!(e.extensions["desk"]["answer_confidence"], 0.93);
+    /// ```
+    pub fn with_extensions(
+        mut self,
+        extensions: BTreeMap<String, Map<String, Value>>,
+    ) -> Evaluated {
+        self.extensions = extensions;
         self
     }
 }

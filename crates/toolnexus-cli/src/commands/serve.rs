@@ -256,6 +256,12 @@ fn listed_models(built: &style::Built, calibration: bool) -> Vec<(String, String
         StyleName::Student => {
             "answers on this machine with a student distilled from a teacher (uncalibrated)"
         }
+        StyleName::Laya => {
+            "answers on this machine with the open-weights Laya model (calibrated by the checkpoint's own temperatures)"
+        }
+        StyleName::DecisionTune => {
+            "answers on this machine with the open-weights DecisionTune model (uncalibrated)"
+        }
     };
     // Not style::describe: that names the tape file, and a client has no
     // business knowing paths on the server.
@@ -838,6 +844,23 @@ async fn systemone(
     resp
 }
 
+/// The decision's wire form with each answer's extras merged in (a style's
+/// numbers beyond the answer types' fields: Laya's `answer_confidence` and
+/// `action.act_probability`); the answer's own fields win a clash.
+fn with_extensions(done: &toolnexus::classifier::Evaluated) -> serde_json::Value {
+    let mut v = done.decision.to_value();
+    if let Some(answers) = v.get_mut("answers").and_then(|a| a.as_object_mut()) {
+        for (key, extra) in &done.extensions {
+            if let Some(answer) = answers.get_mut(key).and_then(|a| a.as_object_mut()) {
+                for (name, value) in extra {
+                    answer.entry(name.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
+    }
+    v
+}
+
 /// The style's answer to one request, as the response.
 async fn answer(
     app: &App,
@@ -859,7 +882,7 @@ async fn answer(
                     body,
                 )
                     .into_response(),
-                None => axum::Json(done.decision.to_value()).into_response(),
+                None => axum::Json(with_extensions(&done)).into_response(),
             };
             upstream_id(&mut resp, done.request_id.as_deref());
             if done.cache_hit {

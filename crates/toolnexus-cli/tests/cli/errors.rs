@@ -23,7 +23,7 @@ fn every_bad_input_has_one_line_and_its_exit_code() {
 
     #[rustfmt::skip]
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["eval", "--style", "chat"], 2, "unknown style \"chat\" (want systemone|llm|static|tape|local|student)"),
+        (&["eval", "--style", "chat"], 2, "unknown style \"chat\" (want systemone|llm|static|tape|local|student|laya|decisiontune)"),
         (&["eval", "--questions", "nope.json", "--state", "1"], 2, "--questions nope.json: no such file"),
         (&["eval", "--questions", &bad, "--state", "1"], 2, "bad.json: invalid JSON at line 2, column 27"),
         (&["eval", "--questions", &q, "--state", "{\"a\": }"], 2, "--state inline JSON: invalid JSON at line 1, column 7"),

@@ -15,6 +15,7 @@ mod gates;
 mod guard;
 mod inputs;
 mod install;
+mod laya;
 mod lint;
 mod local;
 mod mcp;

@@ -42,6 +42,7 @@ pub(crate) async fn evaluate(
         dropped: out.dropped,
         cache_hit: false,
         wire_body: None,
+        extensions: Default::default(),
     })
 }
 

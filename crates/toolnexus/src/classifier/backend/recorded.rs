@@ -47,6 +47,7 @@ impl ReplayBackend {
                 dropped: d.dropped,
                 cache_hit: false,
                 wire_body: None,
+                extensions: Default::default(),
             };
             let key = static_key(model, &rec.questions, &rec.state);
             if let Some(j) = index_of.insert(key.clone(), i) {

@@ -161,6 +161,7 @@ impl HttpBackend {
             dropped: decoded.dropped,
             cache_hit: false,
             wire_body: extras.wire.map(|_| resp.body.to_vec()),
+            extensions: Default::default(),
         })
     }
 }

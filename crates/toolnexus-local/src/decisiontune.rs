@@ -1,0 +1,435 @@
+//! [`DecisionTune`]: the open-weights DecisionTune 1.0 model (a ModernBERT
+//! encoder and a linear head at the mask tokens) on the CPU, answering the way
+//! its reference package (`decision-tune==1.0.0`) does. Uncalibrated.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use candle_core::{DType, Device, Module, Tensor};
+use candle_nn::{Linear, VarBuilder};
+use serde_json::Value;
+use tokenizers::Tokenizer;
+use toolnexus::classifier::{
+    BoxFuture, ChoiceAnswer, Classifier, ClassifierError, ClassifierUsage, Content, Decision,
+    DecisionAnswer, EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions,
+    ScoreAnswer, near_uniform, validate_questions,
+};
+
+use crate::error::{LocalError, msg};
+use crate::modernbert::{
+    EncoderConfig, Fields, ModernBert, read_safetensors, read_tokenizer, token_ids,
+};
+use crate::pyjson::{Separators, dumps};
+
+/// The style name in DecisionTune's messages (and the CLI's `--style decisiontune`).
+pub const DECISIONTUNE_STYLE: &str = "decisiontune";
+
+/// The model name DecisionTune decisions carry.
+pub const DECISIONTUNE_MODEL: &str = "decisiontune-1.0";
+
+/// The hub repository of DecisionTune 1.0 (fetch it yourself; nothing here
+/// downloads).
+pub const DECISIONTUNE_HUB_REPO: &str = "decision-tune/decisiontune-1.0";
+
+/// The SHA-256 of DecisionTune 1.0's `manifest.json` as the reference package
+/// (`decision-tune==1.0.0`) pins it: check a download's manifest against it;
+/// [`DecisionTune::load`] then checks every file against the manifest.
+pub const DECISIONTUNE_MANIFEST_SHA256: &str =
+    "2ec93545ef3fcc2135e8b5c14e4b4690ff99535e9bc8ed5b85c98d071564a715";
+
+/// The files a DecisionTune directory must hold besides `manifest.json`, each
+/// checked against the SHA-256 the manifest lists before anything is parsed.
+pub const DECISIONTUNE_FILES: [&str; 4] = [
+    "config.json",
+    "tokenizer.json",
+    "model.safetensors",
+    "head.safetensors",
+];
+
+/// Text the reference turns into a space wherever it appears.
+const SPECIAL: [&str; 5] = ["[MASK]", "[CLS]", "[SEP]", "[PAD]", "[UNK]"];
+
+/// DecisionTune on this machine. Cheap to clone (an `Arc`).
+///
+/// One row per question, `[CLS] instructions [SEP] ([MASK] option)… [SEP]
+/// state [SEP]`; the head scores the hidden state at each mask and the
+/// answer is the softmax over those scores, with no temperature (so
+/// `calibrated = false`). A noul question asks the options `yes`, `no` and
+/// answers P(yes); a score question is a choice over its levels, answered with
+/// the expected level. A row longer than the encoder's context is refused.
+///
+/// What is proven: on seeded tiny random models every token id is reproduced
+/// exactly and every logit and probability within 1e-4 of the reference
+/// package. What is not: the quality of the real weights.
+#[derive(Clone)]
+pub struct DecisionTune {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    encoder: ModernBert,
+    head: Linear,
+    tokenizer: Tokenizer,
+    cls: u32,
+    sep: u32,
+    mask: u32,
+    pad: u32,
+    dir: PathBuf,
+}
+
+impl std::fmt::Debug for DecisionTune {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecisionTune")
+            .field("dir", &self.inner.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One row DecisionTune reads, with what came out of it.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionTuneRow {
+    /// The question's key.
+    pub key: String,
+    /// The token ids, special tokens included.
+    pub ids: Vec<u32>,
+    /// The position of each option's mask token.
+    pub markers: Vec<usize>,
+    /// One logit per option.
+    pub logits: Vec<f32>,
+    /// Their softmax.
+    pub probabilities: Vec<f64>,
+}
+
+/// Checks every file of [`DECISIONTUNE_FILES`] against `manifest.json`.
+fn verify(dir: &Path) -> Result<(), LocalError> {
+    let manifest = dir.join("manifest.json");
+    let bytes = fs::read(&manifest).map_err(|e| msg::read_checkpoint(&manifest, e))?;
+    let v = Fields::parse(&manifest, &bytes)?;
+    let files = Fields::of(&manifest, &v)
+        .get("files")
+        .and_then(Value::as_object)
+        .ok_or_else(|| msg::field(&manifest, "files", "is missing or not an object"))?;
+    for name in DECISIONTUNE_FILES {
+        let want = files
+            .get(name)
+            .and_then(|f| f.get("sha256"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                msg::field(
+                    &manifest,
+                    &format!("files.{name}.sha256"),
+                    "is missing: refusing to load an unlisted file",
+                )
+            })?;
+        let path = dir.join(name);
+        let got = crate::embed::file_sha256(&path).map_err(|e| msg::read_checkpoint(&path, e))?;
+        if !got.eq_ignore_ascii_case(want) {
+            return Err(msg::digest(&path, &manifest, want, &got));
+        }
+    }
+    Ok(())
+}
+
+impl DecisionTune {
+    /// Loads a DecisionTune directory after checking every model file against
+    /// the SHA-256 its `manifest.json` lists (a missing manifest, an unlisted
+    /// file or a mismatch is refused, naming the file).
+    pub fn load(dir: impl AsRef<Path>) -> Result<DecisionTune, LocalError> {
+        let dir = dir.as_ref();
+        verify(dir)?;
+        let enc = EncoderConfig::read(&dir.join("config.json"))?;
+        let tok_path = dir.join("tokenizer.json");
+        let tokenizer = read_tokenizer(&tok_path)?;
+        let id = |t: &str| {
+            tokenizer
+                .token_to_id(t)
+                .ok_or_else(|| msg::tokenizer(&tok_path, format_args!("it has no {t} token")))
+        };
+        let (cls, sep, mask) = (id("[CLS]")?, id("[SEP]")?, id("[MASK]")?);
+        let pad = id("[PAD]").unwrap_or(sep);
+        let weights = dir.join("model.safetensors");
+        let vb = VarBuilder::from_tensors(read_safetensors(&weights)?, DType::F32, &Device::Cpu);
+        let encoder = ModernBert::load(vb, &enc).map_err(|e| msg::weights_mismatch(&weights, e))?;
+        let head_path = dir.join("head.safetensors");
+        let hb = VarBuilder::from_tensors(read_safetensors(&head_path)?, DType::F32, &Device::Cpu);
+        let head = (|| {
+            Ok::<_, candle_core::Error>(Linear::new(
+                hb.get((1, enc.hidden_size), "head.weight")?,
+                Some(hb.get(1, "head.bias")?),
+            ))
+        })()
+        .map_err(|e| msg::weights_mismatch(&head_path, e))?;
+        Ok(DecisionTune {
+            inner: Arc::new(Inner {
+                encoder,
+                head,
+                tokenizer,
+                cls,
+                sep,
+                mask,
+                pad,
+                dir: dir.to_path_buf(),
+            }),
+        })
+    }
+
+    /// Decides `questions` about `state` on the calling thread, all rows in
+    /// one padded forward pass. `calibrated` is false; usage counts the
+    /// tokens over the rows.
+    pub fn decide(
+        &self,
+        state: &Value,
+        questions: &Questions,
+    ) -> Result<Decision, ClassifierError> {
+        let rows = self.trace(state, questions)?;
+        let mut answers = BTreeMap::new();
+        let mut tokens = 0usize;
+        for row in &rows {
+            tokens += row.ids.len();
+            let p = &row.probabilities;
+            let best = p
+                .iter()
+                .enumerate()
+                .fold(0, |b, (i, x)| if *x > p[b] { i } else { b });
+            let top = p.get(best).copied().unwrap_or(0.0);
+            let answer = match &questions[&row.key] {
+                Question::Choice(c) => {
+                    let ids: Vec<&String> = c.criteria.keys().collect();
+                    let probabilities: BTreeMap<String, f64> = ids
+                        .iter()
+                        .map(|s| (*s).clone())
+                        .zip(p.iter().copied())
+                        .collect();
+                    DecisionAnswer::Choice(ChoiceAnswer {
+                        choice: ids[best].clone(),
+                        near_uniform: near_uniform(&probabilities),
+                        probabilities,
+                        confidence: top,
+                    })
+                }
+                Question::Score(s) => DecisionAnswer::Score(ScoreAnswer {
+                    score: p.iter().enumerate().map(|(i, x)| i as f64 * x).sum(),
+                    legend: s
+                        .criteria
+                        .iter()
+                        .enumerate()
+                        .map(|(i, l)| (i.to_string(), l.to_string()))
+                        .collect(),
+                    probabilities: p
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| (i.to_string(), *x))
+                        .collect(),
+                    confidence: top,
+                }),
+                _ => DecisionAnswer::Noul(NoulAnswer { noul: p[0] }),
+            };
+            answers.insert(row.key.clone(), answer);
+        }
+        Ok(Decision {
+            model: DECISIONTUNE_MODEL.to_string(),
+            answers,
+            usage: ClassifierUsage {
+                input_tokens: i64::try_from(tokens).unwrap_or(i64::MAX),
+                output_tokens: 0,
+                cost: None,
+            },
+            calibrated: false,
+        })
+    }
+
+    /// Every row of a call with its ids, logits and probabilities, in
+    /// question-key order.
+    #[doc(hidden)]
+    pub fn trace(
+        &self,
+        state: &Value,
+        questions: &Questions,
+    ) -> Result<Vec<DecisionTuneRow>, ClassifierError> {
+        validate_questions(questions)?;
+        let local = |e: LocalError| ClassifierError::custom(&e).with_source(e);
+        let inner = &*self.inner;
+        let t = |s: &str| token_ids(&inner.tokenizer, &clean(s));
+        let state_ids = t(&state_text(state)).map_err(local)?;
+        let limit = inner.encoder.max_positions();
+        let mut rows = Vec::with_capacity(questions.len());
+        for (key, q) in questions {
+            let options: Vec<String> = match q {
+                Question::Choice(c) => c
+                    .criteria
+                    .iter()
+                    .map(|(id, d)| option_text(id, d.as_ref()))
+                    .collect(),
+                Question::Score(s) => s
+                    .criteria
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| option_text(&i.to_string(), Some(c)))
+                    .collect(),
+                Question::Noul(_) => vec!["yes".into(), "no".into()],
+                Question::Box(_) => {
+                    return Err(ClassifierError::unsupported(
+                        DECISIONTUNE_STYLE,
+                        format_args!("box question {key:?}"),
+                    ));
+                }
+            };
+            let mut ids = vec![inner.cls];
+            ids.extend(t(&as_text(q.instructions())).map_err(local)?);
+            ids.push(inner.sep);
+            let mut markers = Vec::with_capacity(options.len());
+            for o in &options {
+                markers.push(ids.len());
+                ids.push(inner.mask);
+                ids.extend(t(o).map_err(local)?);
+            }
+            ids.push(inner.sep);
+            ids.extend_from_slice(&state_ids);
+            ids.push(inner.sep);
+            if ids.len() > limit {
+                return Err(local(msg::input(format_args!(
+                    "question {key:?}: a sequence of {} tokens exceeds the {limit}-token context limit",
+                    ids.len()
+                ))));
+            }
+            rows.push(DecisionTuneRow {
+                key: key.clone(),
+                ids,
+                markers,
+                logits: Vec::new(),
+                probabilities: Vec::new(),
+            });
+        }
+        self.forward(&mut rows)
+            .map_err(|e| local(msg::inference(e)))?;
+        Ok(rows)
+    }
+
+    fn forward(&self, rows: &mut [DecisionTuneRow]) -> candle_core::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let inner = &*self.inner;
+        let ids: Vec<&[u32]> = rows.iter().map(|r| r.ids.as_slice()).collect();
+        let (ids, lengths) = crate::modernbert::pad(&ids, inner.pad)?;
+        let hidden = inner.encoder.forward(&ids, &lengths)?;
+        let (b, t, d) = hidden.dims3()?;
+        let at: Vec<u32> = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(row, r)| r.markers.iter().map(move |m| (row * t + m) as u32))
+            .collect();
+        let n = at.len();
+        let picked = hidden
+            .reshape((b * t, d))?
+            .index_select(&Tensor::from_vec(at, n, &Device::Cpu)?, 0)?;
+        let all: Vec<f32> = inner.head.forward(&picked)?.flatten_all()?.to_vec1()?;
+        let mut rest = all.as_slice();
+        for r in rows {
+            let (mine, more) = rest.split_at(r.markers.len());
+            r.logits = mine.to_vec();
+            let z: Vec<f64> = mine.iter().map(|x| f64::from(*x)).collect();
+            r.probabilities = crate::num::softmax(&z);
+            rest = more;
+        }
+        Ok(())
+    }
+}
+
+/// `s` with every special token's text turned into a space.
+fn clean(s: &str) -> String {
+    let mut s = s.to_string();
+    for t in SPECIAL {
+        if s.contains(t) {
+            s = s.replace(t, " ");
+        }
+    }
+    s
+}
+
+/// A state as DecisionTune reads it: a string as is, an object as `key: value
+/// | key: value` (non-string values as compact JSON), anything else as
+/// compact JSON.
+fn state_text(state: &Value) -> String {
+    match state {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}: {s}"),
+                other => format!("{k}: {}", dumps(other, Separators::Compact)),
+            })
+            .collect::<Vec<_>>()
+            .join(" | "),
+        other => dumps(other, Separators::Compact),
+    }
+}
+
+/// Instructions as text: a string as is, structured content as compact JSON.
+fn as_text(c: &Content) -> String {
+    match c.as_str() {
+        Some(s) => s.to_string(),
+        None => dumps(c.as_value(), Separators::Compact),
+    }
+}
+
+/// An option's text: its description when it has one, else its key with `_`
+/// read as spaces.
+fn option_text(key: &str, description: Option<&Content>) -> String {
+    match description {
+        Some(c) => match c.as_str() {
+            Some(s) if !s.trim().is_empty() => s.to_string(),
+            Some("") => key.replace('_', " "),
+            _ => as_text(c),
+        },
+        None => key.replace('_', " "),
+    }
+}
+
+/// Runs [`DecisionTune::decide`] off the async threads. A model override,
+/// image assets and extra fields are refused.
+impl Evaluator for DecisionTune {
+    fn call(
+        &self,
+        _ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>> {
+        let me = self.clone();
+        if let Err(e) = request.refuse_beyond(DECISIONTUNE_STYLE, DECISIONTUNE_MODEL) {
+            return Box::pin(async move { Err(e) });
+        }
+        crate::laya::off_thread(DECISIONTUNE_STYLE, move || {
+            me.decide(&request.state, &request.questions)
+        })
+    }
+}
+
+/// A classifier that answers with [`DecisionTune`] (uncalibrated: no
+/// temperatures ship with it).
+pub fn decisiontune(model: DecisionTune) -> Classifier {
+    Classifier::from_evaluator(DECISIONTUNE_MODEL, model)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn texts_read_as_the_reference_writes_them() {
+        assert_eq!(clean("a [MASK] b [CLS]"), "a   b  ");
+        assert_eq!(
+            state_text(&json!({"msg": "héllo", "n": [1, {"a": 2}]})),
+            "msg: héllo | n: [1,{\"a\":2}]"
+        );
+        assert_eq!(state_text(&json!(["a", 1])), "[\"a\",1]");
+        assert_eq!(option_text("tech_support", None), "tech support");
+        assert_eq!(option_text("x", Some(&"desc".into())), "desc");
+        assert_eq!(option_text("x", Some(&"   ".into())), "   ");
+    }
+}

@@ -1,0 +1,843 @@
+//! The ModernBERT encoder (inference only, CPU) that Laya and DecisionTune
+//! share, and the files around it: its `config.json` in either spelling
+//! transformers has written, weights read one tensor at a time and upcast to
+//! f32, and a tokenizer with its special tokens.
+//!
+//! The forward pass: token embeddings → LayerNorm; per layer a pre-norm
+//! attention (the first layer has no norm before it) with rotary positions —
+//! global layers see every real token, local layers only those within half
+//! the local window — and a pre-norm GeGLU MLP; a final LayerNorm. Padding is
+//! masked out of every attention, so a row does not depend on the rows padded
+//! beside it (beyond float rounding).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use candle_core::{D, DType, Device, Module, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use serde_json::{Map, Value};
+use tokenizers::Tokenizer;
+
+use crate::bert::{Gelu, dense};
+use crate::error::{LocalError, msg};
+
+/// What kind of attention a layer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attention {
+    /// Every real token.
+    Global,
+    /// Real tokens at most `window` positions away.
+    Local,
+}
+
+/// The parts of a ModernBERT `config.json` the encoder needs.
+#[derive(Debug, Clone)]
+pub(crate) struct EncoderConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub heads: usize,
+    pub max_positions: usize,
+    pub norm_eps: f64,
+    pub norm_bias: bool,
+    pub attention_bias: bool,
+    pub mlp_bias: bool,
+    /// Per layer, in order.
+    pub layers: Vec<Attention>,
+    /// How far a local layer sees on either side: `local_attention / 2`.
+    pub window: usize,
+    pub global_theta: f64,
+    pub local_theta: f64,
+}
+
+/// A JSON object's fields, read with errors naming the file and the field.
+pub(crate) struct Fields<'a> {
+    pub path: &'a Path,
+    pub map: &'a Map<String, Value>,
+}
+
+impl<'a> Fields<'a> {
+    /// The top-level object of the JSON file at `path`.
+    pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Value, LocalError> {
+        let v: Value = serde_json::from_slice(bytes)
+            .map_err(|e| msg::field(path, "(top level)", format_args!("cannot be read: {e}")))?;
+        if !v.is_object() {
+            return Err(msg::field(path, "(top level)", "is not a JSON object"));
+        }
+        Ok(v)
+    }
+
+    pub(crate) fn of(path: &'a Path, v: &'a Value) -> Fields<'a> {
+        Fields {
+            path,
+            map: v.as_object().expect("checked by Fields::parse"),
+        }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|v| !v.is_null())
+    }
+
+    pub(crate) fn usize(&self, name: &str) -> Result<Option<usize>, LocalError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| msg::field(self.path, name, format_args!("is {v}, not a count"))),
+        }
+    }
+
+    pub(crate) fn positive(&self, name: &str) -> Result<usize, LocalError> {
+        match self.usize(name)? {
+            None => Err(msg::field(self.path, name, "is missing")),
+            Some(0) => Err(msg::field(self.path, name, "is 0")),
+            Some(n) => Ok(n),
+        }
+    }
+
+    pub(crate) fn f64(&self, name: &str) -> Result<Option<f64>, LocalError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .filter(|x| x.is_finite())
+                .map(Some)
+                .ok_or_else(|| msg::field(self.path, name, format_args!("is {v}, not a number"))),
+        }
+    }
+
+    pub(crate) fn bool(&self, name: &str, default: bool) -> Result<bool, LocalError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(msg::field(
+                self.path,
+                name,
+                format_args!("is {v}, not true or false"),
+            )),
+        }
+    }
+
+    pub(crate) fn str(&self, name: &str) -> Result<Option<&'a str>, LocalError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(msg::field(
+                self.path,
+                name,
+                format_args!("is {v}, not a string"),
+            )),
+        }
+    }
+}
+
+impl EncoderConfig {
+    /// Reads a ModernBERT `config.json`, in the transformers 4 spelling
+    /// (`norm_eps`, `global_rope_theta`/`local_rope_theta`,
+    /// `global_attn_every_n_layers`) or the transformers 5 one
+    /// (`rope_parameters`, `layer_types`); `layer_norm_eps` is read as
+    /// `norm_eps`. Anything it cannot run is refused, naming the field.
+    pub(crate) fn read(path: &Path) -> Result<EncoderConfig, LocalError> {
+        let bytes = fs::read(path).map_err(|e| msg::read_checkpoint(path, e))?;
+        let v = Fields::parse(path, &bytes)?;
+        let f = Fields::of(path, &v);
+        if let Some(t) = f.str("model_type")?
+            && t != "modernbert"
+        {
+            return Err(msg::field(
+                path,
+                "model_type",
+                format_args!("is {t:?}, not \"modernbert\""),
+            ));
+        }
+        let hidden_size = f.positive("hidden_size")?;
+        let heads = f.positive("num_attention_heads")?;
+        let n_layers = f.positive("num_hidden_layers")?;
+        if !hidden_size.is_multiple_of(heads) {
+            return Err(msg::field(
+                path,
+                "num_attention_heads",
+                format_args!("({heads}) does not divide hidden_size ({hidden_size})"),
+            ));
+        }
+        let head_dim = hidden_size / heads;
+        if !head_dim.is_multiple_of(2) {
+            return Err(msg::field(
+                path,
+                "num_attention_heads",
+                format_args!(
+                    "gives an odd head size ({head_dim}), which rotary positions cannot use"
+                ),
+            ));
+        }
+        if let Some(d) = f.usize("head_dim")?
+            && d != head_dim
+        {
+            return Err(msg::field(
+                path,
+                "head_dim",
+                format_args!("is {d}, not hidden_size / num_attention_heads = {head_dim}"),
+            ));
+        }
+        let activation = f.str("hidden_activation")?.unwrap_or("gelu");
+        if activation != "gelu" {
+            return Err(msg::field(
+                path,
+                "hidden_activation",
+                format_args!("is {activation:?}; only \"gelu\" is supported"),
+            ));
+        }
+        let norm_eps = match f.f64("norm_eps")? {
+            Some(e) => e,
+            None => f.f64("layer_norm_eps")?.unwrap_or(1e-5),
+        };
+        let layers = match f.get("layer_types") {
+            Some(Value::Array(types)) => {
+                if types.len() != n_layers {
+                    return Err(msg::field(
+                        path,
+                        "layer_types",
+                        format_args!(
+                            "has {} entries for {n_layers} layers (num_hidden_layers)",
+                            types.len()
+                        ),
+                    ));
+                }
+                types
+                    .iter()
+                    .map(|t| match t.as_str() {
+                        Some("full_attention") => Ok(Attention::Global),
+                        Some("sliding_attention") => Ok(Attention::Local),
+                        _ => Err(msg::field(
+                            path,
+                            "layer_types",
+                            format_args!(
+                                "holds {t}; only \"full_attention\" and \"sliding_attention\" are supported"
+                            ),
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            Some(other) => {
+                return Err(msg::field(
+                    path,
+                    "layer_types",
+                    format_args!("is {other}, not a list"),
+                ));
+            }
+            None => {
+                let every = f.usize("global_attn_every_n_layers")?.unwrap_or(3);
+                if every == 0 {
+                    return Err(msg::field(path, "global_attn_every_n_layers", "is 0"));
+                }
+                (0..n_layers)
+                    .map(|i| {
+                        if i % every == 0 {
+                            Attention::Global
+                        } else {
+                            Attention::Local
+                        }
+                    })
+                    .collect()
+            }
+        };
+        if f.get("rope_scaling").is_some() {
+            return Err(msg::field(
+                path,
+                "rope_scaling",
+                "is set; only the default rotary positions are supported",
+            ));
+        }
+        let mut global_theta = f.f64("global_rope_theta")?.unwrap_or(160_000.0);
+        let mut local_theta = f.f64("local_rope_theta")?.unwrap_or(10_000.0);
+        match f.get("rope_parameters") {
+            None => {}
+            Some(Value::Object(rope)) => {
+                let theta = |part: &Map<String, Value>,
+                             name: &str|
+                 -> Result<Option<f64>, LocalError> {
+                    if let Some(t) = part.get("rope_type").filter(|t| !t.is_null())
+                        && t.as_str() != Some("default")
+                    {
+                        return Err(msg::field(
+                            path,
+                            "rope_parameters",
+                            format_args!("{name} has rope_type {t}; only \"default\" is supported"),
+                        ));
+                    }
+                    match part.get("rope_theta").filter(|t| !t.is_null()) {
+                        None => Ok(None),
+                        Some(t) => t
+                            .as_f64()
+                            .filter(|x| x.is_finite() && *x > 0.0)
+                            .map(Some)
+                            .ok_or_else(|| {
+                                msg::field(
+                                    path,
+                                    "rope_parameters",
+                                    format_args!(
+                                        "{name} has rope_theta {t}, not a positive number"
+                                    ),
+                                )
+                            }),
+                    }
+                };
+                // A flat form sets both kinds of layer.
+                if let Some(t) = theta(rope, "(flat)")? {
+                    global_theta = t;
+                    local_theta = t;
+                }
+                for (kind, slot) in [
+                    ("full_attention", &mut global_theta),
+                    ("sliding_attention", &mut local_theta),
+                ] {
+                    match rope.get(kind) {
+                        None | Some(Value::Null) => {}
+                        Some(Value::Object(part)) => {
+                            if let Some(t) = theta(part, kind)? {
+                                *slot = t;
+                            }
+                        }
+                        Some(other) => {
+                            return Err(msg::field(
+                                path,
+                                "rope_parameters",
+                                format_args!("{kind} is {other}, not an object"),
+                            ));
+                        }
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(msg::field(
+                    path,
+                    "rope_parameters",
+                    format_args!("is {other}, not an object"),
+                ));
+            }
+        }
+        for (name, t) in [
+            ("global_rope_theta", global_theta),
+            ("local_rope_theta", local_theta),
+        ] {
+            if t <= 0.0 {
+                return Err(msg::field(path, name, format_args!("is {t}, not positive")));
+            }
+        }
+        Ok(EncoderConfig {
+            vocab_size: f.positive("vocab_size")?,
+            hidden_size,
+            intermediate_size: f.positive("intermediate_size")?,
+            heads,
+            max_positions: f.usize("max_position_embeddings")?.unwrap_or(8192),
+            norm_eps,
+            norm_bias: f.bool("norm_bias", false)?,
+            attention_bias: f.bool("attention_bias", false)?,
+            mlp_bias: f.bool("mlp_bias", false)?,
+            layers,
+            window: f.usize("local_attention")?.unwrap_or(128) / 2,
+            global_theta,
+            local_theta,
+        })
+    }
+}
+
+/// Every tensor of a safetensors file as f32 on the CPU, read one at a time:
+/// f16 and bf16 weights are upcast as they are read, so the file is never held
+/// in memory beside its f32 copy. Errors name the file and the tensor.
+pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, LocalError> {
+    let bad = |why: String| msg::field(path, "(safetensors header)", why);
+    let mut file = fs::File::open(path).map_err(|e| msg::read_checkpoint(path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| msg::read_checkpoint(path, e))?
+        .len();
+    let mut n = [0u8; 8];
+    file.read_exact(&mut n)
+        .map_err(|_| bad("is missing: the file is shorter than 8 bytes".into()))?;
+    let header_len = u64::from_le_bytes(n);
+    if header_len > 100 << 20 || header_len + 8 > len {
+        return Err(bad(format!(
+            "claims {header_len} bytes, more than the file holds"
+        )));
+    }
+    let mut header = vec![0u8; header_len as usize];
+    file.read_exact(&mut header)
+        .map_err(|e| msg::read_checkpoint(path, e))?;
+    let header: Map<String, Value> =
+        serde_json::from_slice(&header).map_err(|e| bad(format!("is not a JSON object: {e}")))?;
+    let data_start = 8 + header_len;
+    let mut entries: Vec<(&String, DType, Vec<usize>, u64, u64)> = Vec::new();
+    for (name, info) in &header {
+        if name == "__metadata__" {
+            continue;
+        }
+        let field = |what: &str| msg::field(path, name, what.to_string());
+        let dtype = match info.get("dtype").and_then(Value::as_str) {
+            Some("F32") => DType::F32,
+            Some("F16") => DType::F16,
+            Some("BF16") => DType::BF16,
+            Some(other) => {
+                return Err(msg::field(
+                    path,
+                    name,
+                    format_args!("has dtype {other}; only F32, F16 and BF16 are read"),
+                ));
+            }
+            None => return Err(field("has no dtype")),
+        };
+        let shape: Vec<usize> = info
+            .get("shape")
+            .and_then(Value::as_array)
+            .and_then(|s| {
+                s.iter()
+                    .map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
+                    .collect()
+            })
+            .ok_or_else(|| field("has no shape"))?;
+        let offsets = info
+            .get("data_offsets")
+            .and_then(Value::as_array)
+            .and_then(|o| Some((o.first()?.as_u64()?, o.get(1)?.as_u64()?)))
+            .ok_or_else(|| field("has no data_offsets"))?;
+        let elements: usize = shape.iter().product();
+        let want = (elements * dtype.size_in_bytes()) as u64;
+        if offsets.1 < offsets.0 || offsets.1 - offsets.0 != want || data_start + offsets.1 > len {
+            return Err(field(
+                "has data_offsets that do not fit its shape or the file",
+            ));
+        }
+        entries.push((name, dtype, shape, offsets.0, offsets.1));
+    }
+    // In file order: the reads then run forward through the file.
+    entries.sort_by_key(|e| e.3);
+    let mut tensors = HashMap::with_capacity(entries.len());
+    let mut buf = Vec::new();
+    for (name, dtype, shape, start, end) in entries {
+        buf.resize((end - start) as usize, 0);
+        file.seek(SeekFrom::Start(data_start + start))
+            .and_then(|_| file.read_exact(&mut buf))
+            .map_err(|e| msg::read_checkpoint(path, e))?;
+        let t = Tensor::from_raw_buffer(&buf, dtype, &shape, &Device::Cpu)
+            .and_then(|t| t.to_dtype(DType::F32))
+            .map_err(|e| msg::weights(path, e))?;
+        tensors.insert(name.clone(), t);
+    }
+    Ok(tensors)
+}
+
+/// A tokenizer as its file says, with padding and truncation switched off:
+/// rows are built and cut here, by the rules of the model they feed.
+pub(crate) fn read_tokenizer(path: &Path) -> Result<Tokenizer, LocalError> {
+    let bytes = fs::read(path).map_err(|e| msg::read_checkpoint(path, e))?;
+    let mut tokenizer =
+        Tokenizer::from_bytes(&bytes).map_err(|e| msg::tokenizer_source(path, e))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(None)
+        .map_err(|e| msg::tokenizer_source(path, e))?;
+    Ok(tokenizer)
+}
+
+/// The ids of `text` with no special tokens added.
+pub(crate) fn token_ids(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>, LocalError> {
+    Ok(tokenizer
+        .encode_fast(text, false)
+        .map_err(msg::tokenize)?
+        .get_ids()
+        .to_vec())
+}
+
+/// Rows right-padded with `pad` into one `[rows, longest]` tensor, and each
+/// row's length.
+pub(crate) fn pad(rows: &[&[u32]], pad: u32) -> candle_core::Result<(Tensor, Vec<usize>)> {
+    let t = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let mut ids = Vec::with_capacity(rows.len() * t);
+    for r in rows {
+        ids.extend_from_slice(r);
+        ids.extend(std::iter::repeat_n(pad, t - r.len()));
+    }
+    let lengths = rows.iter().map(|r| r.len()).collect();
+    Ok((
+        Tensor::from_vec(ids, (rows.len(), t), &Device::Cpu)?,
+        lengths,
+    ))
+}
+
+/// Queries attended at once: longer rows run in blocks of this many, so the
+/// scores of an 8,192-token row never take [heads × 8,192 × 8,192] floats.
+const QUERY_BLOCK: usize = 512;
+
+struct Layer {
+    attention: Attention,
+    attn_norm: Option<LayerNorm>,
+    qkv: Linear,
+    out: Linear,
+    mlp_norm: LayerNorm,
+    wi: Linear,
+    wo: Linear,
+}
+
+/// The encoder, ready to run.
+pub(crate) struct ModernBert {
+    embeddings: Embedding,
+    embed_norm: LayerNorm,
+    layers: Vec<Layer>,
+    final_norm: LayerNorm,
+    heads: usize,
+    head_dim: usize,
+    intermediate: usize,
+    window: usize,
+    max_positions: usize,
+    /// Rotary inverse frequencies, global then local, in f32 as the
+    /// reference computes them.
+    inv_freq: [Vec<f32>; 2],
+}
+
+fn norm(vb: &VarBuilder, name: &str, c: &EncoderConfig) -> candle_core::Result<LayerNorm> {
+    let vb = vb.pp(name);
+    let w = vb.get(c.hidden_size, "weight")?;
+    Ok(if c.norm_bias {
+        LayerNorm::new(w, vb.get(c.hidden_size, "bias")?, c.norm_eps)
+    } else {
+        LayerNorm::new_no_bias(w, c.norm_eps)
+    })
+}
+
+fn linear(
+    vb: &VarBuilder,
+    name: &str,
+    (out, inp): (usize, usize),
+    bias: bool,
+) -> candle_core::Result<Linear> {
+    let vb = vb.pp(name);
+    let w = vb.get((out, inp), "weight")?;
+    let b = if bias {
+        Some(vb.get(out, "bias")?)
+    } else {
+        None
+    };
+    Ok(Linear::new(w, b))
+}
+
+fn inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
+    // 1 / theta^(2i/d), in f32 like the reference.
+    (0..head_dim / 2)
+        .map(|i| {
+            let exponent = (2 * i) as f32 / head_dim as f32;
+            1.0f32 / (theta as f32).powf(exponent)
+        })
+        .collect()
+}
+
+impl ModernBert {
+    /// The encoder from weights under their transformers names
+    /// (`embeddings.tok_embeddings.weight`, `layers.N.attn.Wqkv.weight`, …),
+    /// below whatever prefix `vb` carries.
+    pub(crate) fn load(vb: VarBuilder, c: &EncoderConfig) -> candle_core::Result<ModernBert> {
+        let h = c.hidden_size;
+        let embeddings = Embedding::new(
+            vb.get((c.vocab_size, h), "embeddings.tok_embeddings.weight")?,
+            h,
+        );
+        let embed_norm = norm(&vb, "embeddings.norm", c)?;
+        let layers = c
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, &attention)| {
+                let l = vb.pp(format!("layers.{i}"));
+                Ok(Layer {
+                    attention,
+                    attn_norm: if i == 0 {
+                        None
+                    } else {
+                        Some(norm(&l, "attn_norm", c)?)
+                    },
+                    qkv: linear(&l, "attn.Wqkv", (3 * h, h), c.attention_bias)?,
+                    out: linear(&l, "attn.Wo", (h, h), c.attention_bias)?,
+                    mlp_norm: norm(&l, "mlp_norm", c)?,
+                    wi: linear(&l, "mlp.Wi", (2 * c.intermediate_size, h), c.mlp_bias)?,
+                    wo: linear(&l, "mlp.Wo", (h, c.intermediate_size), c.mlp_bias)?,
+                })
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let head_dim = h / c.heads;
+        Ok(ModernBert {
+            embeddings,
+            embed_norm,
+            layers,
+            final_norm: norm(&vb, "final_norm", c)?,
+            heads: c.heads,
+            head_dim,
+            intermediate: c.intermediate_size,
+            window: c.window,
+            max_positions: c.max_positions,
+            inv_freq: [
+                inv_freq(c.global_theta, head_dim),
+                inv_freq(c.local_theta, head_dim),
+            ],
+        })
+    }
+
+    /// The most tokens one row may hold.
+    pub(crate) fn max_positions(&self) -> usize {
+        self.max_positions
+    }
+
+    /// cos and sin `[t, head_dim / 2]` for positions `0..t`.
+    fn rotary(&self, which: usize, t: usize) -> candle_core::Result<(Tensor, Tensor)> {
+        let freq = &self.inv_freq[which];
+        let half = freq.len();
+        let mut cos = Vec::with_capacity(t * half);
+        let mut sin = Vec::with_capacity(t * half);
+        for p in 0..t {
+            for f in freq {
+                let angle = f64::from(p as f32 * f);
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        Ok((
+            Tensor::from_vec(cos, (t, half), &Device::Cpu)?,
+            Tensor::from_vec(sin, (t, half), &Device::Cpu)?,
+        ))
+    }
+
+    /// The additive mask of a local layer for queries `start..start + rows`
+    /// over all `t` keys: `[batch, 1, rows, t]`, blocking padding and keys
+    /// more than `window` positions away.
+    fn local_mask(
+        &self,
+        lengths: &[usize],
+        start: usize,
+        rows: usize,
+        t: usize,
+        dev: &Device,
+    ) -> candle_core::Result<Tensor> {
+        let mut local = vec![0f32; lengths.len() * rows * t];
+        for (row, &len) in lengths.iter().enumerate() {
+            for i in 0..rows {
+                let q = start + i;
+                let base = (row * rows + i) * t;
+                for (k, m) in local[base..base + t].iter_mut().enumerate() {
+                    if k >= len || q.abs_diff(k) > self.window {
+                        *m = f32::MIN;
+                    }
+                }
+            }
+        }
+        Tensor::from_vec(local, (lengths.len(), 1, rows, t), dev)
+    }
+
+    /// The last hidden states `[batch, tokens, hidden]` for right-padded
+    /// token ids and their lengths (the real tokens of each row).
+    pub(crate) fn forward(&self, ids: &Tensor, lengths: &[usize]) -> candle_core::Result<Tensor> {
+        self.forward_in_blocks(ids, lengths, QUERY_BLOCK)
+    }
+
+    /// [`forward`](ModernBert::forward) with attention run `block` queries at a time.
+    fn forward_in_blocks(
+        &self,
+        ids: &Tensor,
+        lengths: &[usize],
+        block: usize,
+    ) -> candle_core::Result<Tensor> {
+        let (b, t) = ids.dims2()?;
+        let dev = ids.device();
+        // Additive masks: 0 where a query may look, the lowest float where it may not.
+        let blocked = f32::MIN;
+        let mut global = vec![0f32; b * t];
+        for (row, &len) in lengths.iter().enumerate() {
+            for k in len..t {
+                global[row * t + k] = blocked;
+            }
+        }
+        let global_mask = Tensor::from_vec(global, (b, 1, 1, t), dev)?;
+        let needs_local = self.layers.iter().any(|l| l.attention == Attention::Local);
+        // One block of queries holds every row when the rows are short (the
+        // local mask is then built once); longer rows run in blocks of
+        // QUERY_BLOCK queries, each with its own slice of the local mask, so
+        // no [tokens × tokens] score matrix is ever whole.
+        let local_mask = if needs_local && t <= block {
+            Some(self.local_mask(lengths, 0, t, t, dev)?)
+        } else {
+            None
+        };
+        let rope = [self.rotary(0, t)?, self.rotary(1, t)?];
+
+        let mut x = self.embed_norm.forward(&self.embeddings.forward(ids)?)?;
+        let scale = 1.0 / (self.head_dim as f64).sqrt();
+        let h = self.heads * self.head_dim;
+        for layer in &self.layers {
+            let normed = match &layer.attn_norm {
+                Some(n) => n.forward(&x)?,
+                None => x.clone(),
+            };
+            let qkv = dense(&layer.qkv, &normed)?;
+            let split = |i: usize| -> candle_core::Result<Tensor> {
+                qkv.narrow(D::Minus1, i * h, h)?
+                    .reshape((b, t, self.heads, self.head_dim))?
+                    .transpose(1, 2)?
+                    .contiguous()
+            };
+            let which = match layer.attention {
+                Attention::Global => 0,
+                Attention::Local => 1,
+            };
+            let (cos, sin) = &rope[which];
+            let q = candle_nn::rotary_emb::rope(&split(0)?, cos, sin)?;
+            let k = candle_nn::rotary_emb::rope(&split(1)?, cos, sin)?;
+            let v = split(2)?;
+            let kt = k.t()?;
+            let mut blocks = Vec::with_capacity(t.div_ceil(block));
+            for start in (0..t).step_by(block) {
+                let rows = block.min(t - start);
+                let q = if rows == t {
+                    q.clone()
+                } else {
+                    q.narrow(2, start, rows)?
+                };
+                let scores = (q.matmul(&kt)? * scale)?;
+                let scores = match (layer.attention, &local_mask) {
+                    (Attention::Global, _) => scores.broadcast_add(&global_mask)?,
+                    (Attention::Local, Some(m)) => scores.broadcast_add(m)?,
+                    (Attention::Local, None) => {
+                        scores.broadcast_add(&self.local_mask(lengths, start, rows, t, dev)?)?
+                    }
+                };
+                let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+                blocks.push(probs.matmul(&v)?);
+            }
+            let context = if blocks.len() == 1 {
+                blocks.pop().expect("one block")
+            } else {
+                Tensor::cat(&blocks, 2)?
+            };
+            let context = context.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
+            x = (x + dense(&layer.out, &context)?)?;
+            let up = dense(&layer.wi, &layer.mlp_norm.forward(&x)?)?;
+            let input = up.narrow(D::Minus1, 0, self.intermediate)?.contiguous()?;
+            let gate = up.narrow(D::Minus1, self.intermediate, self.intermediate)?;
+            let act = (input.apply_op1_no_bwd(&Gelu)? * gate)?;
+            x = (x + dense(&layer.wo, &act)?)?;
+        }
+        self.final_norm.forward(&x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, v: Value) -> std::path::PathBuf {
+        let p = dir.join("config.json");
+        fs::write(&p, v.to_string()).unwrap();
+        p
+    }
+
+    fn base() -> Value {
+        serde_json::json!({
+            "model_type": "modernbert", "vocab_size": 10, "hidden_size": 8,
+            "intermediate_size": 12, "num_hidden_layers": 4, "num_attention_heads": 2,
+        })
+    }
+
+    fn tempdir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("toolnexus-mb-{name}-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn attention_in_blocks_matches_attention_whole() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decisiontune");
+        let c = EncoderConfig::read(&dir.join("config.json")).unwrap();
+        let vb = VarBuilder::from_tensors(
+            read_safetensors(&dir.join("model.safetensors")).unwrap(),
+            DType::F32,
+            &Device::Cpu,
+        );
+        let model = ModernBert::load(vb, &c).unwrap();
+        let a: Vec<u32> = (0..70).map(|i| (i * 7 % 490) as u32).collect();
+        let b: Vec<u32> = (0..41).map(|i| (i * 13 % 490) as u32).collect();
+        let (ids, lengths) = pad(&[&a, &b], 498).unwrap();
+        let whole = model.forward_in_blocks(&ids, &lengths, 512).unwrap();
+        let blocks = model.forward_in_blocks(&ids, &lengths, 16).unwrap();
+        let gap = (whole - blocks)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .max(0)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(gap < 1e-5, "{gap}");
+    }
+
+    #[test]
+    fn both_config_spellings_read_the_same() {
+        let dir = tempdir("spellings");
+        let mut v4 = base();
+        v4["norm_eps"] = 1e-6.into();
+        v4["global_attn_every_n_layers"] = 2.into();
+        v4["global_rope_theta"] = 80_000.0.into();
+        v4["local_rope_theta"] = 5_000.0.into();
+        v4["local_attention"] = 64.into();
+        let a = EncoderConfig::read(&write(&dir, v4)).unwrap();
+        let mut v5 = base();
+        v5["layer_norm_eps"] = 1e-6.into();
+        v5["layer_types"] = serde_json::json!([
+            "full_attention",
+            "sliding_attention",
+            "full_attention",
+            "sliding_attention"
+        ]);
+        v5["rope_parameters"] = serde_json::json!({
+            "full_attention": {"rope_type": "default", "rope_theta": 80_000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 5_000.0},
+        });
+        v5["local_attention"] = 64.into();
+        let b = EncoderConfig::read(&write(&dir, v5)).unwrap();
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert_eq!(a.layers[1], Attention::Local);
+        assert_eq!((a.window, a.norm_eps), (32, 1e-6));
+        fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn an_unknown_layout_is_refused_naming_the_file_and_field() {
+        let dir = tempdir("refuse");
+        let cases = [
+            (
+                "layer_types",
+                serde_json::json!(["full_attention", "chunked", "x", "y"]),
+            ),
+            (
+                "rope_scaling",
+                serde_json::json!({"type": "linear", "factor": 2.0}),
+            ),
+            ("hidden_activation", serde_json::json!("silu")),
+            (
+                "rope_parameters",
+                serde_json::json!({"full_attention": {"rope_type": "yarn"}}),
+            ),
+        ];
+        for (field, value) in cases {
+            let mut v = base();
+            v[field] = value;
+            let path = write(&dir, v);
+            let e = EncoderConfig::read(&path).unwrap_err();
+            assert!(e.is_invalid_file(), "{e}");
+            assert_eq!(e.path(), Some(path.as_path()));
+            assert!(e.to_string().contains(&format!("field {field:?}")), "{e}");
+        }
+        fs::remove_dir_all(&dir).ok();
+    }
+}
