@@ -440,10 +440,8 @@ impl Budget {
             };
             match deadline {
                 Some(d) => {
-                    tokio::select! {
-                        () = &mut settled => {}
-                        () = tokio::time::sleep_until(d) => {}
-                    }
+                    // Woken by a settlement or the time cap, whichever is first.
+                    let _ = tokio::time::timeout_at(d, &mut settled).await;
                 }
                 None => settled.await,
             }
@@ -584,10 +582,15 @@ impl Evaluator for Budgeted {
         let (inner, budget) = (self.inner.clone(), self.budget.clone());
         let estimate = (self.estimate)(&request);
         Box::pin(async move {
-            let reserved = tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => return Err(ClassifierError::cancelled()),
-                r = budget.reserve(estimate) => r,
+            let reserved = {
+                let cancelled = ctx.cancel.cancelled();
+                let reserve = budget.reserve(estimate);
+                futures::pin_mut!(cancelled, reserve);
+                // Cancellation first: a cancelled call reserves nothing.
+                match futures::future::select(cancelled, reserve).await {
+                    futures::future::Either::Left(_) => return Err(ClassifierError::cancelled()),
+                    futures::future::Either::Right((r, _)) => r,
+                }
             };
             let reservation = match reserved {
                 Ok(r) => r,
