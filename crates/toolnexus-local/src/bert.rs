@@ -65,6 +65,36 @@ impl Config {
     }
 }
 
+/// Multi-head self-attention over a packed query|key|value projection `qkv`
+/// of shape (b, t, 3d): each head's scaled dot products plus `mask` (shape
+/// (b, 1, 1, t): 0 for a key to attend to, a large negative for padding),
+/// softmax, the values mixed; the heads joined again, (b, t, d). BERT and
+/// Laya's decision head both attend this way.
+pub(crate) fn self_attention(
+    qkv: &Tensor,
+    heads: usize,
+    mask: &Tensor,
+) -> candle_core::Result<Tensor> {
+    let (b, t, packed) = qkv.dims3()?;
+    let d = packed / 3;
+    let head_dim = d / heads;
+    let scale = 1.0 / (head_dim as f64).sqrt();
+    let split = |i: usize| -> candle_core::Result<Tensor> {
+        qkv.narrow(D::Minus1, i * d, d)?
+            .reshape((b, t, heads, head_dim))?
+            .transpose(1, 2)?
+            .contiguous()
+    };
+    let (q, k, v) = (split(0)?, split(1)?, split(2)?);
+    let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(mask)?;
+    let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+    probs
+        .matmul(&v)?
+        .transpose(1, 2)?
+        .contiguous()?
+        .reshape((b, t, d))
+}
+
 pub(crate) struct Bert {
     word: Embedding,
     position: Embedding,
@@ -72,7 +102,6 @@ pub(crate) struct Bert {
     norm: LayerNorm,
     layers: Vec<Layer>,
     heads: usize,
-    head_dim: usize,
 }
 
 struct Layer {
@@ -158,7 +187,6 @@ impl Bert {
             norm,
             layers,
             heads: c.num_attention_heads,
-            head_dim: h / c.num_attention_heads,
         })
     }
 
@@ -177,24 +205,9 @@ impl Bert {
         // softmax it weighs exactly nothing.
         let mask =
             ((mask.to_dtype(DType::F32)? - 1.0)? * f64::from(f32::MAX))?.reshape((b, 1, 1, t))?;
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let h = self.heads * self.head_dim;
         for layer in &self.layers {
             let qkv = dense(&layer.qkv, &x)?;
-            let split = |i: usize| -> candle_core::Result<Tensor> {
-                qkv.narrow(D::Minus1, i * h, h)?
-                    .reshape((b, t, self.heads, self.head_dim))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&mask)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((b, t, h))?;
+            let context = self_attention(&qkv, self.heads, &mask)?;
             let a = dense(&layer.out, &context)?;
             x = layer.out_norm.forward(&(a + &x)?)?;
             let up = dense(&layer.up, &x)?.apply_op1_no_bwd(&Gelu)?;

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use candle_core::{D, DType, Device, Module, Tensor};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 use serde_json::{Value, json};
 use tokenizers::Tokenizer;
@@ -774,24 +774,9 @@ impl Head {
                 }
             }
             let mask = Tensor::from_vec(mask, (b, 1, 1, t), dev)?;
-            let head_dim = d / self.heads;
-            let scale = 1.0 / (head_dim as f64).sqrt();
             for layer in &self.layers {
                 let qkv = dense(&layer.qkv, &layer.norm1.forward(&h)?)?;
-                let split = |i: usize| -> candle_core::Result<Tensor> {
-                    qkv.narrow(D::Minus1, i * d, d)?
-                        .reshape((b, t, self.heads, head_dim))?
-                        .transpose(1, 2)?
-                        .contiguous()
-                };
-                let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-                let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&mask)?;
-                let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-                let context = probs
-                    .matmul(&v)?
-                    .transpose(1, 2)?
-                    .contiguous()?
-                    .reshape((b, t, d))?;
+                let context = crate::bert::self_attention(&qkv, self.heads, &mask)?;
                 h = (&h + dense(&layer.out, &context)?)?;
                 let up = dense(&layer.up, &layer.norm2.forward(&h)?)?.relu()?;
                 h = (&h + dense(&layer.down, &up)?)?;
