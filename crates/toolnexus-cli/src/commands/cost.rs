@@ -441,20 +441,10 @@ pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
     )
 }
 
-/// Prints an estimate (text or `--json`); exit 0.
-fn report(
-    command: &str,
-    args: &EstimateArgs,
-    prices: &PriceArgs,
-    style: &str,
-    model: &str,
-    counted: Counted,
-) -> Result<Exit> {
-    let (est, from) = estimator(args)?;
-    let e: Estimate = est.estimate(counted.shapes.iter());
-    let pricing = pricing(style, prices)?;
-    // (low, estimate, high, the cost's provenance)
-    let cost = match &pricing {
+/// An estimate's cost at `model`'s price: (low, estimate, high, the cost with
+/// its provenance); `None` when no price covers the model.
+pub fn priced(pricing: &Pricing, model: &str, e: &Estimate) -> Option<(f64, f64, f64, Cost)> {
+    match pricing {
         Pricing::Local => Some((
             0.0,
             0.0,
@@ -470,7 +460,41 @@ fn report(
             (lo, mid, hi, Cost::new(mid, source))
         }),
         _ => None,
-    };
+    }
+}
+
+/// The line that says what an estimate costs ([`priced`]'s answer).
+pub fn cost_line(pricing: &Pricing, model: &str, cost: Option<&(f64, f64, f64, Cost)>) -> String {
+    match cost {
+        Some((_, _, _, c)) if matches!(pricing, Pricing::Local) => {
+            format!("cost {c}: judged on this machine")
+        }
+        Some((lo, mid, hi, c)) => format!(
+            "cost ≈ ${} (${} to ${}), {} for {model}",
+            usd_text(*mid),
+            usd_text(*lo),
+            usd_text(*hi),
+            c.source.as_ref().map(|s| s.to_string()).unwrap_or_default()
+        ),
+        None => format!(
+            "cost unknown: no price for {model} in the price table (--prices FILE or ${PRICES_ENV} adds one); never counted as $0"
+        ),
+    }
+}
+
+/// Prints an estimate (text or `--json`); exit 0.
+fn report(
+    command: &str,
+    args: &EstimateArgs,
+    prices: &PriceArgs,
+    style: &str,
+    model: &str,
+    counted: Counted,
+) -> Result<Exit> {
+    let (est, from) = estimator(args)?;
+    let e: Estimate = est.estimate(counted.shapes.iter());
+    let pricing = pricing(style, prices)?;
+    let cost = priced(&pricing, model, &e);
     if args.json {
         let mut cost_json = cost
             .as_ref()
@@ -541,21 +565,7 @@ fn report(
         e.input_low.round(),
         e.input_high.round()
     );
-    match cost {
-        Some((_, _, _, c)) if matches!(pricing, Pricing::Local) => {
-            say!("cost {c}: judged on this machine");
-        }
-        Some((lo, mid, hi, c)) => say!(
-            "cost ≈ ${} (${} to ${}), {} for {model}",
-            usd_text(mid),
-            usd_text(lo),
-            usd_text(hi),
-            c.source.map(|s| s.to_string()).unwrap_or_default()
-        ),
-        None => say!(
-            "cost unknown: no price for {model} in the price table (--prices FILE or ${PRICES_ENV} adds one); never counted as $0"
-        ),
-    }
+    say!("{}", cost_line(&pricing, model, cost.as_ref()));
     Ok(Exit::Success)
 }
 

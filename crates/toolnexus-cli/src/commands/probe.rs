@@ -1,14 +1,16 @@
 //! `toolnexus probe`: the library's encoding probes (`toolnexus::probe`) over
-//! the first `--max-states` states of a JSONL file. The call count is printed
-//! before anything is sent, and a run above `--max-calls` is refused. A failed
+//! the first `--max-states` states of a JSONL file. The call count, input
+//! tokens and cost (the shared estimator and price table) are printed before
+//! anything is sent, and a run above `--max-calls` is refused. A failed
 //! call is counted in the report, never an abort.
 
 use anyhow::Result;
 use serde_json::Value;
 use toolnexus::classifier::EvalContext;
+use toolnexus::cost::{Estimator, Shape};
 use toolnexus::probe::{Probe, ProbeOptions, ProbeReport, ProbeResult, Verdict, run_probes};
 
-use crate::args::ProbeArgs;
+use crate::args::{PriceArgs, ProbeArgs};
 use crate::exit::{self, Exit};
 use crate::input;
 use crate::style::{self, Fallback};
@@ -50,10 +52,26 @@ pub async fn run(args: ProbeArgs) -> Result<Exit> {
             args.max_calls
         )));
     }
+    // What the run would spend, before anything is sent: each state's request
+    // shape times its variants, by the published estimator and the price table.
+    let shapes: Vec<Shape> = states
+        .iter()
+        .flat_map(|s| std::iter::repeat_n(Shape::of(s, &questions), per_state))
+        .collect();
+    let e = Estimator::default().estimate(shapes.iter());
+    let pricing = crate::commands::cost::pricing(built.style.as_str(), &PriceArgs::default())?;
+    let model = built.classifier.model().to_string();
+    let cost = crate::commands::cost::priced(&pricing, &model, &e);
+    let spend = format!(
+        "probe: input tokens ≈ {} (±{:.0}%); {}",
+        e.input_tokens.round(),
+        e.range_pct,
+        crate::commands::cost::cost_line(&pricing, &model, cost.as_ref())
+    );
     if args.json {
-        eprintln!("{plan}");
+        eprintln!("{plan}\n{spend}");
     } else {
-        println!("{plan}");
+        println!("{plan}\n{spend}");
     }
 
     let report = run_probes(&built.classifier, &questions, &states, &options).await;

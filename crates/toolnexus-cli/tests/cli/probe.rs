@@ -109,6 +109,14 @@ fn an_order_sensitive_upstream_is_broken_and_exits_3() {
         out.stdout
     );
     assert_eq!(up.requests().len(), 42);
+    // What it would spend is said before anything is sent: jev-latest is priced.
+    let spend = out.stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        spend.starts_with("probe: input tokens ≈ ")
+            && spend.contains("cost ≈ $")
+            && spend.contains("priced (toolnexus, checked 2026-12-05) for jev-latest"),
+        "{spend}"
+    );
     assert!(out.stdout.contains("\ndesk (choice)\n"), "{}", out.stdout);
     assert!(
         out.stdout
