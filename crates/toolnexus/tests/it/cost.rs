@@ -169,3 +169,31 @@ async fn the_layer_keeps_the_model_and_prices_on_the_asked_one_when_the_answerin
         .unwrap();
     assert!((e.cost.usd.unwrap() - 0.084).abs() < 1e-12, "{:?}", e.cost);
 }
+
+/// A budget beneath a cache (`caching(budgeted(…))`): hits never reach it, so
+/// twenty identical calls spend one call's tokens.
+#[tokio::test]
+async fn cache_hits_cost_nothing_under_a_budget() {
+    use toolnexus::cost::budget::{Budget, BudgetOptions, Spend, budgeted};
+    let inner = judge(
+        "m",
+        json!({"input_tokens": 300, "output_tokens": 0, "cost": 0.01}),
+        ClassifierOptions::default(),
+    );
+    let budget = Budget::new(BudgetOptions {
+        max_tokens: Some(1_000),
+        ..Default::default()
+    });
+    let shape =
+        |r: &toolnexus::classifier::EvalRequest| Spend::tokens(261 + 8 * r.questions.len() as u64);
+    let judge = caching(
+        budgeted(inner, budget.clone(), shape),
+        Arc::new(MemoryCache::new()),
+    );
+    let qs = questions(&[noul("spam", "Is it spam?")]).unwrap();
+    for _ in 0..20 {
+        judge.evaluate(json!("same"), &qs).await.unwrap();
+    }
+    assert_eq!(budget.spent().tokens, 300);
+    assert_eq!(budget.reached(), None);
+}
