@@ -73,7 +73,14 @@ impl Command {
             | Command::Distill(_)
             | Command::Model(_)
             | Command::Tape(TapeCommand::Record(_)) => true,
-            Command::Assess(a) => matches!(a.command, Some(AssessCommand::Run(_))),
+            // A report that also writes files (--report, --junit) writes them
+            // even when its reader has gone (`… --junit gates.xml | head`).
+            Command::Assess(a) => match &a.command {
+                Some(AssessCommand::Run(_)) => true,
+                Some(AssessCommand::Report(r)) => r.report.is_some() || r.junit.is_some(),
+                _ => false,
+            },
+            Command::Cost(CostCommand::Fit(f)) => f.out.is_some(),
             // The MCP server ends on its own when the client goes (stdin closed,
             // or a write that fails), with exit 0, never by SIGPIPE.
             Command::Mcp(a) => a.command.is_none(),

@@ -95,6 +95,9 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
     let th = dir.join("th.json").display().to_string();
     let cal = dir.join("cal.json").display().to_string();
     let cache = dir.join("c.db").display().to_string();
+    let b1 = dir.join("b1.jsonl").display().to_string();
+    let junit = dir.join("gates.xml").display().to_string();
+    let est = dir.join("est.json").display().to_string();
     let (qs, labels, demo_tape) = (
         demo("questions.json"),
         demo("labels.jsonl"),
@@ -130,7 +133,7 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
         vec!["--version".into()],
         vec!["eval".into()],
         vec!["eval".into(), "--json".into()],
-        batch(&dir.join("b1.jsonl").display().to_string()),
+        batch(&b1),
         vec!["tape".into(), "show".into()],
         vec!["tape".into(), "show".into(), tape.clone(), "--json".into()],
         vec!["tape".into(), "replay".into()],
@@ -155,7 +158,7 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
     });
     let recorded = dir.join("rec.tape.json").display().to_string();
     let model_dir = dir.join("model").display().to_string();
-    let more: [&[&str]; 22] = [
+    let more: [&[&str]; 24] = [
         &[
             "tape",
             "record",
@@ -215,6 +218,17 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
         &["lint", "--list-rules"],
         &["lint", "--explain", "TNL001"],
         &["assess", "drift", &run, &run2],
+        // Files a report or a fit writes are written even when stdout is gone.
+        &[
+            "assess",
+            "report",
+            &run,
+            "--max",
+            "run.latency_p95_ms=100000",
+            "--junit",
+            &junit,
+        ],
+        &["cost", "fit", &b1, "--out", &est],
         &[
             "probe",
             "--questions",
@@ -242,6 +256,11 @@ fn every_subcommand_with_a_closed_stdout_ends_quietly() {
     assert!(std::path::Path::new(&run).exists());
     assert!(std::path::Path::new(&th).exists());
     assert!(std::path::Path::new(&recorded).exists());
+    assert!(std::path::Path::new(&junit).exists(), "--junit written");
+    assert!(
+        std::path::Path::new(&est).exists(),
+        "cost fit --out written"
+    );
 }
 
 #[test]
