@@ -210,21 +210,9 @@ impl DecisionTune {
                         confidence: top,
                     })
                 }
-                Question::Score(s) => DecisionAnswer::Score(ScoreAnswer {
-                    score: p.iter().enumerate().map(|(i, x)| i as f64 * x).sum(),
-                    legend: s
-                        .criteria
-                        .iter()
-                        .enumerate()
-                        .map(|(i, l)| (i.to_string(), l.to_string()))
-                        .collect(),
-                    probabilities: p
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| (i.to_string(), *x))
-                        .collect(),
-                    confidence: top,
-                }),
+                Question::Score(s) => {
+                    DecisionAnswer::Score(ScoreAnswer::from_distribution(p, &s.criteria, top))
+                }
                 _ => DecisionAnswer::Noul(NoulAnswer { noul: p[0] }),
             };
             answers.insert(row.key.clone(), answer);

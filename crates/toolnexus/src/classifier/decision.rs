@@ -199,6 +199,39 @@ pub struct ScoreAnswer {
 }
 
 impl ScoreAnswer {
+    /// The answer a distribution `p` over the levels (in level order) gives:
+    /// the expected level as `score`, each level's text and probability under
+    /// its index, and `confidence` as given.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ScoreAnswer;
+    ///
+    /// let a = ScoreAnswer::from_distribution(&[0.2, 0.8], ["low", "high"], 0.6);
+    /// assert!((a.score - 0.8).abs() < 1e-12);
+    /// assert_eq!(a.legend["1"], "high");
+    /// assert_eq!(a.probabilities["0"], 0.2);
+    /// ```
+    pub fn from_distribution<L: std::fmt::Display>(
+        p: &[f64],
+        levels: impl IntoIterator<Item = L>,
+        confidence: f64,
+    ) -> ScoreAnswer {
+        ScoreAnswer {
+            score: p.iter().enumerate().map(|(i, x)| i as f64 * x).sum(),
+            legend: levels
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| (i.to_string(), l.to_string()))
+                .collect(),
+            probabilities: p
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (i.to_string(), *x))
+                .collect(),
+            confidence,
+        }
+    }
+
     /// The legend's texts in numeric level order: `"2"` before `"10"`. Keys that
     /// are not numbers come last, in their map order.
     ///

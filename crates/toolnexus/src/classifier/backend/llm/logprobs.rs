@@ -177,21 +177,11 @@ pub(crate) fn answer_from(q: &Question, p: &[f64]) -> DecisionAnswer {
                 confidence: choice_confidence(p),
             })
         }
-        Question::Score(s) => DecisionAnswer::Score(ScoreAnswer {
-            score: p.iter().enumerate().map(|(i, x)| i as f64 * x).sum(),
-            legend: s
-                .criteria
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i.to_string(), t.to_string()))
-                .collect(),
-            probabilities: p
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (i.to_string(), *x))
-                .collect(),
-            confidence: score_confidence(p),
-        }),
+        Question::Score(s) => DecisionAnswer::Score(ScoreAnswer::from_distribution(
+            p,
+            &s.criteria,
+            score_confidence(p),
+        )),
         // `constrained_prompt` refuses a box question before any request is made,
         // so no distribution over labels exists for one.
         Question::Box(_) => unreachable!("box questions never reach log-probability decoding"),
