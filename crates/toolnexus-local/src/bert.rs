@@ -266,7 +266,7 @@ impl CustomOp1 for Gelu {
     }
 }
 
-fn gelu(src: &[f32], out: &mut [f32]) {
+pub(crate) fn gelu(src: &[f32], out: &mut [f32]) {
     for (o, &x) in out.iter_mut().zip(src) {
         *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
     }

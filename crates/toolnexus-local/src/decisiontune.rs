@@ -75,7 +75,6 @@ struct Inner {
     cls: u32,
     sep: u32,
     mask: u32,
-    pad: u32,
     dir: PathBuf,
 }
 
@@ -149,10 +148,11 @@ impl DecisionTune {
                 .ok_or_else(|| msg::tokenizer(&tok_path, format_args!("it has no {t} token")))
         };
         let (cls, sep, mask) = (id("[CLS]")?, id("[SEP]")?, id("[MASK]")?);
-        let pad = id("[PAD]").unwrap_or(sep);
         let weights = dir.join("model.safetensors");
-        let vb = VarBuilder::from_tensors(read_safetensors(&weights)?, DType::F32, &Device::Cpu);
-        let encoder = ModernBert::load(vb, &enc).map_err(|e| msg::weights_mismatch(&weights, e))?;
+        let mut tensors = read_safetensors(&weights)?;
+        let encoder = ModernBert::load(&mut tensors, "", &enc)
+            .map_err(|e| msg::weights_mismatch(&weights, e))?;
+        drop(tensors);
         let head_path = dir.join("head.safetensors");
         let hb = VarBuilder::from_tensors(read_safetensors(&head_path)?, DType::F32, &Device::Cpu);
         let head = (|| {
@@ -170,14 +170,13 @@ impl DecisionTune {
                 cls,
                 sep,
                 mask,
-                pad,
                 dir: dir.to_path_buf(),
             }),
         })
     }
 
     /// Decides `questions` about `state` on the calling thread, all rows in
-    /// one padded forward pass. `calibrated` is false; usage counts the
+    /// one forward pass (packed, no padding computed). `calibrated` is false; usage counts the
     /// tokens over the rows.
     pub fn decide(
         &self,
@@ -302,18 +301,15 @@ impl DecisionTune {
         }
         let inner = &*self.inner;
         let ids: Vec<&[u32]> = rows.iter().map(|r| r.ids.as_slice()).collect();
-        let (ids, lengths) = crate::modernbert::pad(&ids, inner.pad)?;
-        let hidden = inner.encoder.forward(&ids, &lengths)?;
-        let (b, t, d) = hidden.dims3()?;
-        let at: Vec<u32> = rows
+        let hidden = inner.encoder.forward(&ids)?;
+        let picked: Vec<f32> = rows
             .iter()
             .enumerate()
-            .flat_map(|(row, r)| r.markers.iter().map(move |m| (row * t + m) as u32))
+            .flat_map(|(row, r)| r.markers.iter().map(move |&m| (row, m)))
+            .flat_map(|(row, m)| hidden.token(row, m).iter().copied())
             .collect();
-        let n = at.len();
-        let picked = hidden
-            .reshape((b * t, d))?
-            .index_select(&Tensor::from_vec(at, n, &Device::Cpu)?, 0)?;
+        let n = picked.len() / hidden.hidden;
+        let picked = Tensor::from_vec(picked, (n, hidden.hidden), &Device::Cpu)?;
         let all: Vec<f32> = inner.head.forward(&picked)?.flatten_all()?.to_vec1()?;
         let mut rest = all.as_slice();
         for r in rows {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{LayerNorm, Linear, VarBuilder};
 use serde_json::{Value, json};
 use tokenizers::Tokenizer;
 use toolnexus::classifier::{
@@ -17,10 +17,11 @@ use toolnexus::classifier::{
     Questions, ScoreAnswer, near_uniform, validate_questions,
 };
 
-use crate::bert::{Gelu, dense};
+use crate::bert::Gelu;
 use crate::error::{LocalError, msg};
+use crate::kernels::{Attend, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, take};
 use crate::modernbert::{
-    EncoderConfig, Fields, ModernBert, read_safetensors, read_tokenizer, token_ids,
+    EncoderConfig, Fields, ModernBert, Packed, read_safetensors, read_tokenizer, token_ids,
 };
 use crate::pyjson::{Separators, dumps};
 
@@ -57,7 +58,6 @@ pub(crate) struct Special {
     pub cls: u32,
     pub sep: u32,
     pub mask: u32,
-    pub pad: u32,
     /// The mask token's text: inside any text it becomes a space.
     pub mask_text: String,
 }
@@ -240,10 +240,10 @@ impl Laya {
                 ));
             }
         }
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
-        let encoder = ModernBert::load(vb.pp("encoder"), &enc)
+        let mut tensors = tensors;
+        let encoder = ModernBert::load(&mut tensors, "encoder.", &enc)
             .map_err(|e| msg::weights_mismatch(&weights_path, e))?;
-        let head = Head::load(&vb, enc.hidden_size, head_layers, n_act)
+        let head = Head::load(tensors, enc.hidden_size, head_layers, n_act)
             .map_err(|e| msg::weights_mismatch(&weights_path, e))?;
         Ok(Laya {
             inner: Arc::new(Inner {
@@ -266,7 +266,9 @@ impl Laya {
     }
 
     /// Decides `questions` about `state` on the calling thread (it blocks for
-    /// the forward pass): one row per question, all in one padded pass.
+    /// the forward pass): one row per question, all in one forward pass (the
+    /// rows packed end to end: the reference's padding is never computed, and
+    /// a row's numbers do not depend on the rows beside it).
     /// `calibrated` is true — in the sense the checkpoint's own temperatures
     /// give, no more; usage counts the real tokens over the rows.
     ///
@@ -295,8 +297,8 @@ impl Laya {
         Ok(all.remove(0))
     }
 
-    /// Decides the same questions about every state in ONE padded forward
-    /// pass (all rows of all states), each state's decision as
+    /// Decides the same questions about every state in ONE forward pass
+    /// (all rows of all states, packed), each state's decision as
     /// [`decide_full`](Laya::decide_full) gives it.
     pub fn decide_batch(
         &self,
@@ -423,11 +425,10 @@ impl Laya {
         }
         let inner = &*self.inner;
         let rows: Vec<&[u32]> = built.iter().map(|b| b.ids.as_slice()).collect();
-        let (ids, lengths) = crate::modernbert::pad(&rows, inner.special.pad)?;
-        let hidden = inner.encoder.forward(&ids, &lengths)?;
-        let kinds: Vec<u32> = built.iter().map(|b| b.kind as u32).collect();
+        let hidden = inner.encoder.forward(&rows)?;
+        let kinds: Vec<usize> = built.iter().map(|b| b.kind).collect();
         let markers: Vec<&[usize]> = built.iter().map(|b| b.markers.as_slice()).collect();
-        let (logits, act) = inner.head.forward(&hidden, &lengths, &kinds, &markers)?;
+        let (logits, act) = inner.head.forward(hidden, &kinds, &markers)?;
         Ok(built
             .into_iter()
             .zip(logits)
@@ -667,24 +668,23 @@ fn special_tokens(tok_dir: &Path, tokenizer: &Tokenizer) -> Result<Special, Loca
     let (_, cls) = token("cls_token")?;
     let (_, sep) = token("sep_token")?;
     let (mask_text, mask) = token("mask_token")?;
-    let pad = token("pad_token").map(|(_, id)| id).unwrap_or(sep);
     Ok(Special {
         cls,
         sep,
         mask,
-        pad,
         mask_text,
     })
 }
 
-/// The head's transformer layer: pre-norm, ReLU feed-forward.
+/// The head's transformer layer (PyTorch's, with the norm first): pre-norm
+/// attention without positions, pre-norm ReLU feed-forward of 4× the width.
 struct HeadLayer {
-    qkv: Linear,
-    out: Linear,
-    norm1: LayerNorm,
-    norm2: LayerNorm,
-    up: Linear,
-    down: Linear,
+    qkv: Lin,
+    out: Lin,
+    norm1: Norm,
+    norm2: Norm,
+    up: Lin,
+    down: Lin,
 }
 
 /// One list of numbers per row.
@@ -692,7 +692,8 @@ type PerRow = Vec<Vec<f32>>;
 
 /// The decision head on top of the encoder.
 struct Head {
-    type_emb: Embedding,
+    /// `[3, d]`: one row per question type, added to every token of its row.
+    type_emb: Vec<f32>,
     layers: Vec<HeadLayer>,
     heads: usize,
     scorer_norm: LayerNorm,
@@ -717,33 +718,56 @@ fn ln(vb: &VarBuilder, d: usize) -> candle_core::Result<LayerNorm> {
     ))
 }
 
+/// Rows the head's layers run on at once (whole rows).
+const HEAD_GROUP_TOKENS: usize = 2048;
+
 impl Head {
-    fn load(vb: &VarBuilder, d: usize, layers: usize, n_act: usize) -> candle_core::Result<Head> {
+    /// The head from the checkpoint's tensors left after the encoder's.
+    fn load(
+        mut map: HashMap<String, Tensor>,
+        d: usize,
+        layers: usize,
+        n_act: usize,
+    ) -> candle_core::Result<Head> {
         let heads = (d / 64).max(1);
         if !d.is_multiple_of(heads) {
             candle_core::bail!("the head's width {d} does not split into {heads} heads");
         }
         let layers = (0..layers)
             .map(|i| {
-                let l = vb.pp(format!("head.layers.{i}"));
-                let a = l.pp("self_attn");
+                let name = |n: &str| format!("head.layers.{i}.{n}");
+                let mut lin = |n: &str, out: usize, inp: usize| {
+                    let w = take(&mut map, &name(&format!("{n}.weight")), &[out, inp])?;
+                    let b = take(&mut map, &name(&format!("{n}.bias")), &[out])?;
+                    Lin::new(w, Some(b))
+                };
+                let (out, up, down) = (
+                    lin("self_attn.out_proj", d, d)?,
+                    lin("linear1", 4 * d, d)?,
+                    lin("linear2", d, 4 * d)?,
+                );
+                let qkv = Lin::new(
+                    take(&mut map, &name("self_attn.in_proj_weight"), &[3 * d, d])?,
+                    Some(take(&mut map, &name("self_attn.in_proj_bias"), &[3 * d])?),
+                )?;
                 Ok(HeadLayer {
-                    qkv: Linear::new(
-                        a.get((3 * d, d), "in_proj_weight")?,
-                        Some(a.get(3 * d, "in_proj_bias")?),
-                    ),
-                    out: lin(&a.pp("out_proj"), d, d)?,
-                    norm1: ln(&l.pp("norm1"), d)?,
-                    norm2: ln(&l.pp("norm2"), d)?,
-                    up: lin(&l.pp("linear1"), 4 * d, d)?,
-                    down: lin(&l.pp("linear2"), d, 4 * d)?,
+                    qkv,
+                    out,
+                    norm1: Norm::take(&mut map, &name("norm1"), d, true, 1e-5)?,
+                    norm2: Norm::take(&mut map, &name("norm2"), d, true, 1e-5)?,
+                    up,
+                    down,
                 })
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
+        let type_emb = take(&mut map, "type_emb.weight", &[3, d])?
+            .flatten_all()?
+            .to_vec1()?;
+        let vb = VarBuilder::from_tensors(map, DType::F32, &Device::Cpu);
         let s = vb.pp("scorer");
         let a = vb.pp("act_head");
         Ok(Head {
-            type_emb: Embedding::new(vb.get((3, d), "type_emb.weight")?, d),
+            type_emb,
             layers,
             heads,
             scorer_norm: ln(&s.pp("0"), d)?,
@@ -757,38 +781,74 @@ impl Head {
     /// Per row: one logit per marker, and the act head's softmax.
     fn forward(
         &self,
-        hidden: &Tensor,
-        lengths: &[usize],
-        kinds: &[u32],
+        hidden: Packed,
+        kinds: &[usize],
         markers: &[&[usize]],
     ) -> candle_core::Result<(PerRow, PerRow)> {
-        let (b, t, d) = hidden.dims3()?;
-        let dev = hidden.device();
-        let kinds = Tensor::from_slice(kinds, b, dev)?;
-        let mut h = hidden.broadcast_add(&self.type_emb.forward(&kinds)?.unsqueeze(1)?)?;
-        if !self.layers.is_empty() {
-            let mut mask = vec![0f32; b * t];
-            for (row, &len) in lengths.iter().enumerate() {
-                for k in len..t {
-                    mask[row * t + k] = f32::MIN;
-                }
-            }
-            let mask = Tensor::from_vec(mask, (b, 1, 1, t), dev)?;
-            for layer in &self.layers {
-                let qkv = dense(&layer.qkv, &layer.norm1.forward(&h)?)?;
-                let context = crate::bert::self_attention(&qkv, self.heads, &mask)?;
-                h = (&h + dense(&layer.out, &context)?)?;
-                let up = dense(&layer.up, &layer.norm2.forward(&h)?)?.relu()?;
-                h = (&h + dense(&layer.down, &up)?)?;
+        let d = hidden.hidden;
+        let b = kinds.len();
+        let starts = hidden.starts.clone();
+        let n = hidden.data.len() / d;
+        let lengths: Vec<usize> = starts
+            .iter()
+            .zip(starts.iter().skip(1).chain(std::iter::once(&n)))
+            .map(|(s, e)| e - s)
+            .collect();
+        let mut x = hidden.data;
+        for (row, &kind) in kinds.iter().enumerate() {
+            let t = &self.type_emb[kind * d..(kind + 1) * d];
+            for token in x[starts[row] * d..(starts[row] + lengths[row]) * d].chunks_mut(d) {
+                token.iter_mut().zip(t).for_each(|(x, t)| *x += t);
             }
         }
-        let flat = h.reshape((b * t, d))?;
-        let at: Vec<u32> = markers
+        if !self.layers.is_empty() {
+            let groups = groups(&lengths, HEAD_GROUP_TOKENS);
+            let most = groups.iter().map(|g| g.tokens).max().unwrap_or(0);
+            let mut normed = vec![0f32; most * d];
+            let mut qkv = vec![0f32; most * 3 * d];
+            let mut ctx = vec![0f32; most * d];
+            let mut up = vec![0f32; most * 4 * d];
+            let attend = Attend {
+                heads: self.heads,
+                head_dim: d / self.heads,
+                rope: None,
+                window: None,
+                block: 512,
+            };
+            for layer in &self.layers {
+                let (w_qkv, w_out) = (HeldLin::of(&layer.qkv)?, HeldLin::of(&layer.out)?);
+                let (w_up, w_down) = (HeldLin::of(&layer.up)?, HeldLin::of(&layer.down)?);
+                let (norm1, norm2) = (HeldNorm::of(&layer.norm1)?, HeldNorm::of(&layer.norm2)?);
+                for g in &groups {
+                    let tokens = g.tokens;
+                    let x = &mut x[g.first_token * d..(g.first_token + tokens) * d];
+                    let normed = &mut normed[..tokens * d];
+                    let qkv = &mut qkv[..tokens * 3 * d];
+                    let ctx = &mut ctx[..tokens * d];
+                    let up = &mut up[..tokens * 4 * d];
+                    norm1.apply(x, normed);
+                    w_qkv.apply(Rows::packed(normed, tokens, d), qkv, Out::Overwrite);
+                    attention(qkv, &g.rows(&starts, &lengths), &attend, ctx);
+                    w_out.apply(Rows::packed(ctx, tokens, d), x, Out::Add);
+                    norm2.apply(x, normed);
+                    w_up.apply(Rows::packed(normed, tokens, d), up, Out::Overwrite);
+                    up.iter_mut().for_each(|v| *v = v.max(0.0));
+                    w_down.apply(Rows::packed(up, tokens, 4 * d), x, Out::Add);
+                }
+            }
+        }
+        let token = |row: usize, p: usize| &x[(starts[row] + p) * d..(starts[row] + p + 1) * d];
+        let dev = Device::Cpu;
+        let picked: Vec<f32> = markers
             .iter()
             .enumerate()
-            .flat_map(|(row, ms)| ms.iter().map(move |m| (row * t + m) as u32))
+            .flat_map(|(row, ms)| ms.iter().flat_map(move |&m| token(row, m).iter().copied()))
             .collect();
-        let picked = flat.index_select(&Tensor::from_vec(at.clone(), at.len(), dev)?, 0)?;
+        let picked = Tensor::from_vec(
+            picked,
+            (markers.iter().map(|m| m.len()).sum::<usize>(), d),
+            &dev,
+        )?;
         let s = self
             .scorer_up
             .forward(&self.scorer_norm.forward(&picked)?)?
@@ -803,8 +863,10 @@ impl Head {
         }
         // The act head reads position 0 beside four features of the raw
         // (untempered) distribution: top1, top1 − top2, normalised entropy, k/255.
-        let firsts: Vec<u32> = (0..b).map(|row| (row * t) as u32).collect();
-        let pooled = flat.index_select(&Tensor::from_vec(firsts, b, dev)?, 0)?;
+        let pooled: Vec<f32> = (0..b)
+            .flat_map(|row| token(row, 0).iter().copied())
+            .collect();
+        let pooled = Tensor::from_vec(pooled, (b, d), &dev)?;
         let mut feats = Vec::with_capacity(b * 4);
         for l in &logits {
             let z: Vec<f64> = l.iter().map(|x| f64::from(*x)).collect();
@@ -821,7 +883,7 @@ impl Head {
             let ent = -p.iter().map(|x| x * x.max(1e-9).ln()).sum::<f64>() / k.ln();
             feats.extend([top1, top1 - top2, ent, k / 255.0].map(|x| x as f32));
         }
-        let feats = Tensor::from_vec(feats, (b, 4), dev)?;
+        let feats = Tensor::from_vec(feats, (b, 4), &dev)?;
         let act_in = Tensor::cat(&[&pooled, &feats], 1)?;
         let act = self
             .act_out

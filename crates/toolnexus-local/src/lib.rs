@@ -101,6 +101,7 @@ mod bert;
 mod decisiontune;
 mod embed;
 mod error;
+mod kernels;
 mod laya;
 mod modernbert;
 mod num;
