@@ -433,7 +433,10 @@ mod tests {
         let ok = Prices::parse(&base(&format!("{{{good}}}")), "p").unwrap();
         assert_eq!(ok.find("m").unwrap().note, None);
         let noted = Prices::parse(&base(&format!("{{{good},\"note\":\"negotiated\"}}")), "p");
-        assert_eq!(noted.unwrap().find("m").unwrap().note.as_deref(), Some("negotiated"));
+        assert_eq!(
+            noted.unwrap().find("m").unwrap().note.as_deref(),
+            Some("negotiated")
+        );
         for (price, want) in [
             (
                 format!("{{{good},\"extra\":1}}"),
@@ -455,10 +458,7 @@ mod tests {
                 format!("{{{good},\"note\":\" \"}}"),
                 "p: prices[0].note is \" \": want a remark on the price",
             ),
-            (
-                format!("{{{good},\"note\":3}}"),
-                "p: prices[0].note is 3",
-            ),
+            (format!("{{{good},\"note\":3}}"), "p: prices[0].note is 3"),
         ] {
             let text = if price.starts_with('{') {
                 base(&price)

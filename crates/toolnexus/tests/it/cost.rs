@@ -234,8 +234,8 @@ impl toolnexus::classifier::Evaluator for OnThisMachine {
 
 #[tokio::test]
 async fn a_local_answer_beneath_a_priced_layer_stays_local_through_every_wrapper() {
-    use toolnexus::assess::{CalibratedQuestion, Calibration, QuestionMap, calibrating};
     use toolnexus::assess::calibrate::{NoulMap, Platt};
+    use toolnexus::assess::{CalibratedQuestion, Calibration, QuestionMap, calibrating};
     use toolnexus::classifier::{EvalContext, EvalRequest, question_hash};
     use toolnexus::cost::budget::{Budget, BudgetOptions, Spend, budgeted};
 
@@ -262,17 +262,16 @@ async fn a_local_answer_beneath_a_priced_layer_stays_local_through_every_wrapper
         Spend::tokens(100).with_usd(0.001)
     });
     let (seen, f) = metrics();
-    let priced = pricing_with_metrics(
-        capped,
-        Pricing::Table(Prices::builtin().into()),
-        Some(f),
-    );
+    let priced = pricing_with_metrics(capped, Pricing::Table(Prices::builtin().into()), Some(f));
     let e = priced
         .evaluate_request(EvalContext::new(), EvalRequest::new(json!("hi"), qs))
         .await
         .unwrap();
     assert!(e.decision.calibrated, "the calibration applied");
-    assert_eq!((e.cost.usd, e.cost.source), (Some(0.0), Some(CostSource::Local)));
+    assert_eq!(
+        (e.cost.usd, e.cost.source),
+        (Some(0.0), Some(CostSource::Local))
+    );
     assert_eq!(last(&seen), (Some(0.0), Some(CostSource::Local)));
     let spent = budget.spent();
     assert_eq!(
