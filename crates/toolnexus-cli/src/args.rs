@@ -171,7 +171,8 @@ pub struct CostFitArgs {
 pub struct PriceArgs {
     /// A price table (JSON: {"format":"toolnexus.prices","version":1,"name":..,
     /// "prices":[{"model":"jev-*","input_per_million":..,"output_per_million":..,
-    /// "source":"URL","checked":"YYYY-MM-DD"}]}) tried before the compiled-in
+    /// "source":"URL","checked":"YYYY-MM-DD","note":".." (optional)}]}; a
+    /// price of your own may cite any source) tried before the compiled-in
     /// one; default: the file $TOOLNEXUS_PRICES names. A cost the backend
     /// reports always wins; a model no table lists stays unknown, never $0.
     #[arg(long, value_name = "FILE")]
@@ -774,6 +775,9 @@ pub struct EvalArgs {
     /// Floating aliases and files fitted on another model.
     #[command(flatten)]
     pub pin: PinArgs,
+    /// Prices for the cost the decision shows.
+    #[command(flatten)]
+    pub prices: PriceArgs,
 }
 
 /// Pinning: a floating alias as the model, or a thresholds or calibration
@@ -1204,6 +1208,9 @@ pub struct ServeArgs {
     /// request naming a floating alias as its model is refused (422).
     #[command(flatten)]
     pub pin: PinArgs,
+    /// Prices for the cost each answer's usage carries.
+    #[command(flatten)]
+    pub prices: PriceArgs,
 }
 
 /// A time for `serve`'s bounds: a number with `ms`, `s` or `m`, bare = seconds;

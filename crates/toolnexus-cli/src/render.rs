@@ -5,11 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use toolnexus::classifier::{Decision, DecisionAnswer, near_uniform};
-
-/// The decision's wire JSON (`Decision::to_value`), pretty-printed, keys sorted.
-pub fn decision_json(d: &Decision) -> String {
-    pretty(&d.to_value())
-}
+use toolnexus::cost::{Cost, CostSource};
 
 /// Any value pretty-printed.
 pub fn pretty(v: &Value) -> String {
@@ -122,6 +118,56 @@ fn rows(d: &Decision) -> Vec<[String; 6]> {
 /// The decision as a table, then model, calibrated, tokens and cost. A cost the
 /// backend did not report reads "not reported", never $0.
 pub fn decision_table(d: &Decision) -> String {
+    table(d, cost(d.usage.cost))
+}
+
+/// [`decision_table`] with the cost the run's pricing settled and where it
+/// came from: `$0.0000173, priced (toolnexus, checked 2026-12-05)`, `$0,
+/// local`, or for a model no table prices "not reported, and no price for
+/// MODEL (see --prices)", never $0.
+pub fn decision_table_costed(d: &Decision, settled: &Cost) -> String {
+    table(d, settled_cost(settled, &d.model))
+}
+
+/// The table's text for a settled cost (see [`decision_table_costed`]).
+pub fn settled_cost(settled: &Cost, model: &str) -> String {
+    match (settled.usd, &settled.source) {
+        (Some(0.0), Some(source)) => format!("$0, {source}"),
+        (Some(usd), Some(source)) => format!("{}, {source}", cost(Some(usd))),
+        _ => format!("not reported, and no price for {model} (see --prices)"),
+    }
+}
+
+/// Writes a cost toolnexus settled into a decision's wire JSON, beside the
+/// usage it priced: `usage.cost` (US dollars, the spelling the wire already
+/// has) and `usage.cost_source` (`priced`, `local` or `cache`), with
+/// `usage.cost_table` and `usage.cost_checked` for a priced one. A cost the
+/// backend reported is its own `usage.cost` already and is left as sent; an
+/// unknown cost writes nothing: no `cost` key, never 0. Only fields are added
+/// or set; the ones already there keep their types and order.
+pub fn with_cost(v: &mut Value, settled: &Cost) {
+    let (Some(usd), Some(source)) = (settled.usd, &settled.source) else {
+        return;
+    };
+    if *source == CostSource::Reported {
+        return;
+    }
+    let Some(o) = v.as_object_mut() else { return };
+    let usage = o
+        .entry("usage")
+        .or_insert_with(|| Value::Object(Default::default()));
+    let Some(u) = usage.as_object_mut() else {
+        return;
+    };
+    u.insert("cost".into(), Value::from(usd));
+    u.insert("cost_source".into(), Value::from(source.as_str()));
+    if let CostSource::Priced { table, checked } = source {
+        u.insert("cost_table".into(), Value::from(table.as_str()));
+        u.insert("cost_checked".into(), Value::from(checked.as_str()));
+    }
+}
+
+fn table(d: &Decision, cost_text: String) -> String {
     const HEAD: [&str; 6] = [
         "KEY",
         "TYPE",
@@ -172,7 +218,7 @@ pub fn decision_table(d: &Decision) -> String {
             "tokens",
             format!("{} in, {} out", d.usage.input_tokens, d.usage.output_tokens),
         ),
-        ("cost", cost(d.usage.cost)),
+        ("cost", cost_text),
     ] {
         out.push_str(&format!("{k:<12}{v}\n"));
     }
@@ -317,6 +363,46 @@ cost        $0.0000564
         assert!(!t.contains('$'));
         assert_eq!(cost(Some(1.5)), "$1.50");
         assert_eq!(cost(Some(0.012345)), "$0.0123");
+    }
+
+    #[test]
+    fn a_settled_cost_says_where_it_came_from() {
+        let priced = Cost::new(
+            0.0000173,
+            CostSource::Priced {
+                table: "toolnexus".into(),
+                checked: "2026-12-05".into(),
+            },
+        );
+        let t = decision_table_costed(&demo_decision(None), &priced);
+        assert!(
+            t.contains("cost        $0.0000173, priced (toolnexus, checked 2026-12-05)\n"),
+            "{t}"
+        );
+        let local = decision_table_costed(&demo_decision(None), &Cost::new(0.0, CostSource::Local));
+        assert!(local.contains("cost        $0, local\n"), "{local}");
+        let unknown = decision_table_costed(&demo_decision(None), &Cost::UNKNOWN);
+        assert!(
+            unknown.contains("cost        not reported, and no price for jev-1.13-20260917"),
+            "{unknown}"
+        );
+        assert!(!unknown.contains('$'));
+
+        let mut v = demo_decision(None).to_value();
+        with_cost(&mut v, &priced);
+        assert_eq!(
+            v["usage"],
+            serde_json::json!({"input_tokens": 412, "output_tokens": 38, "cost": 0.0000173,
+                "cost_source": "priced", "cost_table": "toolnexus", "cost_checked": "2026-12-05"})
+        );
+        let before = demo_decision(None).to_value();
+        let mut v = before.clone();
+        with_cost(&mut v, &Cost::UNKNOWN);
+        assert_eq!(v, before, "an unknown cost adds nothing, never 0");
+        let reported = demo_decision(Some(0.25)).to_value();
+        let mut v = reported.clone();
+        with_cost(&mut v, &Cost::new(0.25, CostSource::Reported));
+        assert_eq!(v, reported, "a reported cost is the backend's own, as sent");
     }
 
     #[test]

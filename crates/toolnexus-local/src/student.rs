@@ -1292,7 +1292,22 @@ impl toolnexus::classifier::Evaluator for Cascade {
         request: toolnexus::classifier::EvalRequest,
     ) -> toolnexus::classifier::BoxFuture<Result<Decision, toolnexus::classifier::ClassifierError>>
     {
+        let fut = self.call_full(ctx, request);
+        Box::pin(async move { fut.await.map(|e| e.decision) })
+    }
+
+    /// The student's answers cost an explicit 0 (`local`), whatever style the
+    /// teacher is; the teacher's come back as its classifier settled them
+    /// (request id, cost), for a pricing layer outside to price.
+    fn call_full(
+        &self,
+        ctx: toolnexus::classifier::EvalContext,
+        request: toolnexus::classifier::EvalRequest,
+    ) -> toolnexus::classifier::BoxFuture<
+        Result<toolnexus::classifier::Evaluated, toolnexus::classifier::ClassifierError>,
+    > {
         use std::sync::atomic::Ordering;
+        use toolnexus::cost::{Cost, CostSource};
         let (teacher, threshold, stats) =
             (self.teacher.clone(), self.threshold, self.stats.clone());
         // A student that never serves (no cut kept the target) is not asked.
@@ -1307,15 +1322,14 @@ impl toolnexus::classifier::Evaluator for Cascade {
             match local {
                 Some(Ok((d, least))) if least >= threshold => {
                     stats.local.fetch_add(1, Ordering::Relaxed);
-                    Ok(d)
+                    let mut e = toolnexus::classifier::Evaluated::new(d);
+                    e.cost = Cost::new(0.0, CostSource::Local);
+                    Ok(e)
                 }
                 // Unsure, or a question it has no head for: the teacher answers.
                 _ => {
                     stats.teacher.fetch_add(1, Ordering::Relaxed);
-                    teacher
-                        .evaluate_request(ctx, request)
-                        .await
-                        .map(|e| e.decision)
+                    teacher.evaluate_request(ctx, request).await
                 }
             }
         })
@@ -1324,7 +1338,10 @@ impl toolnexus::classifier::Evaluator for Cascade {
 
 /// Answers locally when the student is at least `threshold` confident on
 /// every asked key (the file's threshold when `None`), else asks `teacher`.
-/// The decision's `model` says which answered; `stats` counts both.
+/// The decision's `model` says which answered; `stats` counts both. The
+/// student's answers carry an explicit 0 cost with source `local`
+/// ([`toolnexus::cost::CostSource::Local`]), which a pricing layer outside
+/// keeps; the teacher's are priced as the teacher's.
 pub fn cascade(
     local: LocalStudent,
     teacher: toolnexus::classifier::Classifier,

@@ -5,8 +5,9 @@
 //! - [`CostSource`] and [`Cost`]: every cost says where it came from —
 //!   `reported` (the backend said so; always wins), `priced` (tokens × a price
 //!   from a named, dated table), `local` (an explicit 0 for judgments made on
-//!   this machine) or `cache` (a hit: nothing was spent). An unknown cost is
-//!   `None`, never 0.
+//!   this machine, whether the whole style is local or a layer beneath marked
+//!   the answer so, as a cascade's student does) or `cache` (a hit: nothing
+//!   was spent). An unknown cost is `None`, never 0.
 //! - [`Prices`]: the compiled-in table ([`Prices::builtin`]) and a user's file
 //!   over it ([`Prices::load`], [`Prices::over`]).
 //! - [`Pricing`] and [`pricing`]: a layer that settles each call's cost where
@@ -296,23 +297,35 @@ impl Pricing {
         }
     }
 
-    /// Settles `e` in place: a cache hit stays 0, a reported cost stays, the
-    /// rest is priced on the answering model (or `asked`, when the answering
-    /// model is not in the table).
+    /// Settles `e` in place: a cache hit stays 0, a reported cost stays, an
+    /// answer a layer beneath marked `local` (a cascade's student in front of
+    /// a live style) stays an explicit 0, the rest is priced on the answering
+    /// model (or `asked`, when the answering model is not in the table).
     ///
     /// ```
     /// use std::collections::BTreeMap;
     /// use toolnexus::classifier::{ClassifierUsage, Decision, Evaluated};
-    /// use toolnexus::cost::{CostSource, Pricing};
+    /// use toolnexus::cost::{Cost, CostSource, Pricing, Prices};
     ///
     /// let d = Decision { model: "m".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
     /// let mut e = Evaluated::new(d);
     /// Pricing::Local.apply(&mut e, "m");
     /// assert_eq!(e.cost.source, Some(CostSource::Local));
+    ///
+    /// // Answered on this machine beneath a priced layer: still local, never unknown.
+    /// let d = Decision { model: "student".into(), answers: BTreeMap::new(),
+    ///     usage: ClassifierUsage { input_tokens: 40, output_tokens: 0, cost: None }, calibrated: false };
+    /// let mut e = Evaluated::new(d);
+    /// e.cost = Cost::new(0.0, CostSource::Local);
+    /// Pricing::Table(Prices::builtin().into()).apply(&mut e, "jev-1.13");
+    /// assert_eq!(e.cost, Cost::new(0.0, CostSource::Local));
     /// ```
     pub fn apply(&self, e: &mut Evaluated, asked: &str) {
         if e.cache_hit {
             e.cost = Cost::cache_hit();
+            return;
+        }
+        if e.decision.usage.cost.is_none() && e.cost.source == Some(CostSource::Local) {
             return;
         }
         let answered = self.settle(&e.decision.usage, &e.decision.model);

@@ -2,10 +2,18 @@
 //!
 //! With no flags and no API key set it replays the first `triage` example of the
 //! built-in demo tape and says so on its first line.
+//!
+//! The cost is settled by the same pricing layer `batch` uses: a reported cost
+//! wins, local styles (and a cascade's student) an explicit 0 (`local`), any
+//! other call priced from `--prices` over the compiled-in table, and a model
+//! no table lists stays unknown. The table's `cost` line says which; with
+//! `--json` a cost toolnexus settled is written into the usage as `serve`
+//! writes it (`usage.cost` and `usage.cost_source`), a reported one is the
+//! backend's own `usage.cost`.
 
 use anyhow::Result;
 use serde_json::Value;
-use toolnexus::classifier::{EvalContext, Questions};
+use toolnexus::classifier::{EvalContext, EvalRequest, Questions};
 
 use crate::args::{EvalArgs, StyleName};
 use crate::exit::{self, Exit};
@@ -14,7 +22,9 @@ use crate::{demo, input, render};
 
 /// Runs `toolnexus eval`.
 pub async fn run(args: EvalArgs) -> Result<Exit> {
-    let built = style::build(&args.style, Fallback::Demo(StyleName::Tape))?;
+    let mut built = style::build(&args.style, Fallback::Demo(StyleName::Tape))?;
+    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
+    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
     let (questions, state, example) = inputs(&args, &built)?;
     let bands = args
         .thresholds
@@ -58,11 +68,14 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
     }
 
     let ctx = EvalContext::new().with_call_name(built.call.clone());
-    let decision = built
+    let done = built
         .classifier
-        .evaluate_ctx(ctx, state, &questions)
+        .evaluate_request(ctx, EvalRequest::new(state, questions.clone()))
         .await
         .map_err(|e| exit::eval(format!("{} ({})", e, style::describe(&built))))?;
+    let decision = &done.decision;
+    let mut wire = decision.to_value();
+    render::with_cost(&mut wire, &done.cost);
     // Said after the answer, so it agrees with the decision's own `calibrated`
     // (a --calibration file may have applied).
     if built.style == StyleName::Local {
@@ -78,12 +91,12 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
     }
 
     match (args.json, &bands) {
-        (true, None) => println!("{}", render::decision_json(&decision)),
+        (true, None) => println!("{}", render::pretty(&wire)),
         (true, Some(b)) => println!(
             "{}",
             serde_json::json!({
-                "decision": decision.to_value(),
-                "verdicts": render::verdicts_json(&decision, b),
+                "decision": wire,
+                "verdicts": render::verdicts_json(decision, b),
             })
         ),
         (false, _) => {
@@ -93,10 +106,10 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
             {
                 println!();
             }
-            print!("{}", render::decision_table(&decision));
+            print!("{}", render::decision_table_costed(decision, &done.cost));
             if let Some(b) = &bands {
                 println!();
-                print!("{}", render::verdicts_table(&decision, b));
+                print!("{}", render::verdicts_table(decision, b));
             }
         }
     }

@@ -23,6 +23,11 @@
 //!   decode and coherence failures 502.
 //! - serve does not retry the backend behind it unless `--retries N` says so:
 //!   the SDK in front retries already.
+//! - Each answer's `usage` says what the call cost, settled as `batch` settles
+//!   it (`--prices`): a cost the backend reported is its own `usage.cost`, left
+//!   as sent; otherwise `usage.cost` in US dollars with `usage.cost_source`
+//!   (`priced`, with `usage.cost_table` and `usage.cost_checked`; `local`; or
+//!   `cache`, 0, for a `--cache` hit). An unknown cost has neither, never 0.
 //! - With `--thresholds FILE`, a decision's response also carries
 //!   `x-toolnexus-verdicts: key=verdict; …`, every answer read through its
 //!   question's bands from the file (the body is unchanged).
@@ -317,6 +322,9 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     // a silent run without one; a file that is not a cache is exit 2 now.
     built.classifier =
         crate::commands::cache::wrap_with(built.classifier, args.cache.as_deref(), args.alias_ttl)?;
+    // Outside the cache, so a hit is a known 0.
+    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
+    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
     let bands = args
         .thresholds
         .as_deref()
@@ -861,6 +869,26 @@ fn with_extensions(done: &toolnexus::classifier::Evaluated) -> serde_json::Value
     v
 }
 
+/// A forwarded answer as it arrived, with the cost serve settled added to its
+/// usage (see [`crate::render::with_cost`]). A cost the backend reported, or
+/// one nobody knows, leaves the bytes as they came; otherwise the answer is
+/// written again with every key in the upstream's order and every value as
+/// decoded.
+fn as_sent_with_cost(body: &[u8], settled: &toolnexus::cost::Cost) -> Vec<u8> {
+    use toolnexus::cost::CostSource;
+    if matches!(settled.source, None | Some(CostSource::Reported)) {
+        return body.to_vec();
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(mut v) => {
+            crate::render::with_cost(&mut v, settled);
+            serde_json::to_vec(&v).unwrap_or_else(|_| body.to_vec())
+        }
+        // Decoded already into the decision; never expected.
+        Err(_) => body.to_vec(),
+    }
+}
+
 /// The style's answer to one request, as the response.
 async fn answer(
     app: &App,
@@ -873,16 +901,20 @@ async fn answer(
         Ok(done) => {
             // Forwarded as sent: the upstream's answer in its own order and
             // form (checked already into `done.decision`).
-            let mut resp = match done.wire_body {
+            let mut resp = match &done.wire_body {
                 Some(body) => (
                     [(
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
                     )],
-                    body,
+                    as_sent_with_cost(body, &done.cost),
                 )
                     .into_response(),
-                None => axum::Json(with_extensions(&done)).into_response(),
+                None => {
+                    let mut v = with_extensions(&done);
+                    crate::render::with_cost(&mut v, &done.cost);
+                    axum::Json(v).into_response()
+                }
             };
             upstream_id(&mut resp, done.request_id.as_deref());
             if done.cache_hit {

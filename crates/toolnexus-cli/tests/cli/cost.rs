@@ -767,3 +767,373 @@ fn write_the_fixture() {
         }
     }
 }
+
+/// `eval` through the run's pricing: a Jev answer with no reported cost is
+/// priced from the table (in the table and in `--json`'s usage); a reported
+/// cost wins; a model no table lists stays unknown, never $0.
+#[test]
+fn eval_prices_a_jev_answer_and_keeps_a_reported_cost() {
+    let dir = TempDir::new("cost-eval");
+    let up = billing_upstream();
+    let (_, qs) = question_sets().remove(0);
+    let q = dir.write("q.json", &qs.to_string());
+    let state = state(4).to_string();
+    let eval = |up: &Upstream, model: &str, json: bool| {
+        let mut args = vec![
+            "eval",
+            "--questions",
+            &q,
+            "--state",
+            &state,
+            "--style",
+            "systemone",
+            "--base-url",
+            up.base_url.as_str(),
+            "--model",
+            model,
+            "--retries",
+            "0",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let r = tn(dir.path(), &args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stdout
+    };
+
+    let table = eval(&up, "jev-1.13", false);
+    assert!(
+        table.contains(", priced (toolnexus, checked 2026-12-05)\n"),
+        "{table}"
+    );
+    let d: Value = serde_json::from_str(&eval(&up, "jev-1.13", true)).unwrap();
+    let usage = &d["usage"];
+    let tokens = usage["input_tokens"].as_f64().unwrap();
+    assert!((usage["cost"].as_f64().unwrap() - tokens * 0.042 / 1e6).abs() < 1e-15);
+    assert_eq!(usage["cost_source"], "priced", "{d}");
+    assert_eq!(usage["cost_table"], "toolnexus");
+    assert_eq!(usage["cost_checked"], "2026-12-05");
+
+    let reporting = Upstream::start(|got| (200, vec![], answer(&got.json(), Some(0.5))));
+    let table = eval(&reporting, "jev-1.13", false);
+    assert!(table.contains("cost        $0.500, reported\n"), "{table}");
+    let d: Value = serde_json::from_str(&eval(&reporting, "jev-1.13", true)).unwrap();
+    assert_eq!(d["usage"]["cost"], 0.5, "the backend's own report: {d}");
+    assert!(d["usage"].get("cost_source").is_none(), "{d}");
+
+    let table = eval(&up, "someone-else-7b", false);
+    assert!(
+        table.contains("cost        not reported, and no price for someone-else-7b"),
+        "{table}"
+    );
+    assert!(!table.contains('$'), "{table}");
+    let d: Value = serde_json::from_str(&eval(&up, "someone-else-7b", true)).unwrap();
+    assert!(d["usage"].get("cost").is_none(), "unknown is no cost: {d}");
+    assert!(d["usage"].get("cost_source").is_none(), "{d}");
+}
+
+/// `serve` through the run's pricing: forwarding as sent, the answer's usage
+/// gains the priced cost and its source (the upstream's key order kept); a
+/// reported cost comes back byte for byte; a cache hit is a known 0.
+#[test]
+fn serve_answers_carry_the_priced_cost_and_its_source() {
+    use crate::support::{Server, request};
+    let dir = TempDir::new("cost-serve");
+    let up = billing_upstream();
+    // Not in sorted order: the upstream answers in the order it was asked.
+    let (_, qs) = question_sets().remove(2);
+    let body = json!({"model": "jev-1.13", "state": state(2), "questions": qs}).to_string();
+    let cache = dir.join("c.db").display().to_string();
+    let mut server = Server::start(
+        dir.path(),
+        &[
+            "--style",
+            "systemone",
+            "--base-url",
+            &up.base_url,
+            "--cache",
+            &cache,
+        ],
+    );
+    let post = |addr: &str| request(addr, "POST", "/v1/systemone", &[], body.as_bytes());
+    let r = post(&server.addr);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    let usage = &v["usage"];
+    let tokens = usage["input_tokens"].as_f64().unwrap();
+    assert!((usage["cost"].as_f64().unwrap() - tokens * 0.042 / 1e6).abs() < 1e-15);
+    assert_eq!(usage["cost_source"], "priced", "{v}");
+    assert_eq!(usage["cost_table"], "toolnexus");
+    assert_eq!(usage["cost_checked"], "2026-12-05");
+    // Still the upstream's answer in its order: only usage fields were added.
+    let keys: Vec<&String> = v["answers"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["spam", "angry", "lang"]);
+    assert!(usage["input_tokens"].is_i64(), "types unchanged: {v}");
+    // The library reads serve's answer like any System One answer.
+    toolnexus::classifier::Decision::from_value(&v).unwrap();
+
+    let hit = post(&server.addr);
+    assert_eq!(hit.header("x-toolnexus-cache"), Some("hit"));
+    let h = hit.json();
+    assert_eq!(h["usage"]["cost"], 0.0, "{h}");
+    assert_eq!(h["usage"]["cost_source"], "cache", "{h}");
+    server.terminate();
+
+    // A reported cost wins and the upstream's bytes come back as they were.
+    let reporting = Upstream::start(|got| (200, vec![], answer(&got.json(), Some(0.5))));
+    let mut server = Server::start(
+        dir.path(),
+        &["--style", "systemone", "--base-url", &reporting.base_url],
+    );
+    let served = post(&server.addr);
+    let upstream_addr = reporting
+        .base_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string();
+    let direct = post(&upstream_addr);
+    assert_eq!(served.status, 200, "{}", served.body);
+    assert_eq!(served.body, direct.body);
+    assert_eq!(served.json()["usage"]["cost"], 0.5);
+    server.terminate();
+}
+
+/// The least confident asked key's top probability: the cascade's gate.
+fn least_top_probability(decision: &Value) -> f64 {
+    decision["answers"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|a| match a["type"].as_str() {
+            Some("noul") => {
+                let p = a["noul"].as_f64().unwrap();
+                p.max(1.0 - p)
+            }
+            _ => a["probabilities"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|p| p.as_f64().unwrap())
+                .fold(0.0, f64::max),
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// `--cascade` in front of a live teacher: the student's answers cost an
+/// explicit 0 (`local`), never unknown; the teacher's are priced as the
+/// teacher's. On every batch line, in the summary, in `eval` and in `serve`.
+#[test]
+fn cascade_students_are_local_and_teachers_priced() {
+    use crate::support::{Server, request};
+    let dir = TempDir::new("cost-cascade");
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    let model = model.display().to_string();
+    let demo = |name: &str| {
+        format!(
+            "{}/../toolnexus/examples/assess/demo.{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let questions = demo("questions.json");
+    let student = dir.join("student.json").display().to_string();
+    let r = tn(
+        dir.path(),
+        &[
+            "distill",
+            "--labels",
+            &demo("labels.jsonl"),
+            "--questions",
+            &questions,
+            "--model-dir",
+            &model,
+            "--out",
+            &student,
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+
+    // Eight tickets of the demo set, and how sure the student is on each.
+    let labels = std::fs::read_to_string(demo("labels.jsonl")).unwrap();
+    let states: Vec<Value> = labels
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .take(8)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].clone())
+        .collect();
+    let states_text: String = states.iter().map(|s| format!("{s}\n")).collect();
+    let states_file = dir.write("states.jsonl", &states_text);
+    let alone = dir.join("student.out.jsonl");
+    let r = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "student",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--questions",
+            &questions,
+            "--states",
+            &states_file,
+            "--out",
+            &alone.display().to_string(),
+            "--no-progress",
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    // The student style alone is local too, and so is the zero-shot style.
+    assert!(r.stdout.contains("(local 8)"), "{}", r.stdout);
+    let ticket = states_text.lines().next().unwrap().to_string();
+    let r = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "local",
+            "--model-dir",
+            &model,
+            "--questions",
+            &questions,
+            "--state",
+            &ticket,
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("cost        $0, local\n"), "{}", r.stdout);
+    let mut sure: Vec<f64> = out_lines(&alone)
+        .iter()
+        .map(|l| least_top_probability(&l["decision"]))
+        .collect();
+    sure.sort_by(f64::total_cmp);
+    // A cut in the widest gap: some tickets the student answers, the rest the teacher.
+    let i = (1..sure.len())
+        .max_by(|a, b| (sure[*a] - sure[*a - 1]).total_cmp(&(sure[*b] - sure[*b - 1])))
+        .unwrap();
+    assert!(
+        sure[i] > sure[i - 1],
+        "the student is equally sure of all: {sure:?}"
+    );
+    let threshold = (sure[i] + sure[i - 1]) / 2.0;
+    let mut file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&student).unwrap()).unwrap();
+    file["threshold"] = json!(threshold);
+    std::fs::write(&student, file.to_string()).unwrap();
+    let (local, taught) = (sure.len() - i, i);
+
+    let teacher = billing_upstream();
+    let cascade = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "--cascade",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--style",
+            "systemone",
+            "--base-url",
+            &teacher.base_url,
+            "--model",
+            "jev-1.13",
+            "--retries",
+            "0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let out = dir.join("cascade.out.jsonl");
+    let mut args = vec!["batch".to_string()];
+    args.extend(cascade(&[
+        "--questions",
+        &questions,
+        "--states",
+        &states_file,
+        "--out",
+        &out.display().to_string(),
+        "--no-progress",
+    ]));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = tn(dir.path(), &args);
+    assert_eq!(r.code, 0, "{r:?}");
+    let lines = out_lines(&out);
+    assert_eq!(lines.len(), 8);
+    let (mut seen_local, mut seen_taught) = (0, 0);
+    for l in &lines {
+        let by_student = l["decision"]["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolnexus-student");
+        if by_student {
+            seen_local += 1;
+            assert_eq!(l["cost"], json!({"usd": 0.0, "source": "local"}), "{l}");
+        } else {
+            seen_taught += 1;
+            assert_eq!(l["cost"]["source"], "priced", "{l}");
+            assert_eq!(l["cost"]["table"], "toolnexus", "{l}");
+            let tokens = l["decision"]["usage"]["input_tokens"].as_f64().unwrap();
+            assert!((l["cost"]["usd"].as_f64().unwrap() - tokens * 0.042 / 1e6).abs() < 1e-15);
+        }
+    }
+    assert_eq!((seen_local, seen_taught), (local, taught), "{lines:?}");
+    assert_eq!(teacher.requests().len(), taught);
+    assert!(
+        r.stdout.contains(&format!("local {local}"))
+            && r.stdout
+                .contains(&format!("priced (toolnexus, checked 2026-12-05) {taught}")),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("unknown"), "{}", r.stdout);
+
+    // `eval` on every ticket: the student's answers local, the teacher's priced.
+    for (k, s) in states.iter().enumerate() {
+        let state = s.to_string();
+        let mut args = vec!["eval".to_string()];
+        args.extend(cascade(&[
+            "--questions",
+            &questions,
+            "--state",
+            &state,
+            "--json",
+        ]));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = tn(dir.path(), &args);
+        assert_eq!(r.code, 0, "{r:?}");
+        let d: Value = serde_json::from_str(&r.stdout).unwrap();
+        let by_student = d["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolnexus-student");
+        let want = if by_student { "local" } else { "priced" };
+        assert_eq!(d["usage"]["cost_source"], want, "ticket {k}: {d}");
+        if by_student {
+            assert_eq!(d["usage"]["cost"], 0.0, "{d}");
+        }
+    }
+
+    // `serve` over the cascade: the student's answers say local, the teacher's priced.
+    let args = cascade(&[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut server = Server::start(dir.path(), &args);
+    let qs: Value = serde_json::from_str(&std::fs::read_to_string(&questions).unwrap()).unwrap();
+    let mut sources = std::collections::BTreeSet::new();
+    for s in &states {
+        let body = json!({"state": s, "questions": qs}).to_string();
+        let r = request(&server.addr, "POST", "/v1/systemone", &[], body.as_bytes());
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json();
+        sources.insert(v["usage"]["cost_source"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        sources,
+        ["local", "priced"].map(String::from).into(),
+        "both kinds answered through serve"
+    );
+    server.terminate();
+}

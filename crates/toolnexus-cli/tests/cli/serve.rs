@@ -769,7 +769,12 @@ fn serve_cache_answers_a_repeat_from_the_file() {
     );
     assert_eq!(first.header("x-toolnexus-cache"), None);
     assert_eq!(second.header("x-toolnexus-cache"), Some("hit"));
-    assert_eq!(first.json(), second.json());
+    let (first, second) = (first.json(), second.json());
+    assert_eq!(first["answers"], second["answers"]);
+    assert_eq!(first["model"], second["model"]);
+    // The hit spent nothing, and its usage says so.
+    assert_eq!(second["usage"]["cost"], 0.0, "{second}");
+    assert_eq!(second["usage"]["cost_source"], "cache", "{second}");
 }
 
 #[test]

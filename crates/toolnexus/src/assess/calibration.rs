@@ -606,6 +606,28 @@ impl Evaluator for Calibrating {
         let fut = self.inner.call(ctx, request);
         Box::pin(async move { fut.await.map(|d| shared.calibrate(&questions, d)) })
     }
+
+    /// Keeps what the inner call settled beside its decision (request id, cache
+    /// hit, cost and its source: a cascade's student stays `local`); the
+    /// forwarded body and a style's extras describe the decision before it was
+    /// calibrated, so they are dropped.
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<crate::classifier::Evaluated, ClassifierError>> {
+        let questions = request.questions.clone();
+        let shared = Arc::clone(&self.shared);
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            inner.evaluate_request(ctx, request).await.map(|mut e| {
+                e.decision = shared.calibrate(&questions, e.decision);
+                e.wire_body = None;
+                e.extensions.clear();
+                e
+            })
+        })
+    }
 }
 
 /// `inner` with the maps of `calibration` applied to its decisions.

@@ -604,7 +604,12 @@ impl Evaluator for Budgeted {
             };
             let result = inner.evaluate_request(ctx, request).await;
             if let Ok(done) = &result {
-                if done.cache_hit {
+                // A hit, or an answer made on this machine (a cascade's
+                // student): nothing billed.
+                if done.cache_hit
+                    || (done.decision.usage.cost.is_none()
+                        && done.cost.source == Some(crate::cost::CostSource::Local))
+                {
                     reservation.settle(Spend::default().with_usd(0.0));
                 } else {
                     reservation.settle_usage(&done.decision.usage);

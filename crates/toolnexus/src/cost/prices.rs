@@ -6,13 +6,22 @@
 //! ```json
 //! {"format": "toolnexus.prices", "version": 1, "name": "ours",
 //!  "prices": [{"model": "jev-*", "input_per_million": 0.042, "output_per_million": 0,
-//!              "source": "https://…", "checked": "2026-12-05"}]}
+//!              "source": "https://…", "checked": "2026-12-05",
+//!              "note": "list price; the vendor says it may be subsidised"}]}
 //! ```
 //!
-//! `model` is a pattern: `*` matches any run of characters, everything else
-//! itself (ASCII case-insensitively); the first matching price wins, a user's
-//! before the compiled-in ones. Every key is required except `name` (default:
-//! the file's name); an unknown key is an error naming it.
+//! - `format`, `version` (1) and `prices` are required; `name` names the
+//!   table in every `priced` cost (default: the file's name).
+//! - Each price: `model`, a pattern (`*` matches any run of characters,
+//!   everything else itself, ASCII case-insensitively); `input_per_million`
+//!   and `output_per_million`, USD per million tokens (numbers ≥ 0);
+//!   `source`, where the price was published: any non-empty text in a user's
+//!   file (a negotiated price may have no URL), an `https://` URL in the
+//!   compiled-in table; `checked`, the date it was last checked against its
+//!   source (`YYYY-MM-DD`); and optionally `note`, a remark on the price
+//!   (non-empty text when given).
+//! - The first matching price wins, a user's before the compiled-in ones. An
+//!   unknown key is an error naming it.
 
 use std::fmt;
 use std::path::Path;
@@ -54,10 +63,14 @@ pub struct Price {
     pub input_per_million: f64,
     /// USD per million output tokens.
     pub output_per_million: f64,
-    /// Where the price was published (a URL or a citation).
+    /// Where the price was published: a URL, or for a user's own price any
+    /// citation (the compiled-in table's are `https://` URLs).
     pub source: String,
     /// When it was last checked against its source (`YYYY-MM-DD`).
     pub checked: String,
+    /// A remark on the price (the compiled-in Jev price: the vendor says it
+    /// may be subsidised); `None` when the file gives none.
+    pub note: Option<String>,
     /// The table it belongs to.
     pub table: String,
 }
@@ -262,11 +275,12 @@ impl Prices {
                     "output_per_million",
                     "source",
                     "checked",
+                    "note",
                 ]
                 .contains(&k.as_str())
                 {
                     return Err(err(format!(
-                        "{} is not a price key (want model, input_per_million, output_per_million, source, checked)",
+                        "{} is not a price key (want model, input_per_million, output_per_million, source, checked, note)",
                         at(k)
                     )));
                 }
@@ -291,7 +305,10 @@ impl Prices {
             let model = text("model", "a model name or pattern (`*` matches anything)")?;
             let input_per_million = usd("input_per_million", "input")?;
             let output_per_million = usd("output_per_million", "output")?;
-            let source = text("source", "where the price was published (a URL)")?;
+            let source = text(
+                "source",
+                "where the price was published (a URL, or a citation for a price of your own)",
+            )?;
             let checked = text("checked", "the date it was checked, YYYY-MM-DD")?;
             if !is_date(&checked) {
                 return Err(err(format!(
@@ -299,12 +316,17 @@ impl Prices {
                     at("checked")
                 )));
             }
+            let note = match p.get("note") {
+                None => None,
+                Some(_) => Some(text("note", "a remark on the price (non-empty text)")?),
+            };
             prices.push(Price {
                 model,
                 input_per_million,
                 output_per_million,
                 source,
                 checked,
+                note,
                 table: table.clone(),
             });
         }
@@ -407,7 +429,14 @@ mod tests {
             format!(r#"{{"format":"toolnexus.prices","version":1,"prices":[{price}]}}"#)
         };
         let good = r#""model":"m","input_per_million":1,"output_per_million":2,"source":"s","checked":"2026-01-02""#;
-        assert!(Prices::parse(&base(&format!("{{{good}}}")), "p").is_ok());
+        // A user's own price may cite anything (a contract has no URL); a note is optional.
+        let ok = Prices::parse(&base(&format!("{{{good}}}")), "p").unwrap();
+        assert_eq!(ok.find("m").unwrap().note, None);
+        let noted = Prices::parse(&base(&format!("{{{good},\"note\":\"negotiated\"}}")), "p");
+        assert_eq!(
+            noted.unwrap().find("m").unwrap().note.as_deref(),
+            Some("negotiated")
+        );
         for (price, want) in [
             (
                 format!("{{{good},\"extra\":1}}"),
@@ -425,6 +454,11 @@ mod tests {
                 good.replace("\"source\":\"s\"", "\"source\":\"\""),
                 "p: prices[0].source is \"\"",
             ),
+            (
+                format!("{{{good},\"note\":\" \"}}"),
+                "p: prices[0].note is \" \": want a remark on the price",
+            ),
+            (format!("{{{good},\"note\":3}}"), "p: prices[0].note is 3"),
         ] {
             let text = if price.starts_with('{') {
                 base(&price)
@@ -454,8 +488,20 @@ mod tests {
         assert!(b.iter().count() >= 1);
         for p in b.iter() {
             assert_eq!(p.table, "toolnexus");
-            assert!(is_date(&p.checked) && !p.source.is_empty());
+            assert!(is_date(&p.checked), "{p:?}");
+            // Provenance a reader can follow: the vendor's own page.
+            let url = p.source.strip_prefix("https://").unwrap_or_default();
+            let host = url.split('/').next().unwrap_or_default();
+            assert!(
+                host.contains('.') && !url.contains(char::is_whitespace),
+                "the compiled-in price for {} cites {:?}, not an https URL",
+                p.model,
+                p.source
+            );
         }
+        let jev = b.find("jev-1.13").unwrap();
+        assert_eq!(jev.source, "https://docs.typesafe.ai/models");
+        assert!(jev.note.as_deref().unwrap().contains("subsidised"));
         // OpenRouter reports its own cost; no price of ours is listed for it.
         assert!(b.find("typesafe/jev-1.13").is_none());
     }

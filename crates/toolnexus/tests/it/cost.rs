@@ -197,3 +197,86 @@ async fn cache_hits_cost_nothing_under_a_budget() {
     assert_eq!(budget.spent().tokens, 300);
     assert_eq!(budget.reached(), None);
 }
+
+/// An evaluator that answers on this machine and says so, as a cascade's
+/// student does: its decisions report tokens but cost an explicit 0.
+struct OnThisMachine;
+
+impl toolnexus::classifier::Evaluator for OnThisMachine {
+    fn call(
+        &self,
+        ctx: toolnexus::classifier::EvalContext,
+        request: toolnexus::classifier::EvalRequest,
+    ) -> toolnexus::classifier::BoxFuture<Result<Decision, toolnexus::classifier::ClassifierError>>
+    {
+        let fut = self.call_full(ctx, request);
+        Box::pin(async move { fut.await.map(|e| e.decision) })
+    }
+
+    fn call_full(
+        &self,
+        _ctx: toolnexus::classifier::EvalContext,
+        _request: toolnexus::classifier::EvalRequest,
+    ) -> toolnexus::classifier::BoxFuture<
+        Result<toolnexus::classifier::Evaluated, toolnexus::classifier::ClassifierError>,
+    > {
+        Box::pin(async {
+            let d = Decision::from_value(&json!({"model": "student-on-cpu",
+                "answers": {"spam": {"type": "noul", "noul": 0.2}},
+                "usage": {"input_tokens": 40, "output_tokens": 0}}))
+            .unwrap();
+            let mut e = toolnexus::classifier::Evaluated::new(d);
+            e.cost = toolnexus::cost::Cost::new(0.0, CostSource::Local);
+            Ok(e)
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_local_answer_beneath_a_priced_layer_stays_local_through_every_wrapper() {
+    use toolnexus::assess::calibrate::{NoulMap, Platt};
+    use toolnexus::assess::{CalibratedQuestion, Calibration, QuestionMap, calibrating};
+    use toolnexus::classifier::{EvalContext, EvalRequest, question_hash};
+    use toolnexus::cost::budget::{Budget, BudgetOptions, Spend, budgeted};
+
+    let qs = questions(&[noul("spam", "Is it spam?")]).unwrap();
+    let local = Classifier::from_evaluator("cascade (student / jev-1.13)", OnThisMachine);
+    let mut file = Calibration::default();
+    file.questions.insert(
+        "spam".into(),
+        CalibratedQuestion {
+            hash: question_hash(&qs["spam"]),
+            models: vec!["student-on-cpu".into()],
+            rows: 500,
+            map: QuestionMap::Noul {
+                map: NoulMap::Platt(Platt { a: -0.5, b: 0.0 }),
+            },
+        },
+    );
+    let calibrated = calibrating(local, file).unwrap();
+    let budget = Budget::new(BudgetOptions {
+        max_usd: Some(1.0),
+        ..Default::default()
+    });
+    let capped = budgeted(calibrated, budget.clone(), |_: &EvalRequest| {
+        Spend::tokens(100).with_usd(0.001)
+    });
+    let (seen, f) = metrics();
+    let priced = pricing_with_metrics(capped, Pricing::Table(Prices::builtin().into()), Some(f));
+    let e = priced
+        .evaluate_request(EvalContext::new(), EvalRequest::new(json!("hi"), qs))
+        .await
+        .unwrap();
+    assert!(e.decision.calibrated, "the calibration applied");
+    assert_eq!(
+        (e.cost.usd, e.cost.source),
+        (Some(0.0), Some(CostSource::Local))
+    );
+    assert_eq!(last(&seen), (Some(0.0), Some(CostSource::Local)));
+    let spent = budget.spent();
+    assert_eq!(
+        (spent.calls, spent.usd, spent.unknown_cost),
+        (1, 0.0, 0),
+        "settled as nothing billed: {spent:?}"
+    );
+}
