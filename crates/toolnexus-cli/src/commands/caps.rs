@@ -28,7 +28,11 @@ pub fn wrap(inner: Classifier, caps: &CapArgs, pricing: &Pricing) -> (Classifier
         max_time: caps.max_time,
         price: price(pricing, inner.model()),
     });
-    (budgeted(inner, budget.clone(), estimate), Some(budget))
+    // Priced beneath the budget too, on the model that answered: a
+    // cascade's teacher is billed at the teacher's price, not looked up
+    // under the cascade's own name.
+    let priced = toolnexus::cost::pricing(inner, pricing.clone());
+    (budgeted(priced, budget.clone(), estimate), Some(budget))
 }
 
 /// The price of `model`'s tokens when an answer reports none: 0 for a style

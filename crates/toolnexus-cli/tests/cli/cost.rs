@@ -1091,6 +1091,39 @@ fn cascade_students_are_local_and_teachers_priced() {
     );
     assert!(!r.stdout.contains("unknown"), "{}", r.stdout);
 
+    // Under a dollar cap the teacher's answers count at the teacher's price
+    // (not as unknown, by the cascade's own name): the first one billed
+    // reaches a cap below one call's cost, and nothing more is sent.
+    let before = teacher.requests().len();
+    let capped = dir.join("capped.out.jsonl");
+    let mut args = vec!["batch".to_string()];
+    args.extend(cascade(&[
+        "--questions",
+        &questions,
+        "--states",
+        &states_file,
+        "--out",
+        &capped.display().to_string(),
+        "--no-progress",
+        "--max-cost",
+        "0.000001",
+    ]));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = tn(dir.path(), &args);
+    assert_eq!(r.code, 6, "{r:?}");
+    assert!(r.stderr.contains("--max-cost"), "{}", r.stderr);
+    assert!(!r.stderr.contains("unknown"), "{}", r.stderr);
+    assert_eq!(teacher.requests().len(), before + 1);
+    let written = out_lines(&capped);
+    assert!(written.len() < lines.len(), "{written:?}");
+    assert_eq!(
+        written
+            .iter()
+            .filter(|l| l["cost"]["source"] == "priced")
+            .count(),
+        1
+    );
+
     // `eval` on every ticket: the student's answers local, the teacher's priced.
     for (k, s) in states.iter().enumerate() {
         let state = s.to_string();

@@ -323,7 +323,9 @@ impl State {
         // Nothing settled yet under a dollar cap: one at a time, so the first
         // bill is known before a second request is sent (neither an estimate
         // nor a listed price is a bill: a backend may charge more).
-        let unpriced = self.options.max_usd.is_some() && self.calls == 0;
+        // Answers that cost nothing (a cascade's student) teach no rate.
+        let unpriced =
+            self.options.max_usd.is_some() && self.known_tokens == 0 && self.unknown_cost == 0;
         if self.in_flight > 0 && (tokens_full || usd_full || unpriced) {
             return Check::Wait;
         }
@@ -606,13 +608,20 @@ impl Evaluator for Budgeted {
             if let Ok(done) = &result {
                 // A hit, or an answer made on this machine (a cascade's
                 // student): nothing billed.
+                let usage = &done.decision.usage;
                 if done.cache_hit
-                    || (done.decision.usage.cost.is_none()
+                    || (usage.cost.is_none()
                         && done.cost.source == Some(crate::cost::CostSource::Local))
                 {
                     reservation.settle(Spend::default().with_usd(0.0));
+                } else if usage.cost.is_none()
+                    && let Some(usd) = done.cost.usd
+                {
+                    // Priced by a layer beneath, on the model that answered
+                    // (a cascade's teacher, say): that is the bill.
+                    reservation.settle(Spend::of_usage(usage).with_usd(usd));
                 } else {
-                    reservation.settle_usage(&done.decision.usage);
+                    reservation.settle_usage(usage);
                 }
             }
             result
