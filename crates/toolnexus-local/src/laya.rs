@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokenizers::Tokenizer;
 use toolnexus::classifier::{
     BoxFuture, ChoiceAnswer, Classifier, ClassifierError, ClassifierUsage, Content, Decision,
-    DecisionAnswer, EvalContext, EvalRequest, Evaluated, Evaluator, NoulAnswer, Question,
+    DecisionAnswer, EvalContext, EvalRequest, Evaluated, FullEvaluator, NoulAnswer, Question,
     Questions, ScoreAnswer, near_uniform, validate_questions,
 };
 
@@ -913,16 +913,7 @@ pub(crate) fn off_thread<T: Send + 'static>(
 
 /// Runs [`Laya::decide_full`] off the async threads. A model override, image
 /// assets and extra fields are refused ([`EvalRequest::refuse_beyond`]).
-impl Evaluator for Laya {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Decision, ClassifierError>> {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl FullEvaluator for Laya {
     fn call_full(
         &self,
         _ctx: EvalContext,

@@ -1285,17 +1285,7 @@ struct Cascade {
     stats: CascadeStats,
 }
 
-impl toolnexus::classifier::Evaluator for Cascade {
-    fn call(
-        &self,
-        ctx: toolnexus::classifier::EvalContext,
-        request: toolnexus::classifier::EvalRequest,
-    ) -> toolnexus::classifier::BoxFuture<Result<Decision, toolnexus::classifier::ClassifierError>>
-    {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl toolnexus::classifier::FullEvaluator for Cascade {
     /// The student's answers cost an explicit 0 (`local`), whatever style the
     /// teacher is; the teacher's come back as its classifier settled them
     /// (request id, cost), for a pricing layer outside to price.

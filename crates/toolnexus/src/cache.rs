@@ -68,7 +68,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::canonical_json;
 use crate::classifier::{
-    Classifier, ClassifierError, Decision, EvalContext, EvalRequest, Evaluated, Evaluator,
+    Classifier, ClassifierError, Decision, EvalContext, EvalRequest, Evaluated, FullEvaluator,
     canonical_request,
 };
 use crate::context::BoxFuture;
@@ -616,16 +616,7 @@ impl Caching {
     }
 }
 
-impl Evaluator for Caching {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Decision, ClassifierError>> {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl FullEvaluator for Caching {
     fn call_full(
         &self,
         ctx: EvalContext,

@@ -442,6 +442,77 @@ pub trait Evaluator: Send + Sync + 'static {
     }
 }
 
+/// An [`Evaluator`] written as [`call_full`](FullEvaluator::call_full) alone:
+/// for a wrapper that passes on what the layer beneath settled (request id,
+/// cost, extensions). Implement this and the type is an `Evaluator`, whose
+/// `call` keeps the decision of `call_full`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolnexus::classifier::*;
+///
+/// /// Stamps every answer it passes on with a request id of its own.
+/// struct Stamped(Classifier);
+///
+/// impl FullEvaluator for Stamped {
+///     fn call_full(&self, ctx: EvalContext, request: EvalRequest) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+///         let inner = self.0.clone();
+///         Box::pin(async move {
+///             let mut e = inner.evaluate_request(ctx, request).await?;
+///             e.request_id = Some("stamped".into());
+///             Ok(e)
+///         })
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), ClassifierError> {
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let recorded = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Static,
+///     decisions: vec![RecordedDecision {
+///         state: json!("hi"),
+///         questions: qs.clone(),
+///         response: br#"{"model":"jev-1.13","answers":{"spam":{"type":"noul","noul":0.02}}}"#.to_vec(),
+///     }],
+///     ..Default::default()
+/// })?;
+/// let judge = Classifier::from_evaluator("jev-1.13", Stamped(recorded));
+/// let e = judge.evaluate_request(EvalContext::default(), EvalRequest::new(json!("hi"), qs)).await?;
+/// assert_eq!(e.request_id.as_deref(), Some("stamped"));
+/// assert_eq!(e.decision.noul("spam")?.noul, 0.02);
+/// # Ok(())
+/// # }
+/// ```
+pub trait FullEvaluator: Send + Sync + 'static {
+    /// Evaluates one request, with everything [`Evaluated`] carries.
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>>;
+}
+
+impl<T: FullEvaluator> Evaluator for T {
+    fn call(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Decision, ClassifierError>> {
+        let fut = FullEvaluator::call_full(self, ctx, request);
+        Box::pin(async move { fut.await.map(|e| e.decision) })
+    }
+
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        FullEvaluator::call_full(self, ctx, request)
+    }
+}
+
 /// A classifier is an evaluator: wrap it to add behaviour around it.
 impl Evaluator for Classifier {
     fn call(

@@ -146,7 +146,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::classifier::{
     BoxCoordinates, Classifier, ClassifierError, Decision, DecisionAnswer, ErrorKind, EvalContext,
-    EvalRequest, Evaluated, Evaluator,
+    EvalRequest, Evaluated, FullEvaluator,
 };
 use crate::context::BoxFuture;
 use crate::error::msg;
@@ -412,16 +412,7 @@ struct Chain {
     inner: Arc<Fallback>,
 }
 
-impl Evaluator for Chain {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Decision, ClassifierError>> {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl FullEvaluator for Chain {
     fn call_full(
         &self,
         ctx: EvalContext,
@@ -1344,16 +1335,7 @@ struct Shadow {
     shared: Arc<ShadowShared>,
 }
 
-impl Evaluator for Shadow {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Decision, ClassifierError>> {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl FullEvaluator for Shadow {
     fn call_full(
         &self,
         ctx: EvalContext,

@@ -1047,19 +1047,26 @@ fn cascade_students_are_local_and_teachers_priced() {
         v.extend(extra.iter().map(|s| s.to_string()));
         v
     };
+    // A batch of the eight tickets over the cascade into `out`.
+    let batch = |out: &Path, extra: &[&str]| {
+        let out = out.display().to_string();
+        let mut args = vec!["batch".to_string()];
+        let mut rest = vec![
+            "--questions",
+            &questions,
+            "--states",
+            &states_file,
+            "--out",
+            &out,
+            "--no-progress",
+        ];
+        rest.extend_from_slice(extra);
+        args.extend(cascade(&rest));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        tn(dir.path(), &args)
+    };
     let out = dir.join("cascade.out.jsonl");
-    let mut args = vec!["batch".to_string()];
-    args.extend(cascade(&[
-        "--questions",
-        &questions,
-        "--states",
-        &states_file,
-        "--out",
-        &out.display().to_string(),
-        "--no-progress",
-    ]));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = tn(dir.path(), &args);
+    let r = batch(&out, &[]);
     assert_eq!(r.code, 0, "{r:?}");
     let lines = out_lines(&out);
     assert_eq!(lines.len(), 8);
@@ -1096,20 +1103,7 @@ fn cascade_students_are_local_and_teachers_priced() {
     // reaches a cap below one call's cost, and nothing more is sent.
     let before = teacher.requests().len();
     let capped = dir.join("capped.out.jsonl");
-    let mut args = vec!["batch".to_string()];
-    args.extend(cascade(&[
-        "--questions",
-        &questions,
-        "--states",
-        &states_file,
-        "--out",
-        &capped.display().to_string(),
-        "--no-progress",
-        "--max-cost",
-        "0.000001",
-    ]));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = tn(dir.path(), &args);
+    let r = batch(&capped, &["--max-cost", "0.000001"]);
     assert_eq!(r.code, 6, "{r:?}");
     assert!(r.stderr.contains("--max-cost"), "{}", r.stderr);
     assert!(!r.stderr.contains("unknown"), "{}", r.stderr);

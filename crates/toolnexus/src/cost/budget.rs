@@ -76,8 +76,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::classifier::{
-    BoxFuture, Classifier, ClassifierError, ClassifierUsage, Decision, ErrorKind, EvalContext,
-    EvalRequest, Evaluated, Evaluator,
+    BoxFuture, Classifier, ClassifierError, ClassifierUsage, ErrorKind, EvalContext, EvalRequest,
+    Evaluated, FullEvaluator,
 };
 
 /// What a request spends, or is estimated to: tokens (input and output) and
@@ -566,16 +566,7 @@ struct Budgeted {
     estimate: Arc<Estimate>,
 }
 
-impl Evaluator for Budgeted {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Decision, ClassifierError>> {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl FullEvaluator for Budgeted {
     fn call_full(
         &self,
         ctx: EvalContext,
@@ -672,7 +663,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::classifier::{ClassifierOptions, ClassifierStyle, NoulQuestion, Questions};
+    use crate::classifier::{
+        ClassifierOptions, ClassifierStyle, Decision, NoulQuestion, Questions,
+    };
 
     /// SPEC §19's billing shape, as the tests' estimator.
     fn shape(r: &EvalRequest) -> Spend {

@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::classifier::{
     Classifier, ClassifierError, Decision, ErrorKind, EvalContext, EvalRequest, Evaluated,
-    Evaluator, Questions, canonical_json, questions_from_wire, questions_wire, write_canonical,
+    Evaluator, FullEvaluator, Questions, canonical_json, questions_from_wire, questions_wire,
+    write_canonical,
 };
 use crate::context::BoxFuture;
 
@@ -25,16 +26,7 @@ struct Recorder {
     live: Classifier,
 }
 
-impl Evaluator for Recorder {
-    fn call(
-        &self,
-        ctx: EvalContext,
-        request: EvalRequest,
-    ) -> BoxFuture<Result<Decision, ClassifierError>> {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl FullEvaluator for Recorder {
     fn call_full(
         &self,
         ctx: EvalContext,

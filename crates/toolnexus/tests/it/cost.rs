@@ -202,17 +202,7 @@ async fn cache_hits_cost_nothing_under_a_budget() {
 /// student does: its decisions report tokens but cost an explicit 0.
 struct OnThisMachine;
 
-impl toolnexus::classifier::Evaluator for OnThisMachine {
-    fn call(
-        &self,
-        ctx: toolnexus::classifier::EvalContext,
-        request: toolnexus::classifier::EvalRequest,
-    ) -> toolnexus::classifier::BoxFuture<Result<Decision, toolnexus::classifier::ClassifierError>>
-    {
-        let fut = self.call_full(ctx, request);
-        Box::pin(async move { fut.await.map(|e| e.decision) })
-    }
-
+impl toolnexus::classifier::FullEvaluator for OnThisMachine {
     fn call_full(
         &self,
         _ctx: toolnexus::classifier::EvalContext,
