@@ -146,12 +146,9 @@ pub fn settled_cost(settled: &Cost, model: &str) -> String {
 /// unknown cost writes nothing: no `cost` key, never 0. Only fields are added
 /// or set; the ones already there keep their types and order.
 pub fn with_cost(v: &mut Value, settled: &Cost) {
-    let (Some(usd), Some(source)) = (settled.usd, &settled.source) else {
+    let Some(fields) = cost_fields(settled) else {
         return;
     };
-    if *source == CostSource::Reported {
-        return;
-    }
     let Some(o) = v.as_object_mut() else { return };
     let usage = o
         .entry("usage")
@@ -159,11 +156,174 @@ pub fn with_cost(v: &mut Value, settled: &Cost) {
     let Some(u) = usage.as_object_mut() else {
         return;
     };
-    u.insert("cost".into(), Value::from(usd));
-    u.insert("cost_source".into(), Value::from(source.as_str()));
+    for (k, v) in fields {
+        u.insert(k.into(), v);
+    }
+}
+
+/// The usage fields [`with_cost`] writes, in order; `None` when it writes none.
+fn cost_fields(settled: &Cost) -> Option<Vec<(&'static str, Value)>> {
+    let (Some(usd), Some(source)) = (settled.usd, &settled.source) else {
+        return None;
+    };
+    if *source == CostSource::Reported {
+        return None;
+    }
+    let mut fields = vec![
+        ("cost", Value::from(usd)),
+        ("cost_source", Value::from(source.as_str())),
+    ];
     if let CostSource::Priced { table, checked } = source {
-        u.insert("cost_table".into(), Value::from(table.as_str()));
-        u.insert("cost_checked".into(), Value::from(checked.as_str()));
+        fields.push(("cost_table", Value::from(table.as_str())));
+        fields.push(("cost_checked", Value::from(checked.as_str())));
+    }
+    Some(fields)
+}
+
+/// [`with_cost`] on an answer's bytes as they arrived: the fields go in just
+/// before the `}` that closes its top-level `usage` object, and every other
+/// byte stays as it came (numbers keep their spelling, keys their order and
+/// spacing). When the answer has no such object, or its usage already has a
+/// `cost` key (`null`), it is written again through [`with_cost`] instead.
+pub fn with_cost_bytes(body: &[u8], settled: &Cost) -> Vec<u8> {
+    let Some(fields) = cost_fields(settled) else {
+        return body.to_vec();
+    };
+    if let Some((close, empty)) = usage_close(body) {
+        let mut out = Vec::with_capacity(body.len() + 96);
+        out.extend_from_slice(&body[..close]);
+        for (i, (k, v)) in fields.iter().enumerate() {
+            if i > 0 || !empty {
+                out.push(b',');
+            }
+            out.extend_from_slice(Value::from(*k).to_string().as_bytes());
+            out.push(b':');
+            out.extend_from_slice(v.to_string().as_bytes());
+        }
+        out.extend_from_slice(&body[close..]);
+        return out;
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(mut v) => {
+            with_cost(&mut v, settled);
+            serde_json::to_vec(&v).unwrap_or_else(|_| body.to_vec())
+        }
+        Err(_) => body.to_vec(),
+    }
+}
+
+/// Where the top-level object's `"usage"` object closes (the offset of its
+/// `}`) and whether it is empty; `None` without one, or when it already has
+/// a `"cost"` key.
+fn usage_close(b: &[u8]) -> Option<(usize, bool)> {
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = ws(b, i);
+        if b.get(i) == Some(&b'}') {
+            return None;
+        }
+        let (key, after) = string(b, i)?;
+        i = ws(b, after);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        if key == b"usage" && b.get(i) == Some(&b'{') {
+            let mut j = i + 1;
+            let mut empty = true;
+            loop {
+                j = ws(b, j);
+                if b.get(j) == Some(&b'}') {
+                    return Some((j, empty));
+                }
+                empty = false;
+                let (inner, after) = string(b, j)?;
+                if inner == b"cost" {
+                    return None;
+                }
+                j = ws(b, after);
+                if b.get(j) != Some(&b':') {
+                    return None;
+                }
+                j = ws(b, skip_value(b, ws(b, j + 1))?);
+                match b.get(j) {
+                    Some(b',') => j += 1,
+                    Some(b'}') => {}
+                    _ => return None,
+                }
+            }
+        }
+        i = ws(b, skip_value(b, i)?);
+        match b.get(i) {
+            Some(b',') => i += 1,
+            _ => return None,
+        }
+    }
+}
+
+/// The first byte at or after `i` that is not JSON whitespace.
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The raw bytes of the string starting at `i` (between its quotes, escapes
+/// as written) and the offset after its closing quote.
+fn string(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    loop {
+        match b.get(j)? {
+            b'\\' => j += 2,
+            b'"' => return Some((&b[i + 1..j], j + 1)),
+            _ => j += 1,
+        }
+    }
+}
+
+/// The offset after the JSON value starting at `i`.
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match b.get(i)? {
+        b'"' => string(b, i).map(|(_, after)| after),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match b.get(j)? {
+                    b'"' => {
+                        j = string(b, j)?.1;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while let Some(c) = b.get(j) {
+                if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    break;
+                }
+                j += 1;
+            }
+            (j > i).then_some(j)
+        }
     }
 }
 
@@ -319,6 +479,53 @@ pub fn verdicts_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settled_cost_goes_into_the_usage_bytes_and_nothing_else_moves() {
+        let priced = Cost::new(
+            0.0000173,
+            CostSource::Priced {
+                table: "toolnexus".into(),
+                checked: "2026-12-05".into(),
+            },
+        );
+        let fields = r#","cost":0.0000173,"cost_source":"priced","cost_table":"toolnexus","cost_checked":"2026-12-05""#;
+        // Spacing, key order, number spelling and braces inside strings kept.
+        let body = br#"{ "model" : "jev-1.13", "note": "a } and \" in a string",
+  "answers": {"x": {"type": "noul", "noul": 0.10, "list": [1, {"a": "}"}]}},
+  "usage": { "input_tokens" : 412, "output_tokens": 0 } , "tail": null }"#;
+        let out = String::from_utf8(with_cost_bytes(body, &priced)).unwrap();
+        let at = std::str::from_utf8(body)
+            .unwrap()
+            .find(" } , \"tail\"")
+            .unwrap();
+        let want = format!(
+            "{}{fields}{}",
+            &std::str::from_utf8(body).unwrap()[..at + 1],
+            &std::str::from_utf8(body).unwrap()[at + 1..]
+        );
+        assert_eq!(out, want);
+        serde_json::from_str::<Value>(&out).unwrap();
+        // An empty usage takes the fields without a leading comma.
+        let out = with_cost_bytes(br#"{"usage":{}}"#, &priced);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{{\"usage\":{{{}}}}}", &fields[1..])
+        );
+        // A usage with `"cost": null` is written again: one `cost` key.
+        let out = with_cost_bytes(br#"{"usage":{"input_tokens":3,"cost":null}}"#, &priced);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["usage"]["cost"], 0.0000173);
+        assert_eq!(v["usage"]["input_tokens"], 3);
+        // No usage object: one is added by writing the answer again.
+        let v: Value =
+            serde_json::from_slice(&with_cost_bytes(br#"{"model":"m"}"#, &priced)).unwrap();
+        assert_eq!(v["usage"]["cost_source"], "priced");
+        // A reported or unknown cost leaves the bytes alone.
+        for settled in [Cost::UNKNOWN, Cost::new(0.5, CostSource::Reported)] {
+            assert_eq!(with_cost_bytes(body, &settled), body.to_vec());
+        }
+    }
 
     fn demo_decision(cost: Option<f64>) -> Decision {
         let mut v = serde_json::json!({

@@ -28,6 +28,8 @@
 //!   as sent; otherwise `usage.cost` in US dollars with `usage.cost_source`
 //!   (`priced`, with `usage.cost_table` and `usage.cost_checked`; `local`; or
 //!   `cache`, 0, for a `--cache` hit). An unknown cost has neither, never 0.
+//!   In a forwarded answer these fields are spliced into its `usage` object;
+//!   every other byte is the upstream's.
 //! - With `--thresholds FILE`, a decision's response also carries
 //!   `x-toolnexus-verdicts: key=verdict; …`, every answer read through its
 //!   question's bands from the file (the body is unchanged).
@@ -869,24 +871,10 @@ fn with_extensions(done: &toolnexus::classifier::Evaluated) -> serde_json::Value
     v
 }
 
-/// A forwarded answer as it arrived, with the cost serve settled added to its
-/// usage (see [`crate::render::with_cost`]). A cost the backend reported, or
-/// one nobody knows, leaves the bytes as they came; otherwise the answer is
-/// written again with every key in the upstream's order and every value as
-/// decoded.
+/// A forwarded answer as it arrived, with the cost serve settled added inside
+/// its usage and every other byte as it came ([`crate::render::with_cost_bytes`]).
 fn as_sent_with_cost(body: &[u8], settled: &toolnexus::cost::Cost) -> Vec<u8> {
-    use toolnexus::cost::CostSource;
-    if matches!(settled.source, None | Some(CostSource::Reported)) {
-        return body.to_vec();
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(mut v) => {
-            crate::render::with_cost(&mut v, settled);
-            serde_json::to_vec(&v).unwrap_or_else(|_| body.to_vec())
-        }
-        // Decoded already into the decision; never expected.
-        Err(_) => body.to_vec(),
-    }
+    crate::render::with_cost_bytes(body, settled)
 }
 
 /// The style's answer to one request, as the response.

@@ -840,7 +840,12 @@ fn eval_prices_a_jev_answer_and_keeps_a_reported_cost() {
 fn serve_answers_carry_the_priced_cost_and_its_source() {
     use crate::support::{Server, request};
     let dir = TempDir::new("cost-serve");
-    let up = billing_upstream();
+    // Pretty-printed, as no serializer of ours would write it: what comes
+    // back must be these bytes, not the answer written again.
+    let up = Upstream::start(|got| {
+        let compact: Value = serde_json::from_str(&answer(&got.json(), None)).unwrap();
+        (200, vec![], serde_json::to_string_pretty(&compact).unwrap())
+    });
     // Not in sorted order: the upstream answers in the order it was asked.
     let (_, qs) = question_sets().remove(2);
     let body = json!({"model": "jev-1.13", "state": state(2), "questions": qs}).to_string();
@@ -866,9 +871,23 @@ fn serve_answers_carry_the_priced_cost_and_its_source() {
     assert_eq!(usage["cost_source"], "priced", "{v}");
     assert_eq!(usage["cost_table"], "toolnexus");
     assert_eq!(usage["cost_checked"], "2026-12-05");
-    // Still the upstream's answer in its order: only usage fields were added.
+    // Still the upstream's answer byte for byte: only the cost went into its usage.
     let keys: Vec<&String> = v["answers"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["spam", "angry", "lang"]);
+    let direct = post(upstream_addr(&up.base_url).as_str());
+    let close = direct
+        .body
+        .find("\"usage\":")
+        .map(|u| u + direct.body[u..].find('}').unwrap())
+        .unwrap();
+    let fields = format!(
+        r#","cost":{},"cost_source":"priced","cost_table":"toolnexus","cost_checked":"2026-12-05""#,
+        usage["cost"]
+    );
+    assert_eq!(
+        r.body,
+        format!("{}{fields}{}", &direct.body[..close], &direct.body[close..])
+    );
     assert!(usage["input_tokens"].is_i64(), "types unchanged: {v}");
     // The library reads serve's answer like any System One answer.
     toolnexus::classifier::Decision::from_value(&v).unwrap();
@@ -887,16 +906,19 @@ fn serve_answers_carry_the_priced_cost_and_its_source() {
         &["--style", "systemone", "--base-url", &reporting.base_url],
     );
     let served = post(&server.addr);
-    let upstream_addr = reporting
-        .base_url
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_string();
-    let direct = post(&upstream_addr);
+    let direct = post(upstream_addr(&reporting.base_url).as_str());
     assert_eq!(served.status, 200, "{}", served.body);
     assert_eq!(served.body, direct.body);
     assert_eq!(served.json()["usage"]["cost"], 0.5);
     server.terminate();
+}
+
+/// The `host:port` of a loopback upstream's base URL.
+fn upstream_addr(base_url: &str) -> String {
+    base_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string()
 }
 
 /// The least confident asked key's top probability: the cascade's gate.

@@ -59,7 +59,7 @@ fn order_sensitive(got: &Captured) -> (u16, Vec<(&'static str, String)>, String)
         answers.insert(key.clone(), answer);
     }
     // A reported cost: serve adds nothing to it, so the answer can come back
-    // byte for byte (a cost serve prices is added to the usage: cost.rs).
+    // byte for byte (a cost serve prices is spliced into the usage: cost.rs).
     let answer = json!({
         "model": shape.join(" | "),
         "answers": answers,
