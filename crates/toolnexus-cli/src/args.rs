@@ -470,6 +470,9 @@ pub struct McpArgs {
     /// is on this machine; without it the server does not start (exit 2).
     #[command(flatten)]
     pub style: StyleArgs,
+    /// Prices for the cost each result's usage carries.
+    #[command(flatten)]
+    pub prices: PriceArgs,
 }
 
 /// `toolnexus mcp …`.

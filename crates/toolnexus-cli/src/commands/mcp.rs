@@ -44,6 +44,9 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
     let style_args = pick_style(&args.style)?;
     let mut built = style::build(&style_args, Fallback::SystemOne)?;
     built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
+    // Outside the cache, so a hit is a known 0.
+    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
+    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
     let bands = args
         .thresholds
         .as_deref()
@@ -314,27 +317,25 @@ impl Judgments {
             Err(e) => return failed(e),
         };
         let ctx = EvalContext::new().with_call_name(self.call.clone());
-        let decided = match model {
-            None => self.classifier.evaluate_ctx(ctx, state, &questions).await,
-            Some(m) => self
-                .classifier
-                .evaluate_request(ctx, EvalRequest::new(state, questions).with_model(m))
-                .await
-                .map(|e| e.decision),
-        };
-        let decision = match decided {
-            Ok(d) => d,
+        let mut request = EvalRequest::new(state, questions);
+        if let Some(m) = model {
+            request = request.with_model(m);
+        }
+        let done = match self.classifier.evaluate_request(ctx, request).await {
+            Ok(done) => done,
             // ClassifierError's Display never carries a key.
             Err(e) => return failed(format!("{tool}: {e}")),
         };
+        let decision = &done.decision;
         let mut structured = decision.to_value();
+        crate::render::with_cost(&mut structured, &done.cost);
         if let (Some(bands), Value::Object(o)) = (&self.bands, &mut structured) {
             o.insert(
                 "verdicts".into(),
-                crate::render::verdicts_json(&decision, bands),
+                crate::render::verdicts_json(decision, bands),
             );
         }
-        succeeded(summary(&decision), structured)
+        succeeded(summary(decision), structured)
     }
 
     /// The guard, built on first use (it may load a model), once.

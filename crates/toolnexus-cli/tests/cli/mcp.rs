@@ -516,6 +516,13 @@ fn with_nothing_named_the_embedded_model_serves() {
     );
     let p = &r["structuredContent"]["answers"]["answer"]["probabilities"];
     assert!(p["shipping"].is_number() && p["billing"].is_number(), "{r}");
+    // Answered on this machine: an explicit $0, and it says so.
+    let usage = &r["structuredContent"]["usage"];
+    assert_eq!(
+        (&usage["cost"], &usage["cost_source"]),
+        (&json!(0.0), &json!("local")),
+        "{r}"
+    );
     let (code, stderr) = s.finish();
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("style local"), "{stderr}");
