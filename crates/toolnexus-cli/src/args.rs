@@ -182,8 +182,9 @@ pub struct PriceArgs {
 /// `--estimate`: what a run would send and cost, with nothing sent.
 #[derive(Debug, Clone, Default, Args)]
 pub struct EstimateArgs {
-    /// Send nothing: read the inputs (and the --cache read-only, whose hits
-    /// are not sent) and print the calls, cache hits, input tokens and cost
+    /// Send nothing: read the inputs (and, read-only, the --cache, whose hits
+    /// are not sent, and the --out file, whose results a resumed run would
+    /// not ask again) and print the calls, cache hits, input tokens and cost
     /// with a range. Needs no API key.
     #[arg(long)]
     pub estimate: bool,

@@ -36,7 +36,7 @@
 //!   the states refused are not written (a rerun asks them), exit 6.
 //! - `--estimate` sends nothing: see `commands::cost`.
 
-mod out;
+pub(crate) mod out;
 mod sha256;
 mod shadow;
 

@@ -359,6 +359,22 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         str::to_string,
     );
     let model = built.classifier.model().to_string();
+    // The lines a resumed run would not ask again.
+    let fingerprint = crate::commands::batch::out::Fingerprint::new(
+        text.as_bytes(),
+        &questions,
+        built.style.as_str(),
+        &model,
+    );
+    let done = crate::commands::batch::out::already_done(
+        &args.out,
+        &fingerprint,
+        crate::commands::batch::out::Plan {
+            restart: args.restart,
+            rerun_errors: args.rerun_errors,
+            last_line: text.split('\n').count(),
+        },
+    )?;
     let mut seen = HashSet::new();
     let mut counted = Counted {
         inputs: 0,
@@ -369,6 +385,10 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
     };
     for (n, line) in input::jsonl_lines(&text) {
         counted.inputs += 1;
+        if done.contains(&n) {
+            counted.done += 1;
+            continue;
+        }
         let Ok(state) = input::parse_line(n, line) else {
             counted.unreadable += 1;
             continue;

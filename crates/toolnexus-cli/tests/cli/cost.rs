@@ -353,6 +353,76 @@ fn an_estimate_sends_nothing_needs_no_key_and_subtracts_cache_hits() {
 }
 
 #[test]
+fn a_batch_estimate_leaves_out_the_lines_its_out_file_holds() {
+    let dir = TempDir::new("cost-estimate-resume");
+    let up = billing_upstream();
+    let (_, qs) = question_sets().remove(0);
+    let q = dir.write("q.json", &qs.to_string());
+    let states = states_file(&dir, "five.jsonl", 0..5);
+    let out = dir.join("out.jsonl");
+    let shown = out.display().to_string();
+    let r = batch(&dir, &up, &q, &states, &shown, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // As a run stopped after three results leaves it: the header and three lines.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let kept: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&out, &kept).unwrap();
+    let estimate = |extra: &[&str]| {
+        let mut args = vec![
+            "batch",
+            "--estimate",
+            "--json",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            &shown,
+        ];
+        args.extend(live(&up, extra));
+        let e = tn(dir.path(), &args);
+        assert_eq!(e.code, 0, "{}", e.stderr);
+        serde_json::from_str::<Value>(&e.stdout).unwrap()
+    };
+    let v = estimate(&[]);
+    assert_eq!(
+        (v["calls"].as_u64(), v["already_done"].as_u64()),
+        (Some(2), Some(3)),
+        "{v}"
+    );
+    // --restart would ask them all again.
+    let v = estimate(&["--restart"]);
+    assert_eq!(
+        (v["calls"].as_u64(), v["already_done"].as_u64()),
+        (Some(5), Some(0))
+    );
+    // Read, never written: the file is as it was, and nothing was sent.
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), kept);
+    assert_eq!(up.requests().len(), 5);
+    // An out file of other inputs is refused, as the run would refuse it.
+    let other = states_file(&dir, "other.jsonl", 10..12);
+    let e = tn(
+        dir.path(),
+        &[
+            &[
+                "batch",
+                "--estimate",
+                "--questions",
+                &q,
+                "--states",
+                &other,
+                "--out",
+                &shown,
+            ][..],
+            &live(&up, &[])[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(e.code, 2, "{e:?}");
+    assert!(e.stderr.contains("answers other inputs"), "{}", e.stderr);
+}
+
+#[test]
 fn every_batch_line_and_the_summary_say_where_the_cost_came_from() {
     let dir = TempDir::new("cost-lines");
     let up = billing_upstream();

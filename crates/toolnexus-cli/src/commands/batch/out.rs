@@ -331,6 +331,39 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
     })
 }
 
+/// The input lines a run with this fingerprint and plan would not ask again:
+/// what [`open`] would find done in the out file, read without locking,
+/// creating or changing it (`batch --estimate`). A stream, a missing or empty
+/// file, or `--restart` has none; a file that answers other inputs is refused
+/// as a run would refuse it.
+pub fn already_done(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<BTreeSet<usize>> {
+    let shown = path.display();
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if path.as_os_str() == "-" || !regular || plan.restart {
+        return Ok(BTreeSet::new());
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| exit::io(format!("--out {shown}: cannot read: {}", cause(&e))))?;
+    if bytes.is_empty() || is_torn_header(&bytes, fingerprint) {
+        return Ok(BTreeSet::new());
+    }
+    let changes = read_header(path, &bytes)?.changes(fingerprint);
+    if !changes.is_empty() {
+        return Err(exit::usage(format!(
+            "--out {shown}: answers other inputs: {}; a run would refuse it (--restart starts it over)",
+            changes.join("; ")
+        )));
+    }
+    let results = read_results(path, &bytes, plan.last_line)?;
+    let mut done = results.done;
+    if plan.rerun_errors {
+        for n in &results.errors {
+            done.remove(n);
+        }
+    }
+    Ok(done)
+}
+
 /// Opens (creating it if absent, never truncating) and locks the out file.
 /// The lock is taken on what was opened; if the path was replaced meanwhile
 /// (another run's `--rerun-errors` rename), the new file is opened instead.
