@@ -180,13 +180,14 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         .map(|n| Arc::new(Pacer::per_minute(n)));
     // The shadow wraps the primary as the out file sees it (cache included);
     // its file is opened only once the out file is ours.
-    let shadow = match shadow::Shadow::wrap(&args, built.classifier.clone(), &pending)? {
-        Some((wrapped, s)) => {
-            built.classifier = wrapped;
-            Some(s)
-        }
-        None => None,
-    };
+    let shadow =
+        match shadow::Shadow::wrap(&args, built.classifier.clone(), &pending, budget.as_ref())? {
+            Some((wrapped, s)) => {
+                built.classifier = wrapped;
+                Some(s)
+            }
+            None => None,
+        };
     let call = built.call.clone();
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)

@@ -35,6 +35,17 @@ pub fn wrap(inner: Classifier, caps: &CapArgs, pricing: &Pricing) -> (Classifier
     (budgeted(priced, budget.clone(), estimate), Some(budget))
 }
 
+/// `inner` spending from a budget another classifier of the run already
+/// spends from (a batch's shadow), priced by `pricing` as [`wrap`] prices:
+/// the run's caps bound what both send together.
+pub fn share(inner: Classifier, budget: &Budget, pricing: &Pricing) -> Classifier {
+    budgeted(
+        toolnexus::cost::pricing(inner, pricing.clone()),
+        budget.clone(),
+        estimate,
+    )
+}
+
 /// The price of `model`'s tokens when an answer reports none: 0 for a style
 /// on this machine, the price table's entry for the model, else none (its
 /// answers' cost is then unknown and not counted).

@@ -411,6 +411,12 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         }
         counted.shapes.push(shape);
     }
+    if let Some(style) = args.shadow_style {
+        tell!(
+            "batch: note: --shadow-style {} asks a second style about every state; its calls are not in this estimate (a cap counts them)",
+            style.as_str()
+        );
+    }
     report(
         "batch",
         &args.estimate,

@@ -152,6 +152,59 @@ fn batch_stops_at_the_cost_cap_within_one_call_and_resumes_to_the_end() {
 }
 
 #[test]
+fn a_shadow_spends_from_the_same_cap_as_the_primary() {
+    let dir = TempDir::new("caps-batch-shadow");
+    // The primary costs nothing; the shadow $0.01 a call.
+    let primary = billing(300, Some(0.0), Duration::from_millis(5));
+    let second = billing(300, Some(0.01), Duration::from_millis(5));
+    let n = 20;
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(n));
+    let out = dir.join("out.jsonl").display().to_string();
+    let shadow_out = dir.join("shadow.jsonl").display().to_string();
+    let r = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--questions",
+            &q,
+            "--states",
+            &s,
+            "--out",
+            &out,
+            "--style",
+            "systemone",
+            "--base-url",
+            &primary.base_url,
+            "--shadow-style",
+            "systemone",
+            "--shadow-base-url",
+            &second.base_url,
+            "--shadow-out",
+            &shadow_out,
+            "--no-progress",
+            "--concurrency",
+            "1",
+            "--max-cost",
+            "0.03",
+        ],
+    );
+    // Stopped by what the shadow spent: the run's cap bounds both.
+    assert_eq!(r.code, 6, "{r:?}");
+    assert!(
+        r.stderr.contains("stopped at --max-cost 0.03"),
+        "{}",
+        r.stderr
+    );
+    let shadowed = second.requests().len();
+    assert!(
+        (3..=5).contains(&shadowed),
+        "{shadowed} shadow calls for a $0.03 cap"
+    );
+    assert!(primary.requests().len() < n, "{}", primary.requests().len());
+}
+
+#[test]
 fn batch_on_a_tape_rehearses_a_cap_offline_with_the_recorded_usage() {
     let dir = TempDir::new("caps-batch-tape");
     let bulk = Bulk::new(&dir, 12);

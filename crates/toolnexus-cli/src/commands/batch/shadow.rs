@@ -8,6 +8,10 @@
 //! changed. A failed shadow call is `{"line":n,"error":…}`. The file is
 //! rewritten by every run and ends with one `{"summary":{…}}` line.
 //!
+//! Under `--max-cost`, `--max-tokens` or `--max-time` the shadow's calls
+//! spend from the run's budget with the primary's: once a cap is reached a
+//! shadow call is not sent either (its line says so).
+//!
 //! The shadow reports the state it was asked about; the line is found by the
 //! state's canonical JSON (identical states on several lines are handed out
 //! in line order).
@@ -24,6 +28,7 @@ use serde_json::{Value, json};
 use toolnexus::assess::answer_shift;
 use toolnexus::classifier::{Classifier, Decision, canonical_json};
 use toolnexus::compose::{Disagreement, ShadowOptions, ShadowStats, shadow};
+use toolnexus::cost::budget::Budget;
 
 use crate::args::{BatchArgs, LiveArgs, StyleArgs};
 use crate::exit;
@@ -131,10 +136,12 @@ fn disagreements(primary: &Decision, shadow: &Decision, min_shift: f64) -> Vec<V
 impl Shadow {
     /// Builds the shadow style, opens (truncates) `--shadow-out` and wraps
     /// `primary`. `pending` are the lines this run asks, with their text.
+    /// `budget`: the run's caps, which the shadow's calls count against too.
     pub fn wrap(
         args: &BatchArgs,
         primary: Classifier,
         pending: &[(usize, String)],
+        budget: Option<&Budget>,
     ) -> Result<Option<(Classifier, Shadow)>> {
         let (Some(style_name), Some(path)) = (args.shadow_style, &args.shadow_out) else {
             return Ok(None);
@@ -187,7 +194,14 @@ impl Shadow {
             .with_max_in_flight(bound)
             .with_on_disagreement(move |d| sink.report(d));
         let stats = options.stats.clone();
-        let wrapped = shadow(primary, built.classifier, options);
+        let second = match budget {
+            Some(b) => {
+                let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
+                crate::commands::caps::share(built.classifier, b, &pricing)
+            }
+            None => built.classifier,
+        };
+        let wrapped = shadow(primary, second, options);
         Ok(Some((
             wrapped,
             Shadow {
