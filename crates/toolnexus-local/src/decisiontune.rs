@@ -20,6 +20,7 @@ use toolnexus::classifier::{
 use crate::error::{LocalError, msg};
 use crate::modernbert::{
     EncoderConfig, Fields, ModernBert, read_safetensors, read_tokenizer, token_ids,
+    token_ids_bounded,
 };
 use crate::pyjson::{Separators, dumps};
 
@@ -240,8 +241,12 @@ impl DecisionTune {
         let local = |e: LocalError| ClassifierError::custom(&e).with_source(e);
         let inner = &*self.inner;
         let t = |s: &str| token_ids(&inner.tokenizer, &clean(s));
-        let state_ids = t(&state_text(state)).map_err(local)?;
         let limit = inner.encoder.max_positions();
+        // Only as much of the state as a row could hold is tokenized: past
+        // `limit` tokens it is refused however long it is.
+        let (state_ids, whole) =
+            token_ids_bounded(&inner.tokenizer, &clean(&state_text(state)), limit, false)
+                .map_err(local)?;
         let mut rows = Vec::with_capacity(questions.len());
         for (key, q) in questions {
             let options: Vec<String> = match q {
@@ -277,8 +282,9 @@ impl DecisionTune {
             ids.extend_from_slice(&state_ids);
             ids.push(inner.sep);
             if ids.len() > limit {
+                let more = if whole { "" } else { "more than " };
                 return Err(local(msg::input(format_args!(
-                    "question {key:?}: a sequence of {} tokens exceeds the {limit}-token context limit",
+                    "question {key:?}: a sequence of {more}{} tokens exceeds the {limit}-token context limit",
                     ids.len()
                 ))));
             }

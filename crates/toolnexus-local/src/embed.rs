@@ -683,7 +683,7 @@ fn cut_rule(tokenizer: &Tokenizer, max_tokens: usize) -> CutRule {
 }
 
 /// The largest char boundary of `s` at or below `at`.
-fn floor_char_boundary(s: &str, at: usize) -> usize {
+pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
     let mut at = at.min(s.len());
     while !s.is_char_boundary(at) {
         at -= 1;

@@ -22,6 +22,7 @@ use crate::error::{LocalError, msg};
 use crate::kernels::{Attend, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, take};
 use crate::modernbert::{
     EncoderConfig, Fields, ModernBert, Packed, read_safetensors, read_tokenizer, token_ids,
+    token_ids_bounded,
 };
 use crate::pyjson::{Separators, dumps};
 
@@ -342,8 +343,12 @@ impl Laya {
         let mut built = Vec::with_capacity(states.len() * questions.len());
         for (i, state) in states.iter().enumerate() {
             let text = state_text(state).replace(&self.inner.special.mask_text, " ");
-            let state_ids = token_ids(&self.inner.tokenizer, &text).map_err(local)?;
             let left = state.is_array();
+            // A row holds at most max_len tokens: only that much of the
+            // state, from the end it is cut from, is tokenized.
+            let (state_ids, _) =
+                token_ids_bounded(&self.inner.tokenizer, &text, self.inner.max_len, left)
+                    .map_err(local)?;
             for (key, kind, (head, markers)) in &heads {
                 let room = self.inner.max_len.saturating_sub(head.len() + 1);
                 let cut = if left {
@@ -955,6 +960,30 @@ mod tests {
         assert_eq!(entropy_confidence(&[0.5, 0.5]), 0.0);
         assert!((entropy_confidence(&[1.0, 0.0, 0.0]) - 1.0).abs() < 1e-9);
         assert_eq!(entropy_confidence(&[1.0]), 1.0);
+    }
+
+    #[test]
+    fn a_huge_state_is_tokenized_only_as_far_as_a_row_holds_it() {
+        let laya =
+            Laya::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/laya")).unwrap();
+        let qs =
+            toolnexus::judge::questions(&[toolnexus::judge::noul("refund", "A refund?")]).unwrap();
+        let words: String = (0..400_000).map(|i| format!("w{} ", i % 97)).collect();
+        let part = &words[..40_000];
+        for (huge, short) in [
+            (json!(words), json!(part)),
+            // An array is cut from the left: its last items are what a row reads.
+            (
+                json!(words.split(' ').collect::<Vec<_>>()),
+                json!(words[words.len() - 40_000..].split(' ').collect::<Vec<_>>()),
+            ),
+        ] {
+            let a = laya.trace(std::slice::from_ref(&huge), &qs).unwrap();
+            let b = laya.trace(std::slice::from_ref(&short), &qs).unwrap();
+            assert_eq!(a[0].ids, b[0].ids);
+        }
+        let most = crate::modernbert::LARGEST_TOKENIZED.with(std::cell::Cell::get);
+        assert!(most < 200_000, "{most} bytes tokenized at once");
     }
 
     #[test]

@@ -446,13 +446,93 @@ pub(crate) fn read_tokenizer(path: &Path) -> Result<Tokenizer, LocalError> {
     Ok(tokenizer)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The longest text this thread handed to [`token_ids`], in bytes (tests only).
+    pub(crate) static LARGEST_TOKENIZED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The ids of `text` with no special tokens added.
 pub(crate) fn token_ids(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>, LocalError> {
+    #[cfg(test)]
+    LARGEST_TOKENIZED.with(|m| m.set(m.get().max(text.len())));
     Ok(tokenizer
         .encode_fast(text, false)
         .map_err(msg::tokenize)?
         .get_ids()
         .to_vec())
+}
+
+/// The ids of `text` with no special tokens added, as far as a row can hold
+/// them: `whole` says whether they are all of `text`'s. A long text is
+/// tokenized only in part, a prefix (`from_end`: a suffix) cut where a
+/// pre-token begins (an ASCII whitespace character between two
+/// non-whitespace ones) and holding at least `need` tokens; those are the
+/// whole text's first (last) `need` tokens, because a byte-level BPE
+/// tokenizer splits its text into pre-tokens and encodes each alone, and
+/// such a cut is a pre-token boundary in both texts. A text with no such
+/// place is tokenized whole. So a 50 MB state costs what a few kilobytes do.
+pub(crate) fn token_ids_bounded(
+    tokenizer: &Tokenizer,
+    text: &str,
+    need: usize,
+    from_end: bool,
+) -> Result<(Vec<u32>, bool), LocalError> {
+    let mut window = need.saturating_mul(16).max(4096);
+    loop {
+        if window >= text.len() {
+            return Ok((token_ids(tokenizer, text)?, true));
+        }
+        let part = if from_end {
+            suffix_at_boundary(text, window)
+        } else {
+            prefix_at_boundary(text, window)
+        };
+        if let Some(part) = part {
+            let ids = token_ids(tokenizer, part)?;
+            if ids.len() >= need {
+                return Ok((ids, false));
+            }
+        }
+        window = window.saturating_mul(2);
+    }
+}
+
+/// Whether `text` has a pre-token boundary at byte `c`: an ASCII whitespace
+/// character there, and no whitespace just before or after it.
+fn boundary_at(text: &str, c: usize) -> bool {
+    let b = text.as_bytes();
+    c > 0
+        && matches!(b.get(c), Some(b' ' | b'\t' | b'\n' | b'\r'))
+        && text[..c]
+            .chars()
+            .next_back()
+            .is_some_and(|p| !p.is_whitespace())
+        && text[c + 1..]
+            .chars()
+            .next()
+            .is_some_and(|n| !n.is_whitespace())
+}
+
+/// The longest prefix of `text` within `window` bytes (and longer than half
+/// of it) that ends at a pre-token boundary.
+fn prefix_at_boundary(text: &str, window: usize) -> Option<&str> {
+    let hi = crate::embed::floor_char_boundary(text, window);
+    let lo = crate::embed::floor_char_boundary(text, window / 2);
+    (lo..=hi)
+        .rev()
+        .find(|&c| boundary_at(text, c))
+        .map(|c| &text[..c])
+}
+
+/// The longest suffix of `text` within `window` bytes (and longer than half
+/// of it) that starts at a pre-token boundary.
+fn suffix_at_boundary(text: &str, window: usize) -> Option<&str> {
+    let lo = text.len().saturating_sub(window);
+    let hi = text.len().saturating_sub(window / 2);
+    (lo..=hi)
+        .find(|&c| boundary_at(text, c))
+        .map(|c| &text[c..])
 }
 
 /// Queries attended at once: longer rows run in blocks of this many, so the
@@ -774,6 +854,62 @@ mod tests {
         };
         assert!(gap(&whole.data, &blocks.data) < 1e-5);
         assert!(gap(&whole.data[70 * c.hidden_size..], &alone.data) < 1e-5);
+    }
+
+    /// A long text of words, numbers, punctuation, runs of spaces and
+    /// newlines, and non-ASCII letters.
+    fn long_text(bytes: usize) -> String {
+        let words = [
+            "refund",
+            "  twice",
+            "Zürich",
+            "2026-12-05",
+            "naïve",
+            "—",
+            "\n\n",
+            "order#4711",
+            "it's",
+            "🙂",
+            "\t",
+            "ok.",
+            "déjà",
+            "vu",
+            "x",
+        ];
+        let mut s = String::new();
+        let mut i = 0usize;
+        while s.len() < bytes {
+            s.push_str(words[i * 7 % words.len()]);
+            s.push(if i.is_multiple_of(5) { '\n' } else { ' ' });
+            i += 1;
+        }
+        s
+    }
+
+    #[test]
+    fn a_bounded_part_holds_the_whole_texts_first_and_last_tokens() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/laya/tokenizer");
+        let tok = read_tokenizer(&dir.join("tokenizer.json")).unwrap();
+        let text = long_text(300_000);
+        let full = token_ids(&tok, &text).unwrap();
+        for need in [1, 50, 512] {
+            let (head, whole) = token_ids_bounded(&tok, &text, need, false).unwrap();
+            assert!(!whole && head.len() >= need && head.len() < full.len() / 10);
+            assert_eq!(head[..need], full[..need], "first {need}");
+            let (tail, whole) = token_ids_bounded(&tok, &text, need, true).unwrap();
+            assert!(!whole && tail.len() >= need && tail.len() < full.len() / 10);
+            assert_eq!(
+                tail[tail.len() - need..],
+                full[full.len() - need..],
+                "last {need}"
+            );
+        }
+        // A short text, or one with nowhere to cut, is tokenized whole.
+        let (ids, whole) = token_ids_bounded(&tok, "a short state", 512, false).unwrap();
+        assert!(whole && ids == token_ids(&tok, "a short state").unwrap());
+        let solid = "x".repeat(20_000);
+        let (ids, whole) = token_ids_bounded(&tok, &solid, 10, false).unwrap();
+        assert!(whole && ids == token_ids(&tok, &solid).unwrap());
     }
 
     #[test]
