@@ -410,6 +410,38 @@ fn the_log_has_one_line_per_call_and_no_command_text() {
     let text = std::fs::read_to_string(dir.join("cmds.jsonl")).unwrap();
     assert!(text.contains("aws configure"), "{text}");
     assert!(!text.contains(secret), "{text}");
+
+    // A log past its max_bytes is rotated to `.1`, never left to grow.
+    let rotating = dir.join("rot.jsonl");
+    let policy = dir.write(
+        "rot.json",
+        &format!(
+            r#"{{"toolnexus": "guard-policy", "version": 1, "log": {{"path": "{}", "log_commands": true, "max_bytes": 4096}}}}"#,
+            rotating.display()
+        ),
+    );
+    let long = hook(
+        "Bash",
+        json!({"command": format!("echo {}", "y".repeat(600))}),
+    );
+    for _ in 0..12 {
+        guard(
+            &dir,
+            &["--server", &up.base_url, "--policy", &policy],
+            &long,
+            &[],
+        );
+    }
+    let now = std::fs::read_to_string(&rotating).unwrap();
+    let before = std::fs::read_to_string(dir.join("rot.jsonl.1")).unwrap();
+    assert!(
+        now.len() <= 4096 && before.len() <= 4096,
+        "{} and {} bytes",
+        now.len(),
+        before.len()
+    );
+    let (n, b) = (now.lines().count(), before.lines().count());
+    assert!(n >= 1 && b >= 2, "{n} lines now, {b} in .1");
 }
 
 #[test]

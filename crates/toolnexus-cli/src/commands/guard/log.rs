@@ -3,6 +3,7 @@
 //! `log_commands`, and then with credentials redacted.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -128,20 +129,7 @@ pub fn write(
     );
     let mut text = Value::Object(line).to_string();
     text.push('\n');
-    let result = (|| -> std::io::Result<()> {
-        if let Some(dir) = spec.path.parent()
-            && !dir.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&spec.path)?;
-        // One write: lines from guards running side by side never interleave.
-        f.write_all(text.as_bytes())
-    })();
-    if let Err(e) = result {
+    if let Err(e) = append(&spec.path, spec.max_bytes, text.as_bytes()) {
         tell!(
             "toolnexus guard: the log {} could not be written: {e}",
             spec.path.display()
@@ -149,9 +137,94 @@ pub fn write(
     }
 }
 
+/// Appends `line` to the log at `path` in one write, holding the file's lock.
+/// A file that `line` would take past `max_bytes` is first renamed to
+/// `<path>.1` (replacing the one before) and a new file started. Guards
+/// running side by side take turns: no line is torn or interleaved, and a
+/// guard that waited on a file rotated meanwhile writes to the new one.
+fn append(path: &Path, max_bytes: u64, line: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    if let Some(dir) = path.parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir)?;
+    }
+    for _ in 0..16 {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let locked = match f.lock() {
+            Ok(()) => true,
+            // A file system without locks: one write still keeps lines whole.
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => false,
+            Err(e) => return Err(e),
+        };
+        let held = f.metadata()?;
+        if locked {
+            match std::fs::metadata(path) {
+                Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {}
+                // Rotated while this guard waited for the lock: the new file.
+                _ => continue,
+            }
+            if held.len() > 0 && held.len() + line.len() as u64 > max_bytes {
+                let mut old = path.as_os_str().to_owned();
+                old.push(".1");
+                std::fs::rename(path, &old)?;
+                continue;
+            }
+        }
+        return f.write_all(line);
+    }
+    Err(std::io::Error::other(
+        "the log keeps being replaced while it is opened",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_log_rotates_to_dot_one_and_side_by_side_writers_keep_every_line_whole() {
+        let dir = std::env::temp_dir().join(format!("toolnexus-guard-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("guard.jsonl");
+        let line = |t: usize, i: usize| {
+            format!("{{\"t\":{t},\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(200))
+        };
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (path, line) = (&path, &line);
+                s.spawn(move || {
+                    for i in 0..50 {
+                        append(path, 4096, line(t, i).as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        let old = dir.join("guard.jsonl.1");
+        for p in [&path, &old] {
+            let text = std::fs::read_to_string(p).unwrap();
+            assert!(
+                text.len() as u64 <= 4096,
+                "{} holds {} bytes",
+                p.display(),
+                text.len()
+            );
+            for l in text.lines() {
+                serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("torn line {l:?}: {e}"));
+            }
+        }
+        // The newest lines are in the current file: the last each writer wrote is there or in .1.
+        let both =
+            std::fs::read_to_string(&path).unwrap() + &std::fs::read_to_string(&old).unwrap();
+        assert!(
+            (0..8).any(|t| both.contains(&format!("\"t\":{t},\"i\":49,"))),
+            "{both}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn credentials_are_redacted() {

@@ -105,7 +105,13 @@ pub struct LogSpec {
     pub path: PathBuf,
     /// Whether the tool input itself is logged (secrets redacted); otherwise only its hash.
     pub log_commands: bool,
+    /// The size past which the file is rotated: renamed to `<path>.1`
+    /// (replacing the one before), and a new file started.
+    pub max_bytes: u64,
 }
+
+/// The log's default rotation size: 10 MiB, some 30,000 calls.
+pub const LOG_MAX_BYTES: u64 = 10 << 20;
 
 /// A parsed, checked policy.
 #[derive(Debug, Clone)]
@@ -433,7 +439,8 @@ impl Policy {
             match &log {
                 None => Value::Null,
                 Some(l) => {
-                    json!({"path": l.path.display().to_string(), "log_commands": l.log_commands})
+                    json!({"path": l.path.display().to_string(), "log_commands": l.log_commands,
+                           "max_bytes": l.max_bytes})
                 }
             },
         );
@@ -889,10 +896,10 @@ fn parse_rules(key: &str, v: &Value, check: bool) -> Result<Vec<Rule>, PolicyErr
 
 fn parse_log(o: &Map<String, Value>, base: Option<&Path>) -> Result<LogSpec, PolicyError> {
     for k in o.keys() {
-        if k != "path" && k != "log_commands" {
+        if !["path", "log_commands", "max_bytes"].contains(&k.as_str()) {
             return Err(err(
                 format!("log.{k}"),
-                "unknown key (known: path, log_commands)",
+                "unknown key (known: path, log_commands, max_bytes)",
             ));
         }
     }
@@ -911,7 +918,23 @@ fn parse_log(o: &Map<String, Value>, base: Option<&Path>) -> Result<LogSpec, Pol
             ));
         }
     };
-    Ok(LogSpec { path, log_commands })
+    let max_bytes = match o.get("max_bytes") {
+        None => LOG_MAX_BYTES,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 4096 => n,
+            _ => {
+                return Err(err(
+                    "log.max_bytes",
+                    format!("must be a whole number of bytes, at least 4096, not {v}"),
+                ));
+            }
+        },
+    };
+    Ok(LogSpec {
+        path,
+        log_commands,
+        max_bytes,
+    })
 }
 
 /// A path from a policy: `~/` is the home directory (the default log is
