@@ -56,14 +56,14 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::FutureExt as _;
 use futures::future::{BoxFuture as SharedBox, Shared};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::canonical::canonical_json;
@@ -178,6 +178,52 @@ impl Cached {
             model: decision.model.clone(),
             stored_at: now_secs(),
             requested: None,
+        }
+    }
+
+    /// The entry with a style's per-answer extras ([`Evaluated::extensions`],
+    /// such as Laya's), kept in the stored JSON under `"extensions"` (which
+    /// [`Decision::from_value`] ignores, so any reader of the entry still
+    /// reads the decision) and given back with every hit. None: unchanged.
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use toolnexus::classifier::{ClassifierUsage, Decision};
+    /// # let d = Decision { model: "laya".into(), answers: BTreeMap::new(), usage: ClassifierUsage::default(), calibrated: true };
+    /// let mut extras = BTreeMap::new();
+    /// extras.insert("q".to_string(), serde_json::json!({"answer_confidence": 0.9}).as_object().unwrap().clone());
+    /// let c = toolnexus::cache::Cached::of(&d).with_extensions(&extras);
+    /// assert_eq!(c.decision["extensions"]["q"]["answer_confidence"], 0.9);
+    /// assert_eq!(c.extensions(), extras);
+    /// ```
+    ///
+    /// [`Evaluated::extensions`]: crate::classifier::Evaluated::extensions
+    pub fn with_extensions(mut self, extensions: &BTreeMap<String, Map<String, Value>>) -> Cached {
+        if !extensions.is_empty()
+            && let Value::Object(o) = &mut self.decision
+        {
+            o.insert(
+                "extensions".into(),
+                Value::Object(
+                    extensions
+                        .iter()
+                        .map(|(k, m)| (k.clone(), Value::Object(m.clone())))
+                        .collect(),
+                ),
+            );
+        }
+        self
+    }
+
+    /// The per-answer extras the entry keeps (see [`Cached::with_extensions`]);
+    /// empty for an entry without any, or with some that are not objects.
+    pub fn extensions(&self) -> BTreeMap<String, Map<String, Value>> {
+        match self.decision.get("extensions") {
+            Some(Value::Object(o)) => o
+                .iter()
+                .filter_map(|(k, v)| v.as_object().map(|m| (k.clone(), m.clone())))
+                .collect(),
+            _ => BTreeMap::new(),
         }
     }
 
@@ -585,13 +631,17 @@ impl Caching {
         cache: &dyn Cache,
         key: CacheKey,
         floating: Option<(&Pins, &str)>,
-    ) -> Option<Decision> {
+    ) -> Option<Evaluated> {
         match cache.get(&key) {
             Ok(Some(c)) if floating.is_some_and(|(pins, alias)| !pins.serves(cache, alias, &c)) => {
                 None
             }
             Ok(Some(c)) => match Decision::from_value(&c.decision) {
-                Ok(d) => Some(d),
+                Ok(d) => {
+                    let mut e = Evaluated::new(d).with_cache_hit(true);
+                    e.extensions = c.extensions();
+                    Some(e)
+                }
                 Err(e) => {
                     tracing::warn!(target: "toolnexus::cache", key = %key.to_hex(), "cache entry does not decode ({e}); asking the backend");
                     None
@@ -605,8 +655,10 @@ impl Caching {
         }
     }
 
-    async fn store(cache: Arc<dyn Cache>, key: CacheKey, requested: &str, decision: &Decision) {
-        let entry = Cached::of(decision).with_requested(requested);
+    async fn store(cache: Arc<dyn Cache>, key: CacheKey, requested: &str, done: &Evaluated) {
+        let entry = Cached::of(&done.decision)
+            .with_requested(requested)
+            .with_extensions(&done.extensions);
         let stored = tokio::task::spawn_blocking(move || cache.put(&key, &entry))
             .await
             .unwrap_or_else(|e| Err(CacheError::new(CacheErrorKind::Io, e.to_string())));
@@ -649,7 +701,7 @@ impl FullEvaluator for Caching {
                             let floating = (pins.on && is_floating(&requested))
                                 .then_some((pins.as_ref(), requested.as_str()));
                             let result = match Caching::lookup(cache.as_ref(), key, floating) {
-                                Some(d) => Ok(Evaluated::new(d).with_cache_hit(true)),
+                                Some(hit) => Ok(hit),
                                 None => {
                                     let result = inner.evaluate_request(ctx, request).await;
                                     if let Ok(e) = &result {
@@ -663,7 +715,7 @@ impl FullEvaluator for Caching {
                                             )
                                             .await;
                                         }
-                                        Caching::store(cache, key, &requested, &e.decision).await;
+                                        Caching::store(cache, key, &requested, e).await;
                                     }
                                     result
                                 }

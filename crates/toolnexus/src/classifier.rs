@@ -274,8 +274,8 @@ pub struct Evaluated {
     /// key: each an object of named extras (Laya's `answer_confidence` and
     /// `action.act_probability`, say). Empty for every style that has none.
     /// `toolnexus serve` merges each object into its answer; nothing else
-    /// reads them, and a cache or a wrapper that rebuilds the decision drops
-    /// them.
+    /// reads them. A cache keeps them with the decision and gives them back
+    /// on a hit; a wrapper that rebuilds the decision drops them.
     pub extensions: BTreeMap<String, Map<String, Value>>,
 }
 

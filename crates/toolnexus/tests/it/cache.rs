@@ -396,3 +396,59 @@ fn openers_racing_on_a_new_file_all_see_a_cache() {
         }
     }
 }
+
+/// A style that answers with per-answer extras, as Laya does, counting its calls.
+struct WithExtras(Arc<AtomicUsize>);
+
+impl FullEvaluator for WithExtras {
+    fn call_full(
+        &self,
+        _ctx: EvalContext,
+        _request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async {
+            let d = Decision::from_value(&json!({"model": "laya",
+                "answers": {"spam": {"type": "noul", "noul": 0.8}}}))?;
+            let mut e = Evaluated::new(d);
+            e.extensions.insert(
+                "spam".into(),
+                json!({"answer_confidence": 0.8, "action": {"act_probability": 0.25}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            );
+            Ok(e)
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_hit_gives_back_the_extras_the_answer_came_with() {
+    let dir = Dir::new("extensions");
+    let stores: [Arc<dyn Cache>; 2] = [
+        Arc::new(MemoryCache::new()),
+        Arc::new(SqliteCache::open(dir.join("c.db"), SqliteOptions::default()).unwrap()),
+    ];
+    let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    for store in stores {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let judge = caching(
+            Classifier::from_evaluator("laya", WithExtras(calls.clone())),
+            store,
+        );
+        let ask = || {
+            judge.evaluate_request(
+                EvalContext::default(),
+                EvalRequest::new(json!("hi"), qs.clone()),
+            )
+        };
+        let first = ask().await.unwrap();
+        let hit = ask().await.unwrap();
+        assert!(hit.cache_hit && !first.cache_hit);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert_eq!(hit.extensions, first.extensions);
+        assert_eq!(hit.extensions["spam"]["action"]["act_probability"], 0.25);
+        assert_eq!(hit.decision, first.decision);
+    }
+}
