@@ -758,7 +758,8 @@ impl FullEvaluator for Caching {
 /// use toolnexus::cache::{MemoryCache, caching};
 /// use toolnexus::classifier::*;
 ///
-/// # #[tokio::main(flavor = "current_thread")]
+/// // Paused time: the backend's second passes only once every caller waits.
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), ClassifierError> {
 /// let calls = Arc::new(AtomicUsize::new(0));
 /// let counted = calls.clone();
@@ -767,7 +768,7 @@ impl FullEvaluator for Caching {
 ///     evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
 ///         counted.fetch_add(1, Ordering::SeqCst);
 ///         Box::pin(async {
-///             tokio::task::yield_now().await;
+///             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 ///             Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.9}}}))
 ///                 .map_err(|e| e.to_string())
 ///         })
@@ -888,7 +889,8 @@ impl Cache for NoStore {
 /// use toolnexus::cache::single_flight;
 /// use toolnexus::classifier::*;
 ///
-/// # #[tokio::main(flavor = "current_thread")]
+/// // Paused time: the backend's second passes only once every caller waits.
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), ClassifierError> {
 /// let calls = Arc::new(AtomicUsize::new(0));
 /// let counted = calls.clone();
@@ -897,7 +899,7 @@ impl Cache for NoStore {
 ///     evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
 ///         counted.fetch_add(1, Ordering::SeqCst);
 ///         Box::pin(async {
-///             tokio::task::yield_now().await;
+///             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 ///             Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.9}}}))
 ///                 .map_err(|e| e.to_string())
 ///         })
