@@ -157,6 +157,19 @@ fn batch(
     tn(dir.path(), &args)
 }
 
+/// `batch --estimate` of `states` against `up`'s jev-1.13, with `extra` flags.
+fn estimate(
+    dir: &TempDir,
+    up: &Upstream,
+    q: &str,
+    states: &str,
+    extra: &[&str],
+) -> crate::support::Out {
+    let mut args = vec!["batch", "--estimate", "--questions", q, "--states", states];
+    args.extend(live(up, extra));
+    tn(dir.path(), &args)
+}
+
 fn input_tokens(out: &Path) -> i64 {
     out_lines(out)
         .iter()
@@ -263,25 +276,7 @@ fn an_estimate_sends_nothing_needs_no_key_and_subtracts_cache_hits() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(up.requests().len(), 3);
 
-    let e = tn(
-        dir.path(),
-        &[
-            "batch",
-            "--estimate",
-            "--questions",
-            &q,
-            "--states",
-            &all,
-            "--cache",
-            &cache,
-            "--style",
-            "systemone",
-            "--base-url",
-            &up.base_url,
-            "--model",
-            "jev-1.13",
-        ],
-    );
+    let e = estimate(&dir, &up, &q, &all, &["--cache", &cache]);
     assert_eq!(e.code, 0, "{}", e.stderr);
     assert!(
         e.stdout.contains(
@@ -367,31 +362,21 @@ fn a_batch_estimate_leaves_out_the_lines_its_out_file_holds() {
     let text = std::fs::read_to_string(&out).unwrap();
     let kept: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
     std::fs::write(&out, &kept).unwrap();
-    let estimate = |extra: &[&str]| {
-        let mut args = vec![
-            "batch",
-            "--estimate",
-            "--json",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            &shown,
-        ];
-        args.extend(live(&up, extra));
-        let e = tn(dir.path(), &args);
+    let json = |extra: &[&str]| {
+        let mut all = vec!["--json", "--out", &shown];
+        all.extend_from_slice(extra);
+        let e = estimate(&dir, &up, &q, &states, &all);
         assert_eq!(e.code, 0, "{}", e.stderr);
         serde_json::from_str::<Value>(&e.stdout).unwrap()
     };
-    let v = estimate(&[]);
+    let v = json(&[]);
     assert_eq!(
         (v["calls"].as_u64(), v["already_done"].as_u64()),
         (Some(2), Some(3)),
         "{v}"
     );
     // --restart would ask them all again.
-    let v = estimate(&["--restart"]);
+    let v = json(&["--restart"]);
     assert_eq!(
         (v["calls"].as_u64(), v["already_done"].as_u64()),
         (Some(5), Some(0))
@@ -401,23 +386,7 @@ fn a_batch_estimate_leaves_out_the_lines_its_out_file_holds() {
     assert_eq!(up.requests().len(), 5);
     // An out file of other inputs is refused, as the run would refuse it.
     let other = states_file(&dir, "other.jsonl", 10..12);
-    let e = tn(
-        dir.path(),
-        &[
-            &[
-                "batch",
-                "--estimate",
-                "--questions",
-                &q,
-                "--states",
-                &other,
-                "--out",
-                &shown,
-            ][..],
-            &live(&up, &[])[..],
-        ]
-        .concat(),
-    );
+    let e = estimate(&dir, &up, &q, &other, &["--out", &shown]);
     assert_eq!(e.code, 2, "{e:?}");
     assert!(e.stderr.contains("answers other inputs"), "{}", e.stderr);
 }
