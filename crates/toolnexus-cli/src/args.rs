@@ -800,6 +800,13 @@ pub struct PinArgs {
 /// A time for `--alias-ttl`: a number with `ms`, `s`, `m` or `h`, bare =
 /// seconds; zero allowed (re-check on every request).
 fn parse_alias_ttl(s: &str) -> Result<Duration, String> {
+    parse_time(s, true, "0, 30s, 10m, 1h")
+}
+
+/// A number of seconds, or with a unit of `ms`, `s`, `m` (and `h` when
+/// `zero_ok`, as `--alias-ttl` takes), up to a year; zero only when
+/// `zero_ok`. `examples` go into the error of a text that is no number.
+fn parse_time(s: &str, zero_ok: bool, examples: &str) -> Result<Duration, String> {
     let t = s.trim();
     let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
         Some(i) => (&t[..i], t[i..].trim()),
@@ -807,18 +814,23 @@ fn parse_alias_ttl(s: &str) -> Result<Duration, String> {
     };
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("{s:?} is not a time (e.g. 0, 30s, 10m, 1h)"))?;
+        .map_err(|_| format!("{s:?} is not a time (e.g. {examples})"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "s" => n,
         "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (want ms, s, m or h)")),
+        "h" if zero_ok => n * 3600.0,
+        _ if zero_ok => return Err(format!("{s:?}: unknown unit {unit:?} (want ms, s, m or h)")),
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (want ms, s or m)")),
     };
-    if !(0.0..=86_400.0 * 365.0).contains(&secs) {
-        return Err(format!("{s:?}: want zero to a year"));
+    const YEAR: f64 = 86_400.0 * 365.0;
+    match zero_ok {
+        true if !(0.0..=YEAR).contains(&secs) => Err(format!("{s:?}: want zero to a year")),
+        false if !(secs > 0.0 && secs <= YEAR) => {
+            Err(format!("{s:?}: want more than zero and at most a year"))
+        }
+        _ => Ok(Duration::from_secs_f64(secs)),
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// `toolnexus batch`.
@@ -1220,24 +1232,7 @@ pub struct ServeArgs {
 /// A time for `serve`'s bounds: a number with `ms`, `s` or `m`, bare = seconds;
 /// more than zero.
 fn parse_serve_time(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => (&t[..i], t[i..].trim()),
-        None => (t, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a time (e.g. 250ms, 10s, 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (want ms, s or m)")),
-    };
-    if !(secs > 0.0 && secs <= 86_400.0 * 365.0) {
-        return Err(format!("{s:?}: want more than zero and at most a year"));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    parse_time(s, false, "250ms, 10s, 2m")
 }
 
 /// `toolnexus assess`: a subcommand, or none for the offline demo.
