@@ -2,7 +2,7 @@
 //! wrapper; the SQLite store's limits, its refusal of foreign and damaged
 //! files, and two processes sharing one file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,34 +14,7 @@ use toolnexus::cache::{
 };
 use toolnexus::classifier::*;
 
-use crate::support::{Reply, Server};
-
-/// A fresh directory, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "toolnexus-it-cache-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::support::{Dir, Reply, Server};
 
 fn spam() -> Questions {
     Questions::from([("spam".to_string(), NoulQuestion::default().into())])
@@ -77,7 +50,7 @@ fn system_one(server: &Server) -> Classifier {
 #[tokio::test]
 async fn a_rerun_sends_nothing_and_hits_are_marked_and_cost_nothing_in_metrics() {
     let server = Server::start([Reply::json(200, SPAM_ANSWER)]).await;
-    let dir = Dir::new("rerun");
+    let dir = Dir::new("cache-rerun");
     let cache = Arc::new(SqliteCache::open(dir.join("c.db"), SqliteOptions::default()).unwrap());
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = events.clone();
@@ -216,7 +189,7 @@ async fn a_shared_failure_reaches_every_waiter() {
 
 #[test]
 fn ttl_and_max_entries_hold_in_the_file() {
-    let dir = Dir::new("limits");
+    let dir = Dir::new("cache-limits");
     let path = dir.join("c.db");
     let limited = SqliteCache::open(
         &path,
@@ -249,7 +222,7 @@ fn ttl_and_max_entries_hold_in_the_file() {
 
 #[test]
 fn a_text_file_a_foreign_database_and_a_damaged_cache_are_named_errors() {
-    let dir = Dir::new("foreign");
+    let dir = Dir::new("cache-foreign");
     let text = dir.join("notes.txt");
     std::fs::write(
         &text,
@@ -333,7 +306,7 @@ fn write_entries(path: &Path, base: u64) {
 
 #[test]
 fn two_processes_share_one_file() {
-    let dir = Dir::new("procs");
+    let dir = Dir::new("cache-procs");
     let path = dir.join("shared.db");
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = [0u64, 1000]
@@ -376,7 +349,7 @@ fn two_processes_share_one_file() {
 /// being born "not a toolnexus cache". Now both come from one snapshot.
 #[test]
 fn openers_racing_on_a_new_file_all_see_a_cache() {
-    let dir = Dir::new("race");
+    let dir = Dir::new("cache-race");
     for round in 0..40 {
         let path = dir.join(&format!("born-{round}.db"));
         let start = Arc::new(std::sync::Barrier::new(6));
@@ -425,7 +398,7 @@ impl FullEvaluator for WithExtras {
 
 #[tokio::test]
 async fn a_hit_gives_back_the_extras_the_answer_came_with() {
-    let dir = Dir::new("extensions");
+    let dir = Dir::new("cache-extensions");
     let stores: [Arc<dyn Cache>; 2] = [
         Arc::new(MemoryCache::new()),
         Arc::new(SqliteCache::open(dir.join("c.db"), SqliteOptions::default()).unwrap()),

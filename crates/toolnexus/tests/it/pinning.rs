@@ -5,9 +5,8 @@
 //! answered and the one asked for, and a cache file written before pinning
 //! (schema version 1) still opens.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -17,34 +16,7 @@ use toolnexus::cache::{
 };
 use toolnexus::classifier::*;
 
-use crate::support::{Reply, Server};
-
-/// A fresh directory, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "toolnexus-it-pinning-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::support::{Dir, Reply, Server};
 
 fn spam() -> Questions {
     Questions::from([("spam".to_string(), NoulQuestion::default().into())])
@@ -207,7 +179,7 @@ async fn a_pinned_model_is_served_whatever_the_ttl_and_entries_name_both_models(
 async fn a_move_seen_by_one_process_stops_the_other_serving_from_the_shared_file() {
     let moved = Arc::new(AtomicBool::new(false));
     let server = moving_upstream(moved.clone()).await;
-    let dir = Dir::new("shared");
+    let dir = Dir::new("pinning-shared");
     let open = || Arc::new(SqliteCache::open(dir.join("c.db"), SqliteOptions::default()).unwrap());
     let one = caching(system_one(&server, "jev-latest"), open());
     let two = caching(system_one(&server, "jev-latest"), open());
@@ -262,7 +234,7 @@ fn version_1_file(path: &std::path::Path, entries: &[(CacheKey, &str, &str)]) {
 async fn a_cache_file_from_before_pinning_opens_and_its_alias_entries_wait_for_a_live_check() {
     let server = moving_upstream(Arc::new(AtomicBool::new(false))).await;
     let endpoint = format!("{}/systemone", server.base_url());
-    let dir = Dir::new("v1");
+    let dir = Dir::new("pinning-v1");
     let path = dir.join("old.db");
     let key_of = |model: &str, state: &str| {
         cache_key(&endpoint, model, &EvalRequest::new(json!(state), spam()))
@@ -335,7 +307,7 @@ async fn a_cache_file_from_before_pinning_opens_and_its_alias_entries_wait_for_a
 
 #[test]
 fn a_newer_schema_is_still_refused() {
-    let dir = Dir::new("v3");
+    let dir = Dir::new("pinning-v3");
     let path = dir.join("new.db");
     let c = rusqlite::Connection::open(&path).unwrap();
     c.execute_batch(

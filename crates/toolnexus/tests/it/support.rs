@@ -51,3 +51,33 @@ pub fn suite_env(name: &str, value: &str) {
         "{name}={value:?} is not in the suite environment: add it to SUITE_ENV in tests/it/support.rs"
     );
 }
+
+/// A fresh directory under the system's temporary one, removed on drop.
+pub struct Dir(std::path::PathBuf);
+
+impl Dir {
+    /// `toolnexus-it-<name>-<pid>-<n>`, empty.
+    pub fn new(name: &str) -> Dir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "toolnexus-it-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+
+    /// A path inside it.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
