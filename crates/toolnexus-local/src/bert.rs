@@ -1,11 +1,19 @@
 //! The BERT encoder (inference only, CPU): the `config.json` it reads, the
 //! weights under their Hugging Face names, and the forward pass to the last
-//! hidden states. Attention is fused into one query-key-value product per
-//! layer, and GELU runs as a parallel kernel with an exact-to-f32 erf.
+//! hidden states, on the same kernels as ModernBERT ([`crate::kernels`]):
+//! rows packed without padding, query, key and value as one product per
+//! layer, attention per (row, head), GELU with an exact-to-f32 erf.
 
-use candle_core::{CpuStorage, CustomOp1, D, DType, Layout, Module, Shape, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use std::collections::HashMap;
+
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
 use serde::Deserialize;
+
+use crate::kernels::{
+    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, rows_in_parallel,
+    take,
+};
+use crate::modernbert::Packed;
 
 /// The parts of a BERT `config.json` the encoder needs; other fields are ignored.
 #[derive(Debug, Clone, Deserialize)]
@@ -65,118 +73,88 @@ impl Config {
     }
 }
 
-/// Multi-head self-attention over a packed query|key|value projection `qkv`
-/// of shape (b, t, 3d): each head's scaled dot products plus `mask` (shape
-/// (b, 1, 1, t): 0 for a key to attend to, a large negative for padding),
-/// softmax, the values mixed; the heads joined again, (b, t, d). BERT and
-/// Laya's decision head both attend this way.
-pub(crate) fn self_attention(
-    qkv: &Tensor,
-    heads: usize,
-    mask: &Tensor,
-) -> candle_core::Result<Tensor> {
-    let (b, t, packed) = qkv.dims3()?;
-    let d = packed / 3;
-    let head_dim = d / heads;
-    let scale = 1.0 / (head_dim as f64).sqrt();
-    let split = |i: usize| -> candle_core::Result<Tensor> {
-        qkv.narrow(D::Minus1, i * d, d)?
-            .reshape((b, t, heads, head_dim))?
-            .transpose(1, 2)?
-            .contiguous()
-    };
-    let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-    let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(mask)?;
-    let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-    probs
-        .matmul(&v)?
-        .transpose(1, 2)?
-        .contiguous()?
-        .reshape((b, t, d))
-}
-
 pub(crate) struct Bert {
-    word: Embedding,
-    position: Embedding,
-    token_type: Tensor,
-    norm: LayerNorm,
+    word: Tensor,
+    position: Tensor,
+    /// The first token type's row: every text is one segment.
+    token_type: Vec<f32>,
+    norm: Norm,
     layers: Vec<Layer>,
     heads: usize,
+    hidden: usize,
+    intermediate: usize,
+    vocab: usize,
+    max_positions: usize,
 }
 
 struct Layer {
-    qkv: Linear,
-    out: Linear,
-    out_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
-    down_norm: LayerNorm,
+    qkv: Lin,
+    out: Lin,
+    out_norm: Norm,
+    up: Lin,
+    down: Lin,
+    down_norm: Norm,
 }
 
-fn linear(vb: &VarBuilder, name: &str, out: usize, inp: usize) -> candle_core::Result<Linear> {
-    let vb = vb.pp(name);
-    Ok(Linear::new(
-        vb.get((out, inp), "weight")?,
-        Some(vb.get(out, "bias")?),
-    ))
-}
-
-fn layer_norm(
-    vb: &VarBuilder,
+fn linear(
+    map: &mut HashMap<String, Tensor>,
     name: &str,
-    size: usize,
-    eps: f64,
-) -> candle_core::Result<LayerNorm> {
-    let vb = vb.pp(name);
-    Ok(LayerNorm::new(
-        vb.get(size, "weight")?,
-        vb.get(size, "bias")?,
-        eps,
-    ))
+    (out, inp): (usize, usize),
+) -> candle_core::Result<Lin> {
+    let b = take(map, &format!("{name}.bias"), &[out])?;
+    Lin::new(take(map, &format!("{name}.weight"), &[out, inp])?, Some(b))
 }
 
 impl Bert {
     /// The encoder from weights named as Hugging Face saves a `BertModel`
-    /// (`embeddings.…`, `encoder.layer.N.…`), with or without a `bert.` prefix.
-    pub(crate) fn load(vb: VarBuilder, c: &Config) -> candle_core::Result<Bert> {
-        let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
-            vb.pp("bert")
+    /// (`embeddings.…`, `encoder.layer.N.…`), with or without a `bert.`
+    /// prefix, each f32 and contiguous, taken out of `map`.
+    pub(crate) fn load(map: &mut HashMap<String, Tensor>, c: &Config) -> candle_core::Result<Bert> {
+        let prefix = if map.contains_key("bert.embeddings.word_embeddings.weight") {
+            "bert."
         } else {
-            vb
+            ""
         };
-        let (h, eps) = (c.hidden_size, c.layer_norm_eps);
-        let e = vb.pp("embeddings");
-        let word = Embedding::new(e.get((c.vocab_size, h), "word_embeddings.weight")?, h);
-        let position = Embedding::new(
-            e.get((c.max_position_embeddings, h), "position_embeddings.weight")?,
-            h,
-        );
-        // Every text is one segment: only the first token type is ever used.
-        let token_type = e
-            .get((c.type_vocab_size, h), "token_type_embeddings.weight")?
-            .get(0)?;
-        let norm = layer_norm(&e, "LayerNorm", h, eps)?;
+        let p = |name: &str| format!("{prefix}{name}");
+        let (h, eps) = (c.hidden_size, c.layer_norm_eps as f32);
+        let word = take(
+            map,
+            &p("embeddings.word_embeddings.weight"),
+            &[c.vocab_size, h],
+        )?;
+        let position = take(
+            map,
+            &p("embeddings.position_embeddings.weight"),
+            &[c.max_position_embeddings, h],
+        )?;
+        let types = take(
+            map,
+            &p("embeddings.token_type_embeddings.weight"),
+            &[c.type_vocab_size, h],
+        )?;
+        let token_type = Held::of(&types)?.values()[..h].to_vec();
+        Held::of(&word)?;
+        Held::of(&position)?;
+        let norm = Norm::take(map, &p("embeddings.LayerNorm"), h, true, eps)?;
         let layers = (0..c.num_hidden_layers)
             .map(|i| {
-                let l = vb.pp(format!("encoder.layer.{i}"));
-                let a = l.pp("attention");
-                let s = a.pp("self");
-                let part = |name: &str| -> candle_core::Result<(Tensor, Tensor)> {
-                    let p = s.pp(name);
-                    Ok((p.get((h, h), "weight")?, p.get(h, "bias")?))
-                };
-                let (q, k, v) = (part("query")?, part("key")?, part("value")?);
-                let qkv = Linear::new(
-                    Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
-                    Some(Tensor::cat(&[&q.1, &k.1, &v.1], 0)?),
-                );
+                let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
+                // Query, key and value as one product: `[q | k | v]` per token.
+                let mut w = Vec::with_capacity(3);
+                let mut b = Vec::with_capacity(3);
+                for part in ["query", "key", "value"] {
+                    let name = l(&format!("attention.self.{part}"));
+                    w.push(take(map, &format!("{name}.weight"), &[h, h])?);
+                    b.push(take(map, &format!("{name}.bias"), &[h])?);
+                }
+                let qkv = Lin::new(Tensor::cat(&w, 0)?, Some(Tensor::cat(&b, 0)?))?;
                 Ok(Layer {
                     qkv,
-                    out: linear(&a, "output.dense", h, h)?,
-                    out_norm: layer_norm(&a, "output.LayerNorm", h, eps)?,
-                    up: linear(&l, "intermediate.dense", c.intermediate_size, h)?,
-                    down: linear(&l, "output.dense", h, c.intermediate_size)?,
-                    down_norm: layer_norm(&l, "output.LayerNorm", h, eps)?,
+                    out: linear(map, &l("attention.output.dense"), (h, h))?,
+                    out_norm: Norm::take(map, &l("attention.output.LayerNorm"), h, true, eps)?,
+                    up: linear(map, &l("intermediate.dense"), (c.intermediate_size, h))?,
+                    down: linear(map, &l("output.dense"), (h, c.intermediate_size))?,
+                    down_norm: Norm::take(map, &l("output.LayerNorm"), h, true, eps)?,
                 })
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
@@ -187,51 +165,120 @@ impl Bert {
             norm,
             layers,
             heads: c.num_attention_heads,
+            hidden: h,
+            intermediate: c.intermediate_size,
+            vocab: c.vocab_size,
+            max_positions: c.max_position_embeddings,
         })
     }
 
-    /// The last hidden states `[batch, tokens, hidden]` for token ids and an
-    /// attention mask (1 for a real token, 0 for padding), both `[batch, tokens]`.
-    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-        let (b, t) = ids.dims2()?;
-        let positions = Tensor::arange(0u32, t as u32, ids.device())?;
-        let x = self
-            .word
-            .forward(ids)?
-            .broadcast_add(&self.position.forward(&positions)?)?
-            .broadcast_add(&self.token_type)?;
-        let mut x = self.norm.forward(&x)?;
-        // Padding gets the lowest float added to its attention scores: after the
-        // softmax it weighs exactly nothing.
-        let mask =
-            ((mask.to_dtype(DType::F32)? - 1.0)? * f64::from(f32::MAX))?.reshape((b, 1, 1, t))?;
-        for layer in &self.layers {
-            let qkv = dense(&layer.qkv, &x)?;
-            let context = self_attention(&qkv, self.heads, &mask)?;
-            let a = dense(&layer.out, &context)?;
-            x = layer.out_norm.forward(&(a + &x)?)?;
-            let up = dense(&layer.up, &x)?.apply_op1_no_bwd(&Gelu)?;
-            let down = dense(&layer.down, &up)?;
-            x = layer.down_norm.forward(&(down + &x)?)?;
+    /// The last hidden states of every token of `rows`, packed row after
+    /// row. Rows never see each other and nothing is padded: a row's states
+    /// are the same (to float rounding) whatever rows run beside it.
+    pub(crate) fn forward(&self, rows: &[&[u32]]) -> candle_core::Result<Packed> {
+        let (h, inter) = (self.hidden, self.intermediate);
+        let lengths: Vec<usize> = rows.iter().map(|r| r.len()).collect();
+        if let Some(&long) = lengths.iter().find(|&&l| l > self.max_positions) {
+            candle_core::bail!(
+                "a text of {long} tokens is longer than the model's {} positions",
+                self.max_positions
+            );
         }
-        Ok(x)
+        let starts: Vec<usize> = lengths
+            .iter()
+            .scan(0, |at, &l| {
+                let s = *at;
+                *at += l;
+                Some(s)
+            })
+            .collect();
+        let n: usize = lengths.iter().sum();
+        let mut x = vec![0f32; n * h];
+        {
+            let (word, position) = (Held::of(&self.word)?, Held::of(&self.position)?);
+            let (word, position) = (word.values(), position.values());
+            let tokens = rows
+                .iter()
+                .flat_map(|r| r.iter().enumerate())
+                .zip(x.chunks_mut(h));
+            for ((p, &id), x) in tokens {
+                let id = id as usize;
+                if id >= self.vocab {
+                    candle_core::bail!("token id {id} is outside the vocabulary ({})", self.vocab);
+                }
+                let (w, pos) = (&word[id * h..(id + 1) * h], &position[p * h..(p + 1) * h]);
+                for (((x, w), pos), t) in x.iter_mut().zip(w).zip(pos).zip(&self.token_type) {
+                    *x = w + pos + t;
+                }
+            }
+        }
+        let mut normed = vec![0f32; n * h];
+        HeldNorm::of(&self.norm)?.apply(&x, &mut normed);
+        std::mem::swap(&mut x, &mut normed);
+
+        let groups = groups(&lengths, GROUP_TOKENS);
+        let most = groups.iter().map(|g| g.tokens).max().unwrap_or(0);
+        normed.truncate(most * h);
+        let mut qkv = vec![0f32; most * 3 * h];
+        let mut ctx = vec![0f32; most * h];
+        let mut up = vec![0f32; most * inter];
+        let mut act = vec![0f32; most * inter];
+        let attend = Attend {
+            heads: self.heads,
+            head_dim: h / self.heads,
+            rope: None,
+            window: None,
+            block: self.max_positions,
+        };
+        for layer in &self.layers {
+            let (w_qkv, w_out) = (HeldLin::of(&layer.qkv)?, HeldLin::of(&layer.out)?);
+            let (w_up, w_down) = (HeldLin::of(&layer.up)?, HeldLin::of(&layer.down)?);
+            let out_norm = HeldNorm::of(&layer.out_norm)?;
+            let down_norm = HeldNorm::of(&layer.down_norm)?;
+            for g in &groups {
+                let (first, tokens) = (g.first_token, g.tokens);
+                let x = &mut x[first * h..(first + tokens) * h];
+                let normed = &mut normed[..tokens * h];
+                // x = norm(x + attention(x)), BERT's post-norm.
+                let qkv = &mut qkv[..tokens * 3 * h];
+                w_qkv.apply(Rows::packed(x, tokens, h), qkv, Out::Overwrite);
+                let ctx = &mut ctx[..tokens * h];
+                attention(qkv, &g.rows(&starts, &lengths), &attend, ctx);
+                w_out.apply(Rows::packed(ctx, tokens, h), x, Out::Add);
+                out_norm.apply(x, normed);
+                // x = norm(x + down(gelu(up(x)))).
+                let up = &mut up[..tokens * inter];
+                w_up.apply(Rows::packed(normed, tokens, h), up, Out::Overwrite);
+                let act = &mut act[..tokens * inter];
+                gelu_rows(up, act, inter);
+                x.copy_from_slice(normed);
+                w_down.apply(Rows::packed(act, tokens, inter), x, Out::Add);
+                down_norm.apply(x, normed);
+                x.copy_from_slice(normed);
+            }
+        }
+        Ok(Packed {
+            data: x,
+            starts,
+            hidden: h,
+        })
     }
 }
 
-/// A linear layer over every token of the batch as one 2-D product: `(b·t, in)`
-/// by `(in, out)`. candle's `Linear` on a `(b, t, in)` input runs `b` products
-/// of `t` rows each, which keeps gemm's kernels short of rows.
-pub(crate) fn dense(layer: &Linear, x: &Tensor) -> candle_core::Result<Tensor> {
-    let (b, t, h) = x.dims3()?;
-    layer.forward(&x.reshape((b * t, h))?)?.reshape((b, t, ()))
+/// Tokens per group of rows run through a layer together: enough rows for
+/// the matrix products' kernels, few enough that the buffers stay in cache.
+const GROUP_TOKENS: usize = 2048;
+
+/// [`gelu`] over rows of `width` values, split over threads for large inputs.
+fn gelu_rows(src: &[f32], out: &mut [f32], width: usize) {
+    rows_in_parallel(out, width, |first, out| {
+        gelu(&src[first * width..first * width + out.len()], out);
+    });
 }
 
-/// GELU with the exact (erf) form BERT uses, as a CPU kernel: a rational erf
-/// accurate to f32 rounding, split over threads for large inputs.
+/// [`gelu`] as a candle op on a contiguous f32 tensor, for the small heads
+/// that run on candle tensors (Laya's scorer and act head).
 pub(crate) struct Gelu;
-
-/// Elements below which one thread does all the work.
-const PARALLEL_FROM: usize = 1 << 16;
 
 impl CustomOp1 for Gelu {
     fn name(&self) -> &'static str {
@@ -249,23 +296,14 @@ impl CustomOp1 for Gelu {
         let Some((start, end)) = layout.contiguous_offsets() else {
             candle_core::bail!("gelu-erf takes a contiguous tensor");
         };
-        let src = &data[start..end];
-        let mut out = vec![0f32; src.len()];
-        let threads = candle_core::utils::get_num_threads().max(1);
-        if threads == 1 || src.len() < PARALLEL_FROM {
-            gelu(src, &mut out);
-        } else {
-            let chunk = src.len().div_ceil(threads);
-            std::thread::scope(|s| {
-                for (src, out) in src.chunks(chunk).zip(out.chunks_mut(chunk)) {
-                    s.spawn(move || gelu(src, out));
-                }
-            });
-        }
+        let mut out = vec![0f32; end - start];
+        gelu_rows(&data[start..end], &mut out, 1);
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 }
 
+/// GELU with the exact (erf) form BERT uses, with an erf accurate to f32
+/// rounding.
 pub(crate) fn gelu(src: &[f32], out: &mut [f32]) {
     for (o, &x) in out.iter_mut().zip(src) {
         *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
@@ -318,14 +356,17 @@ mod tests {
 
     #[test]
     fn the_kernel_matches_gelu_erf_serial_and_parallel() {
-        for n in [7, PARALLEL_FROM + 13] {
-            let x = Tensor::arange(0u32, n as u32, &candle_core::Device::Cpu)
+        use candle_core::{DType, Device};
+        for n in [7, (1 << 16) + 13] {
+            let x = Tensor::arange(0u32, n as u32, &Device::Cpu)
                 .unwrap()
                 .to_dtype(DType::F32)
                 .unwrap();
             let x = x.affine(12.0 / n as f64, -6.0).unwrap();
             let want = x.gelu_erf().unwrap().to_vec1::<f32>().unwrap();
-            let got = x.apply_op1_no_bwd(&Gelu).unwrap().to_vec1::<f32>().unwrap();
+            let src = x.to_vec1::<f32>().unwrap();
+            let mut got = vec![0f32; n];
+            gelu_rows(&src, &mut got, 1);
             let gap = want
                 .iter()
                 .zip(&got)

@@ -2,13 +2,13 @@
 //! tokenise (max 256 tokens), run the encoder, mean-pool over the attention
 //! mask, L2-normalise. And [`model_dir`]: where that directory is.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
+use candle_core::{DType, Device};
 use sha2::{Digest, Sha256};
 use tokenizers::{
     PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
@@ -168,8 +168,6 @@ struct Inner {
     /// where a long text can be cut (see [`Embedder::prefix_len`]).
     probe: Tokenizer,
     cut: CutRule,
-    device: Device,
-    pad_id: u32,
     max_tokens: usize,
     dimension: usize,
     model_hash: String,
@@ -297,10 +295,15 @@ impl Embedder {
         let tensors = candle_core::safetensors::load_buffer(&bytes, &device)
             .map_err(|e| msg::weights(weights_path, e))?;
         drop(bytes);
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        let model = Bert::load(vb, &config).map_err(|e| msg::weights_mismatch(weights_path, e))?;
+        let mut tensors = tensors
+            .into_iter()
+            .map(|(name, t)| Ok((name, t.to_dtype(DType::F32)?.contiguous()?)))
+            .collect::<candle_core::Result<HashMap<_, _>>>()
+            .map_err(|e| msg::weights(weights_path, e))?;
+        let model = Bert::load(&mut tensors, &config)
+            .map_err(|e| msg::weights_mismatch(weights_path, e))?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
-        let (tokenizer, probe, pad_id) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
+        let (tokenizer, probe) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
         let cut = cut_rule(&tokenizer, max_tokens);
         Ok(Embedder {
             inner: Arc::new(Inner {
@@ -308,8 +311,6 @@ impl Embedder {
                 tokenizer,
                 probe,
                 cut,
-                device,
-                pad_id,
                 max_tokens,
                 dimension: config.hidden_size,
                 model_hash,
@@ -564,32 +565,28 @@ impl Embedder {
         &self.inner.model_hash
     }
 
-    /// Embeds one group of token id sequences, padded to the longest.
+    /// Embeds one group of token id sequences: the mean of each text's
+    /// last hidden states, scaled to unit length.
     fn forward(&self, batch: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
-        let inner = &*self.inner;
-        let n = batch.len();
-        let t = batch.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
-        let mut ids = Vec::with_capacity(n * t);
-        let mut mask = Vec::with_capacity(n * t);
-        for seq in batch {
-            ids.extend_from_slice(seq);
-            ids.extend(std::iter::repeat_n(inner.pad_id, t - seq.len()));
-            mask.extend(std::iter::repeat_n(1u32, seq.len()));
-            mask.extend(std::iter::repeat_n(0u32, t - seq.len()));
-        }
-        let ids = Tensor::from_vec(ids, (n, t), &inner.device)?;
-        let mask = Tensor::from_vec(mask, (n, t), &inner.device)?;
-        let hidden = inner.model.forward(&ids, &mask)?;
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-        let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let norm = mean
-            .sqr()?
-            .sum_keepdim(1)?
-            .sqrt()?
-            .clamp(1e-12f32, f32::MAX)?;
-        mean.broadcast_div(&norm)?.to_vec2::<f32>()
+        let hidden = self.inner.model.forward(batch)?;
+        let h = hidden.hidden;
+        Ok(batch
+            .iter()
+            .enumerate()
+            .map(|(row, ids)| {
+                let mut mean = vec![0f32; h];
+                for p in 0..ids.len() {
+                    mean.iter_mut()
+                        .zip(hidden.token(row, p))
+                        .for_each(|(m, v)| *m += v);
+                }
+                let count = ids.len().max(1) as f32;
+                mean.iter_mut().for_each(|m| *m /= count);
+                let norm = mean.iter().map(|m| m * m).sum::<f32>().sqrt().max(1e-12);
+                mean.iter_mut().for_each(|m| *m /= norm);
+                mean
+            })
+            .collect())
     }
 }
 
@@ -628,19 +625,14 @@ fn read_tokenizer(path: &Path, config: &Config) -> Result<Tokenizer, LocalError>
     Ok(tokenizer)
 }
 
-/// The tokenizer with its shipped padding removed (groups are padded here, to
-/// their longest text) and truncation at `max_tokens`; the probe (no padding,
-/// no truncation); and the padding id.
+/// The tokenizer with its shipped padding removed (the encoder reads each
+/// text's own tokens, unpadded) and truncation at `max_tokens`; and the probe
+/// (no padding, no truncation).
 fn fit_tokenizer(
     mut tokenizer: Tokenizer,
     path: &Path,
     max_tokens: usize,
-) -> Result<(Tokenizer, Tokenizer, u32), LocalError> {
-    let pad_id = tokenizer
-        .get_padding()
-        .map(|p| p.pad_id)
-        .or_else(|| tokenizer.token_to_id("[PAD]"))
-        .unwrap_or(0);
+) -> Result<(Tokenizer, Tokenizer), LocalError> {
     tokenizer.with_padding(None);
     let mut probe = tokenizer.clone();
     probe
@@ -654,7 +646,7 @@ fn fit_tokenizer(
             stride: 0,
         }))
         .map_err(|e| msg::tokenizer_source(path, e))?;
-    Ok((tokenizer, probe, pad_id))
+    Ok((tokenizer, probe))
 }
 
 /// The cut rule of a tokenizer read at most `max_tokens` at a time.

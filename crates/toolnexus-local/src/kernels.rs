@@ -1,7 +1,7 @@
-//! The CPU kernels under the ModernBERT encoder: matrix products straight on
-//! `gemm` into buffers the caller reuses from layer to layer, LayerNorm,
-//! GeGLU, and attention run per (row, head) with rotary positions applied on
-//! the way in.
+//! The CPU kernels under the BERT and ModernBERT encoders: matrix products
+//! straight on `gemm` into buffers the caller reuses from layer to layer,
+//! LayerNorm, GeGLU, and attention run per (row, head), with rotary positions
+//! applied on the way in where the model has them.
 //!
 //! Why not candle's tensor ops here: a candle op allocates its output (fresh
 //! pages, faulted in, for every intermediate of every layer), a batched
@@ -248,7 +248,11 @@ pub(crate) fn linear(
 /// Runs `work` over `out` cut into whole rows of `row_len` values, on up to
 /// [`threads`] threads when there is enough of it; `work` gets the index of
 /// its first row.
-fn rows_in_parallel(out: &mut [f32], row_len: usize, work: impl Fn(usize, &mut [f32]) + Sync) {
+pub(crate) fn rows_in_parallel(
+    out: &mut [f32],
+    row_len: usize,
+    work: impl Fn(usize, &mut [f32]) + Sync,
+) {
     let rows = out.len() / row_len.max(1);
     let t = threads().min(rows.max(1));
     if t <= 1 || out.len() < PARALLEL_VALUES {
