@@ -14,15 +14,19 @@
 //! every dimension against its slice before the call.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{CpuStorage, Device, Storage, StorageRef, Tensor};
 use gemm::Parallelism;
 
 /// Worker threads for the kernels: candle's own count (the cores, or
-/// `RAYON_NUM_THREADS`).
+/// `RAYON_NUM_THREADS`), worked out once per process. candle works it out
+/// anew on every call, reading `/proc/cpuinfo` each time: per product, that
+/// cost more than a short text's whole forward pass.
 pub(crate) fn threads() -> usize {
-    candle_core::utils::get_num_threads().max(1)
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| candle_core::utils::get_num_threads().max(1))
 }
 
 /// Below this many multiply-adds a product runs on one thread.
