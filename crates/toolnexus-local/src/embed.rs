@@ -289,8 +289,11 @@ impl Embedder {
             (config.as_ref(), tokenizer.as_ref(), weights.as_ref());
         let config = read_config(config_path)?;
         let tokenizer = read_tokenizer(tokenizer_path, &config)?;
-        let bytes = fs::read(weights_path).map_err(|e| msg::read(weights_path, e))?;
-        let model_hash = hex(&Sha256::digest(&bytes));
+        let bytes = Arc::new(fs::read(weights_path).map_err(|e| msg::read(weights_path, e))?);
+        // The hash takes about as long as the rest of the load: it runs
+        // beside it, and the last of the two to finish with the file's bytes
+        // frees them.
+        let model_hash = Sha256Aside::start(Arc::clone(&bytes));
         let device = Device::Cpu;
         let tensors = candle_core::safetensors::load_buffer(&bytes, &device)
             .map_err(|e| msg::weights(weights_path, e))?;
@@ -305,6 +308,7 @@ impl Embedder {
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
         let (tokenizer, probe) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
         let cut = cut_rule(&tokenizer, max_tokens);
+        let model_hash = model_hash.finish();
         Ok(Embedder {
             inner: Arc::new(Inner {
                 model,
@@ -681,6 +685,38 @@ pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
         at -= 1;
     }
     at
+}
+
+/// A SHA-256 worked out on a thread of its own, or inline when no thread can
+/// be started.
+enum Sha256Aside {
+    Running(std::thread::JoinHandle<String>),
+    Done(String),
+}
+
+impl Sha256Aside {
+    fn start(bytes: Arc<Vec<u8>>) -> Sha256Aside {
+        let theirs = Arc::clone(&bytes);
+        let spawned = std::thread::Builder::new()
+            .name("toolnexus-weights-sha256".into())
+            .spawn(move || hex(&Sha256::digest(theirs.as_slice())));
+        match spawned {
+            Ok(handle) => Sha256Aside::Running(handle),
+            Err(_) => Sha256Aside::Done(hex(&Sha256::digest(bytes.as_slice()))),
+        }
+    }
+
+    /// The digest, lower-case hex.
+    fn finish(self) -> String {
+        match self {
+            // Hashing a slice cannot panic; were it to, the panic goes on
+            // as the caller's own, as if the hash had run inline.
+            Sha256Aside::Running(handle) => handle
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Sha256Aside::Done(hash) => hash,
+        }
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -507,20 +507,28 @@ fn softmax_within(row: &mut [f32], lo: usize, hi: usize) {
     row[hi..].fill(0.0);
 }
 
-/// `src` (`rows × cols`, row-major) transposed, in cache-sized tiles.
+/// `src` (`rows × cols`, row-major) transposed, in cache-sized tiles, the
+/// columns split over threads.
 pub(crate) fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     assert_eq!(src.len(), rows * cols);
     const TILE: usize = 32;
     let mut out = vec![0f32; src.len()];
-    for r0 in (0..rows).step_by(TILE) {
-        for c0 in (0..cols).step_by(TILE) {
-            for r in r0..(r0 + TILE).min(rows) {
-                for c in c0..(c0 + TILE).min(cols) {
-                    out[c * rows + r] = src[r * cols + c];
+    if rows == 0 {
+        return out;
+    }
+    // Row `c` of the result is column `c` of `src`.
+    rows_in_parallel(&mut out, rows, |first, out| {
+        let n = out.len() / rows;
+        for c0 in (0..n).step_by(TILE) {
+            for r0 in (0..rows).step_by(TILE) {
+                for c in c0..(c0 + TILE).min(n) {
+                    for r in r0..(r0 + TILE).min(rows) {
+                        out[c * rows + r] = src[r * cols + first + c];
+                    }
                 }
             }
         }
-    }
+    });
     out
 }
 
@@ -690,4 +698,29 @@ pub(crate) fn groups(lengths: &[usize], most: usize) -> Vec<Group> {
         at += len;
     }
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_matches_the_definition_on_one_thread_and_on_many() {
+        // 5 × 7 runs on one thread; 300 × 401 (past PARALLEL_VALUES, and not a
+        // multiple of the tile) splits its columns over threads.
+        for (rows, cols) in [(5, 7), (300, 401), (1, 3), (3, 1)] {
+            let src: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            let t = transpose(&src, rows, cols);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(
+                        t[c * rows + r],
+                        src[r * cols + c],
+                        "{rows}×{cols} at ({r}, {c})"
+                    );
+                }
+            }
+        }
+        assert!(transpose(&[], 0, 4).is_empty());
+    }
 }
