@@ -10,8 +10,8 @@ use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
 use serde::Deserialize;
 
 use crate::kernels::{
-    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, rows_in_parallel,
-    take,
+    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, packed_starts,
+    rows_in_parallel, take,
 };
 use crate::modernbert::Packed;
 
@@ -184,15 +184,7 @@ impl Bert {
                 self.max_positions
             );
         }
-        let starts: Vec<usize> = lengths
-            .iter()
-            .scan(0, |at, &l| {
-                let s = *at;
-                *at += l;
-                Some(s)
-            })
-            .collect();
-        let n: usize = lengths.iter().sum();
+        let (starts, n) = packed_starts(&lengths);
         let mut x = vec![0f32; n * h];
         {
             let (word, position) = (Held::of(&self.word)?, Held::of(&self.position)?);

@@ -660,6 +660,21 @@ impl<'a> HeldNorm<'a> {
     }
 }
 
+/// Each row's first token when rows of `lengths` are packed end to end, and
+/// the tokens in all.
+pub(crate) fn packed_starts(lengths: &[usize]) -> (Vec<usize>, usize) {
+    let mut at = 0;
+    let starts = lengths
+        .iter()
+        .map(|&l| {
+            let s = at;
+            at += l;
+            s
+        })
+        .collect();
+    (starts, at)
+}
+
 /// Whole rows of a packed batch run through a layer together.
 pub(crate) struct Group {
     pub first_row: usize,
@@ -722,5 +737,11 @@ mod tests {
             }
         }
         assert!(transpose(&[], 0, 4).is_empty());
+    }
+
+    #[test]
+    fn packed_rows_start_where_the_last_ended() {
+        assert_eq!(packed_starts(&[3, 1, 4]), (vec![0, 3, 4], 8));
+        assert_eq!(packed_starts(&[]), (vec![], 0));
     }
 }

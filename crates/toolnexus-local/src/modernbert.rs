@@ -23,7 +23,8 @@ use tokenizers::Tokenizer;
 
 use crate::error::{LocalError, msg};
 use crate::kernels::{
-    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Rope, Rows, attention, geglu, groups, take,
+    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Rope, Rows, attention, geglu, groups,
+    packed_starts, take,
 };
 
 /// What kind of attention a layer runs.
@@ -701,15 +702,7 @@ impl ModernBert {
     ) -> candle_core::Result<Packed> {
         let (h, inter) = (self.hidden, self.intermediate);
         let lengths: Vec<usize> = rows.iter().map(|r| r.len()).collect();
-        let starts: Vec<usize> = lengths
-            .iter()
-            .scan(0, |at, &l| {
-                let s = *at;
-                *at += l;
-                Some(s)
-            })
-            .collect();
-        let n: usize = lengths.iter().sum();
+        let (starts, n) = packed_starts(&lengths);
         let mut x = vec![0f32; n * h];
         {
             let table = Held::of(&self.embeddings)?;
