@@ -84,8 +84,9 @@ pub const TOKENIZER_FILE: &str = "tokenizer.json";
 /// The weights file in a model directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 
-/// Texts per forward pass. Texts are grouped by length first, so a group pads
-/// little; the group size bounds the memory of one pass.
+/// Texts per forward pass: bounds the memory of one pass (its hidden states,
+/// at most `GROUP` × [`MAX_TOKENS`] tokens). Nothing is padded: the encoder
+/// packs a group's texts end to end.
 const GROUP: usize = 32;
 
 /// The model directory: `explicit` when given, else `$TOOLNEXUS_MODEL_DIR` when
