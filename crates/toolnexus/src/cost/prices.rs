@@ -393,14 +393,31 @@ impl Prices {
     }
 }
 
+/// A calendar date written `YYYY-MM-DD`: the month 01..=12 and the day
+/// within that month's length (29 February in leap years only).
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 10
+    let shaped = b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
         && b.iter()
             .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    if !shaped {
+        return false;
+    }
+    let number =
+        |r: std::ops::Range<usize>| b[r].iter().fold(0u32, |n, c| n * 10 + u32::from(c - b'0'));
+    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day)
 }
 
 #[cfg(test)]
@@ -431,6 +448,8 @@ mod tests {
         let good = r#""model":"m","input_per_million":1,"output_per_million":2,"source":"s","checked":"2026-01-02""#;
         // A user's own price may cite anything (a contract has no URL); a note is optional.
         let ok = Prices::parse(&base(&format!("{{{good}}}")), "p").unwrap();
+        let leap_day = base(&format!("{{{}}}", good.replace("2026-01-02", "2024-02-29")));
+        assert!(Prices::parse(&leap_day, "p").is_ok());
         assert_eq!(ok.find("m").unwrap().note, None);
         let noted = Prices::parse(&base(&format!("{{{good},\"note\":\"negotiated\"}}")), "p");
         assert_eq!(
@@ -449,6 +468,18 @@ mod tests {
             (
                 good.replace("2026-01-02", "last week"),
                 "p: prices[0].checked is \"last week\"",
+            ),
+            (
+                good.replace("2026-01-02", "2026-13-01"),
+                "p: prices[0].checked is \"2026-13-01\"",
+            ),
+            (
+                good.replace("2026-01-02", "2026-02-29"),
+                "p: prices[0].checked is \"2026-02-29\"",
+            ),
+            (
+                good.replace("2026-01-02", "2026-04-00"),
+                "p: prices[0].checked is \"2026-04-00\"",
             ),
             (
                 good.replace("\"source\":\"s\"", "\"source\":\"\""),
