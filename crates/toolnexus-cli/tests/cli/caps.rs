@@ -462,7 +462,18 @@ fn cap_flags_are_checked_and_documented() {
     for (flag, value, want) in [
         ("--max-cost", "0", "--max-cost"),
         ("--max-cost", "lots", "is not an amount of US dollars"),
+        // A negative amount reaches the check, not clap's "unexpected argument".
+        (
+            "--max-cost",
+            "-1",
+            "\"-1\" is not an amount of US dollars above zero",
+        ),
         ("--max-tokens", "0", "--max-tokens"),
+        (
+            "--max-tokens",
+            "-5",
+            "invalid value '-5' for '--max-tokens <N>'",
+        ),
         ("--max-time", "soon", "is not a time"),
     ] {
         let args = bulk.batch(&out, &[flag, value]);
