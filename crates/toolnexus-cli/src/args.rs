@@ -61,6 +61,40 @@ pub struct Cli {
     pub quiet: bool,
 }
 
+impl Cli {
+    /// The process's arguments parsed. A negative number after a flag that
+    /// takes a value is that value, so the flag's own check says what it
+    /// wants (`--concurrency -2`: "invalid value '-2' for '--concurrency
+    /// <N>'"), where clap alone reads it as an unknown flag.
+    pub fn parse_args() -> Result<Cli, clap::Error> {
+        Cli::parse_from_args(std::env::args_os())
+    }
+
+    /// [`Cli::parse_args`] on the arguments given (the program name first).
+    fn parse_from_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let matches = negatives_are_values(Cli::command()).try_get_matches_from(args)?;
+        Cli::from_arg_matches(&matches)
+    }
+}
+
+/// `cmd` and its subcommands with every option that takes a value accepting
+/// a negative number as one.
+fn negatives_are_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        if a.get_action().takes_values() {
+            a.allow_negative_numbers(true)
+        } else {
+            a
+        }
+    })
+    .mut_subcommands(negatives_are_values)
+}
+
 impl Command {
     /// Whether the command's work is a side effect (a server, an out file, a
     /// tape, a run file, a student, a model) that must outlive a closed stdout
@@ -1503,6 +1537,39 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+        negatives_are_values(Cli::command()).debug_assert();
+    }
+
+    #[test]
+    fn a_negative_number_is_a_flags_value_and_its_check_names_it() {
+        let batch = [
+            "toolnexus",
+            "batch",
+            "--questions",
+            "{}",
+            "--states",
+            "s.jsonl",
+        ];
+        for (flag, value, want) in [
+            (
+                "--concurrency",
+                "-2",
+                "invalid value '-2' for '--concurrency <N>'",
+            ),
+            (
+                "--max-cost",
+                "-1",
+                "\"-1\" is not an amount of US dollars above zero",
+            ),
+        ] {
+            let args = batch.iter().copied().chain([flag, value]);
+            let e = Cli::parse_from_args(args).unwrap_err().to_string();
+            assert!(e.contains(want), "{flag} {value}: {e}");
+        }
+        // A flag after an option is still a flag.
+        let args = batch.iter().copied().chain(["--out", "o.jsonl", "-q"]);
+        let cli = Cli::parse_from_args(args).unwrap();
+        assert!(cli.quiet);
     }
 
     #[test]

@@ -23,8 +23,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
-
 /// `println!` that never panics: a closed stdout drops the line, nothing else.
 macro_rules! say {
     ($($arg:tt)*) => {{
@@ -62,7 +60,7 @@ use exit::Exit;
 
 fn main() -> ExitCode {
     stdio::reopen_closed();
-    let cli = match args::Cli::try_parse() {
+    let cli = match args::Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };
