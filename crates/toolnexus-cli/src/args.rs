@@ -991,16 +991,11 @@ pub struct CapArgs {
     /// is neither is not counted (the message says how many). Recorded styles
     /// (tape, static) count their recorded usage as if billed, so a cap can be
     /// rehearsed offline on a tape; cache hits cost nothing.
-    #[arg(long, value_name = "USD", value_parser = parse_max_cost, allow_negative_numbers = true)]
+    #[arg(long, value_name = "USD", value_parser = parse_max_cost)]
     pub max_cost: Option<f64>,
     /// Stop once the run has used this many tokens (input and output, as the
     /// answers report them; recorded styles count their recorded usage).
-    #[arg(
-        long,
-        value_name = "N",
-        value_parser = clap::value_parser!(u64).range(1..),
-        allow_negative_numbers = true
-    )]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens: Option<u64>,
     /// Start no request after this much time, e.g. 90s, 15m, 2h (bare = seconds).
     #[arg(long, value_name = "DURATION", value_parser = parse_max_time)]
