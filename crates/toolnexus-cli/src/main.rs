@@ -86,6 +86,11 @@ fn main() -> ExitCode {
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         runtime.block_on(commands::run(cli))
     }));
+    // The command is done and has said so. Work it abandoned (a forward pass
+    // past a time budget, which runs on a blocking thread to its end) is not
+    // waited for: dropping the runtime would, and a hook must exit once it
+    // has answered. Everything a command writes, it awaits before returning.
+    runtime.shutdown_background();
     let code = match ran {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {

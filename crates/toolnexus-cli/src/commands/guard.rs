@@ -289,6 +289,17 @@ impl Guard {
 
     /// Asks the judge (and, when a server fails, the built-in one here).
     async fn ask(&self, state: Value) -> Result<(Value, String), String> {
+        #[cfg(debug_assertions)]
+        if std::env::var_os("TOOLNEXUS_GUARD_FAULT").is_some_and(|v| v == "hang") {
+            // A judge stuck in blocking work, as a forward pass over a huge
+            // call is: only the budget ends the wait.
+            let _ = tokio::task::spawn_blocking(|| {
+                loop {
+                    std::thread::park();
+                }
+            })
+            .await;
+        }
         let primary = self.judge.get_or_init(|| build(self.source.clone())).await;
         match (primary, &self.source) {
             (Ok((c, call)), JudgeSource::Server(url, dir)) => {

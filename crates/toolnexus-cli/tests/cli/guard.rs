@@ -344,6 +344,28 @@ fn a_judge_slower_than_the_budget_is_answered_in_time() {
 }
 
 #[test]
+fn a_judge_stuck_in_blocking_work_past_the_budget_does_not_keep_the_hook_running() {
+    // The judge's blocking work never ends (a debug-build fault standing in
+    // for a forward pass over a huge call). The hook answers at the budget and
+    // the process exits then: before, it answered and then waited on the
+    // blocking thread, and Claude Code waits for the process.
+    let dir = TempDir::new("guard-stuck");
+    let policy = dir.write(
+        "p.json",
+        r#"{"toolnexus": "guard-policy", "version": 1, "budget_ms": 200}"#,
+    );
+    let out = guard(
+        &dir,
+        &["--policy", &policy],
+        &hook("Bash", json!({"command": "ls"})),
+        &[("TOOLNEXUS_GUARD_FAULT", "hang")],
+    );
+    let (decision, reason) = answer(&out).unwrap();
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("budget_ms (200 ms)"), "{reason}");
+}
+
+#[test]
 fn a_failing_server_falls_back_to_the_judge_here_and_says_so() {
     let dir = TempDir::new("guard-down");
     let up = Upstream::start(|_| {
