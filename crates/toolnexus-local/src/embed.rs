@@ -2,6 +2,7 @@
 //! tokenise (max 256 tokens), run the encoder, mean-pool over the attention
 //! mask, L2-normalise. And [`model_dir`]: where that directory is.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::fs;
@@ -197,6 +198,10 @@ struct CutRule {
     /// Bytes before a cut that may still change: an added token (`[MASK]`)
     /// matched in the raw text can straddle the cut.
     guard: usize,
+    /// Runs of ASCII letters and digits longer than this are shortened to it
+    /// before tokenisation; `None` when this tokenizer cannot be shown to read
+    /// them the same (see [`long_words`]).
+    long_words: Option<usize>,
 }
 
 /// Embeddings with the number of tokens the model read for each text.
@@ -364,10 +369,11 @@ impl Embedder {
     /// # }
     /// ```
     pub fn embed_counted<S: AsRef<str>>(&self, texts: &[S]) -> Result<Embeddings, LocalError> {
-        let inputs: Vec<&str> = texts
+        let parts: Vec<Cow<'_, str>> = texts
             .iter()
-            .map(|t| self.read_part(t.as_ref()))
+            .map(|t| self.readable(t.as_ref()))
             .collect::<Result<_, _>>()?;
+        let inputs: Vec<&str> = parts.iter().map(|p| p.as_ref()).collect();
         self.note_inputs(&inputs);
         let encodings = self
             .inner
@@ -404,12 +410,12 @@ impl Embedder {
     /// # }
     /// ```
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, LocalError> {
-        let text = self.read_part(text)?;
-        self.note_inputs(&[text]);
+        let text = self.readable(text)?;
+        self.note_inputs(&[&text]);
         let e = self
             .inner
             .tokenizer
-            .encode_fast(text, true)
+            .encode_fast(text.as_ref(), true)
             .map_err(msg::tokenize)?;
         Ok(e.get_ids().to_vec())
     }
@@ -438,6 +444,53 @@ impl Embedder {
     pub fn read_part<'t>(&self, text: &'t str) -> Result<&'t str, LocalError> {
         let n = self.prefix_len(text, false)?.unwrap_or(text.len());
         Ok(&text[..n])
+    }
+
+    /// What the embedder tokenises of `text`: [`read_part`](Embedder::read_part)'s
+    /// prefix, with runs of ASCII letters and digits past WordPiece's word
+    /// limit shortened (see [`long_words`]), which leaves the token ids as
+    /// they are. The text is read in parts growing fourfold, so a hex string of
+    /// megabytes is scanned, never tokenised whole.
+    pub(crate) fn readable<'t>(&self, text: &'t str) -> Result<Cow<'t, str>, LocalError> {
+        let Some(keep) = self.inner.cut.long_words else {
+            return self.read_part(text).map(Cow::Borrowed);
+        };
+        let mut budget = self.first_window();
+        loop {
+            let end = floor_char_boundary(text, budget);
+            let complete = end == text.len();
+            if let Some(read) = self.settled(shorten_long_runs(&text[..end], keep), !complete)? {
+                return Ok(read);
+            }
+            budget = budget.saturating_mul(4);
+        }
+    }
+
+    /// `part` (of a longer text when `truncated`) cut where
+    /// [`prefix_len`](Embedder::prefix_len) says, or `None` when more of the
+    /// text is needed.
+    pub(crate) fn settled<'t>(
+        &self,
+        part: Cow<'t, str>,
+        truncated: bool,
+    ) -> Result<Option<Cow<'t, str>>, LocalError> {
+        let Some(n) = self.prefix_len(&part, truncated)? else {
+            return Ok(None);
+        };
+        Ok(Some(match part {
+            Cow::Borrowed(p) => Cow::Borrowed(&p[..n]),
+            Cow::Owned(mut p) => {
+                p.truncate(n);
+                Cow::Owned(p)
+            }
+        }))
+    }
+
+    /// Runs of ASCII letters and digits longer than this read as they do at
+    /// this length (see [`long_words`]); `None` when the tokenizer gives no
+    /// such guarantee.
+    pub(crate) fn long_words(&self) -> Option<usize> {
+        self.inner.cut.long_words
     }
 
     /// Where `text` may be cut: the length of a prefix holding every token the
@@ -676,6 +729,72 @@ fn cut_rule(tokenizer: &Tokenizer, max_tokens: usize) -> CutRule {
         window: max_tokens.saturating_mul(longest + 1),
         content: max_tokens.saturating_sub(special).max(1),
         guard,
+        long_words: long_words(tokenizer),
+    }
+}
+
+/// The length past which a run of ASCII letters and digits reads as it does
+/// at that length: one word too long for WordPiece, one `[UNK]`. That holds
+/// when the model is WordPiece (a word over `max_input_chars_per_word`
+/// characters is a single unknown token), the normaliser is BERT's or none
+/// (it maps ASCII letters and digits one to one and never splits a run), the
+/// pre-tokeniser is BERT's (it splits at whitespace and punctuation only, so
+/// a run lies inside one word), and no added token is made of letters and
+/// digits alone (one could be matched inside a run). Shortening such a run
+/// to this length (one more than the limit) leaves its word over the limit,
+/// so the token ids are the same, and a multi-megabyte hex string costs what
+/// a short one does.
+fn long_words(tokenizer: &Tokenizer) -> Option<usize> {
+    use tokenizers::models::ModelWrapper;
+    use tokenizers::normalizers::NormalizerWrapper;
+    use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+    let ModelWrapper::WordPiece(wp) = tokenizer.get_model() else {
+        return None;
+    };
+    let bert_normaliser = matches!(
+        tokenizer.get_normalizer(),
+        None | Some(NormalizerWrapper::BertNormalizer(_))
+    );
+    let bert_words = matches!(
+        tokenizer.get_pre_tokenizer(),
+        Some(PreTokenizerWrapper::BertPreTokenizer(_))
+    );
+    let added_apart = tokenizer
+        .get_added_tokens_decoder()
+        .values()
+        .all(|t| !t.content.bytes().all(|b| b.is_ascii_alphanumeric()));
+    (bert_normaliser && bert_words && added_apart).then(|| wp.max_input_chars_per_word + 1)
+}
+
+/// `text` with every run of ASCII letters and digits longer than `keep` cut
+/// to its first `keep` bytes; borrowed when there is none.
+pub(crate) fn shorten_long_runs(text: &str, keep: usize) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if i - start > keep {
+            // ASCII bytes: every index here is a char boundary.
+            let o = out.get_or_insert_with(String::new);
+            o.push_str(&text[copied..start + keep]);
+            copied = i;
+        }
+    }
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut o) => {
+            o.push_str(&text[copied..]);
+            Cow::Owned(o)
+        }
     }
 }
 
@@ -895,6 +1014,72 @@ mod tests {
                 "text {i}"
             );
         }
+    }
+
+    #[test]
+    fn long_runs_of_letters_and_digits_are_shortened_and_nothing_else() {
+        let run = "a".repeat(300);
+        assert!(matches!(
+            shorten_long_runs("abc def", 101),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(
+            shorten_long_runs(&"a".repeat(101), 101),
+            Cow::Borrowed(_)
+        ));
+        let text = format!("x{run}-y {run}");
+        let got = shorten_long_runs(&text, 101);
+        assert_eq!(got, format!("x{}-y {}", &run[..100], &run[..101]));
+        // Multi-byte text around a run is kept whole.
+        let text = format!("é{run}é");
+        let got = shorten_long_runs(&text, 101);
+        assert_eq!(got, format!("é{}é", &run[..101]));
+    }
+
+    #[test]
+    fn a_shortened_run_reads_as_the_whole_one_does() {
+        let (_dir, e) = tiny("long-words");
+        assert_eq!(e.long_words(), Some(101));
+        let hex = "0123456789abcdef".repeat(400);
+        let cases = [
+            format!("the parcel {hex} is late"),
+            format!("{hex}"),
+            format!("refund {}", hex.to_uppercase()),
+            // A control character the normaliser drops joins two runs.
+            format!("late {}\u{0}{} parcel", &hex[..150], &hex[..150]),
+            format!("é{hex}é parcel"),
+            format!("[MASK]{hex}[MASK] refund"),
+            format!("{} is late", "a".repeat(101)),
+            format!("{} is late", "a".repeat(100)),
+        ];
+        for text in &cases {
+            let whole = e
+                .inner
+                .tokenizer
+                .encode_fast(text.as_str(), true)
+                .unwrap()
+                .get_ids()
+                .to_vec();
+            assert_eq!(e.token_ids(text).unwrap(), whole, "{text:.60}");
+            assert_eq!(
+                e.embed(&[text.as_str()]).unwrap(),
+                e.embed(&[shorten_long_runs(text, 101).as_ref()]).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_multi_megabyte_hex_string_is_scanned_not_tokenised() {
+        let (_dir, e) = tiny("hex-blob");
+        let blob = format!(
+            "echo {} | xxd -r -p > build/blob.bin",
+            "0f".repeat(2_500_000)
+        );
+        let v = e.embed_counted(&[blob.as_str()]).unwrap();
+        let largest = e.largest_input();
+        assert!(largest <= e.first_window(), "tokenised {largest} bytes");
+        let short = format!("echo {} | xxd -r -p > build/blob.bin", "0f".repeat(100));
+        assert_eq!(v, e.embed_counted(&[short.as_str()]).unwrap());
     }
 
     #[test]

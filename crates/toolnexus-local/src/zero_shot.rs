@@ -4,6 +4,7 @@
 //! good only where the options differ by topic (which desk, which product, which
 //! subject), not by polarity, negation, quantity or policy.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +16,7 @@ use toolnexus::classifier::{
     validate_questions, write_canonical,
 };
 
-use crate::embed::Embedder;
+use crate::embed::{Embedder, shorten_long_runs};
 use crate::error::LocalError;
 
 /// The model name zero-shot decisions carry.
@@ -92,8 +93,11 @@ impl StateText {
 
     /// The part of [`StateText::write`]'s text that `embedder` reads (see
     /// [`Embedder::read_part`]), written without ever serialising more of the
-    /// state than that: a 50 MB state costs what a few kilobytes do. Embedding
-    /// it gives exactly what embedding the whole text gives.
+    /// state than that: a 50 MB state costs what a few kilobytes do. Runs of
+    /// ASCII letters and digits too long to be anything but one unknown word
+    /// are shortened (to one character past WordPiece's word limit), so a
+    /// hex blob costs no more. Embedding it gives exactly what embedding the
+    /// whole text gives.
     ///
     /// ```
     /// use serde_json::json;
@@ -112,7 +116,7 @@ impl StateText {
     /// ```
     pub fn write_for(self, embedder: &Embedder, state: &Value) -> Result<String, LocalError> {
         if let Value::String(s) = state {
-            return Ok(embedder.read_part(s)?.to_string());
+            return Ok(embedder.readable(s)?.into_owned());
         }
         let mut budget = embedder.first_window();
         loop {
@@ -121,9 +125,17 @@ impl StateText {
                 StateText::Json => write_bounded(&mut text, state, budget),
                 StateText::Lines => write_lines(&mut text, state, None, budget),
             };
-            if let Some(n) = embedder.prefix_len(&text, !complete)? {
-                text.truncate(n);
-                return Ok(text);
+            // Over-long runs of letters and digits shortened as the embedder
+            // would (the same token ids): a hex blob is not tokenised whole.
+            let text = match embedder.long_words() {
+                Some(keep) => match shorten_long_runs(&text, keep) {
+                    Cow::Owned(shorter) => shorter,
+                    Cow::Borrowed(_) => text,
+                },
+                None => text,
+            };
+            if let Some(read) = embedder.settled(Cow::Owned(text), !complete)? {
+                return Ok(read.into_owned());
             }
             budget = budget.saturating_mul(4);
         }
@@ -146,9 +158,10 @@ pub fn state_text(state: &Value) -> String {
 
 /// The part of [`state_text`] that `embedder` reads (see
 /// [`Embedder::read_part`]), written without ever serialising more of the
-/// state than that: a 50 MB state costs what a few kilobytes do. Embedding it
-/// gives exactly what embedding the whole `state_text` gives. The zero-shot
-/// style embeds states through it.
+/// state than that: a 50 MB state costs what a few kilobytes do, and so does
+/// a state holding a hex blob of megabytes (see [`StateText::write_for`]).
+/// Embedding it gives exactly what embedding the whole `state_text` gives.
+/// The zero-shot style embeds states through it.
 ///
 /// ```
 /// use serde_json::json;
@@ -1051,6 +1064,33 @@ mod tests {
         assert!(
             largest <= 32 * e.first_window(),
             "tokenised {largest} bytes"
+        );
+    }
+
+    #[test]
+    fn a_state_holding_a_hex_blob_is_read_without_tokenising_it_whole() {
+        let (_dir, e) = tiny("zs-hex");
+        // 5 MB of hex reads as one unknown word, as its first 101 characters do.
+        let blob = "0f".repeat(2_500_000);
+        let kept = &blob[..101];
+        let states = |run: &str| {
+            let command = format!("echo {run} | xxd -r -p > build/blob.bin");
+            [
+                json!(command.clone()),
+                json!({"tool_input": {"command": command.clone()}, "cwd": "/p"}),
+                json!([command, "then ls"]),
+            ]
+        };
+        for (big, small) in states(&blob).iter().zip(states(kept).iter()) {
+            for style in [StateText::Json, StateText::Lines] {
+                let read = style.write_for(&e, big).unwrap();
+                assert_eq!(read, style.write(small), "{style:?}");
+            }
+        }
+        assert!(
+            e.largest_input() <= e.first_window(),
+            "tokenised {} bytes",
+            e.largest_input()
         );
     }
 
