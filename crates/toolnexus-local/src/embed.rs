@@ -1043,7 +1043,7 @@ mod tests {
         let hex = "0123456789abcdef".repeat(400);
         let cases = [
             format!("the parcel {hex} is late"),
-            format!("{hex}"),
+            hex.clone(),
             format!("refund {}", hex.to_uppercase()),
             // A control character the normaliser drops joins two runs.
             format!("late {}\u{0}{} parcel", &hex[..150], &hex[..150]),
