@@ -597,21 +597,15 @@ fn decode(rows: &[&LayaRow], questions: &Questions) -> Evaluated {
                     confidence: round4(entropy_confidence(p)),
                 })
             }
-            Question::Score(s) => DecisionAnswer::Score(ScoreAnswer {
-                score: round4(p.iter().enumerate().map(|(i, x)| i as f64 * x).sum()),
-                legend: s
-                    .criteria
-                    .iter()
-                    .enumerate()
-                    .map(|(i, l)| (i.to_string(), l.to_string()))
-                    .collect(),
-                probabilities: p
-                    .iter()
-                    .enumerate()
-                    .map(|(i, x)| (i.to_string(), round4(*x)))
-                    .collect(),
-                confidence: round4(entropy_confidence(p)),
-            }),
+            Question::Score(s) => {
+                // The expected level from the unrounded distribution, then
+                // every figure rounded, as the reference rounds them.
+                let mut a =
+                    ScoreAnswer::from_distribution(p, &s.criteria, round4(entropy_confidence(p)));
+                a.score = round4(a.score);
+                a.probabilities.values_mut().for_each(|x| *x = round4(*x));
+                DecisionAnswer::Score(a)
+            }
             _ => DecisionAnswer::Noul(NoulAnswer { noul: round4(p[1]) }),
         };
         answers.insert(row.key.clone(), answer);
