@@ -4,15 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Server, TempDir, out_lines, request, tn};
-
-/// The shipped demo: questions, labelled set and recorded decisions.
-fn demo(name: &str) -> String {
-    format!(
-        "{}/../toolnexus/examples/assess/demo.{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
+use crate::support::{Server, TempDir, demo, out_lines, request, tn};
 
 /// Runs `assess run` over the demo tape into `dir/out` with `labels`.
 fn run_demo(dir: &TempDir, labels: &str, out: &str) -> crate::support::Out {

@@ -986,34 +986,13 @@ fn least_top_probability(decision: &Value) -> f64 {
 /// teacher's. On every batch line, in the summary, in `eval` and in `serve`.
 #[test]
 fn cascade_students_are_local_and_teachers_priced() {
-    use crate::support::{Server, request};
+    use crate::support::{Server, demo, demo_student, request};
     let dir = TempDir::new("cost-cascade");
     let model = dir.join("model");
     toolnexus_local::tiny_model_for_tests(&model).unwrap();
     let model = model.display().to_string();
-    let demo = |name: &str| {
-        format!(
-            "{}/../toolnexus/examples/assess/demo.{name}",
-            env!("CARGO_MANIFEST_DIR")
-        )
-    };
     let questions = demo("questions.json");
-    let student = dir.join("student.json").display().to_string();
-    let r = tn(
-        dir.path(),
-        &[
-            "distill",
-            "--labels",
-            &demo("labels.jsonl"),
-            "--questions",
-            &questions,
-            "--model-dir",
-            &model,
-            "--out",
-            &student,
-        ],
-    );
-    assert_eq!(r.code, 0, "{r:?}");
+    let (student, _) = demo_student(&dir, &model);
 
     // Eight tickets of the demo set, and how sure the student is on each.
     let labels = std::fs::read_to_string(demo("labels.jsonl")).unwrap();

@@ -391,7 +391,7 @@ fn the_repositorys_own_question_files_pass_strict() {
     let root = env!("CARGO_MANIFEST_DIR");
     let files = [
         format!("{root}/guard/guard.questions.json"),
-        format!("{root}/../toolnexus/examples/assess/demo.questions.json"),
+        crate::support::demo("questions.json"),
         format!("{root}/../toolnexus-local/examples/routing/routing.questions.json"),
     ];
     let args: Vec<&str> = std::iter::once("--strict")

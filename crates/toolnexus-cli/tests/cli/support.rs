@@ -22,6 +22,38 @@ pub const DEMO_TAPE: &str = concat!(
     "/../toolnexus/examples/tapes/demo.tape.json"
 );
 
+/// A file of the shipped assess demo: `demo("questions.json")`,
+/// `demo("labels.jsonl")`, ….
+pub fn demo(name: &str) -> String {
+    format!(
+        "{}/../toolnexus/examples/assess/demo.{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// `toolnexus distill` of the demo's labels on the model in `model`, into
+/// `dir/student.json`: the student file's path, and what the run printed
+/// (it exited 0).
+pub fn demo_student(dir: &TempDir, model: &str) -> (String, Out) {
+    let student = dir.join("student.json").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "distill",
+            "--labels",
+            &demo("labels.jsonl"),
+            "--questions",
+            &demo("questions.json"),
+            "--model-dir",
+            model,
+            "--out",
+            &student,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    (student, out)
+}
+
 /// A fresh directory, removed on drop.
 pub struct TempDir(PathBuf);
 
