@@ -981,23 +981,32 @@ pub struct BatchArgs {
 /// Caps on what a run spends (`batch`, `assess run`, `tape record`). When one
 /// is reached no new request starts, those in flight finish and are written,
 /// and the command exits 6 naming the cap, what was spent and the command that
-/// resumes the run (each rerun has the same caps again).
+/// resumes the run. --max-cost and --max-tokens hold for the whole job: a
+/// resume counts what earlier runs spent; --max-time counts each run.
 #[derive(Debug, Clone, Default, Args)]
 pub struct CapArgs {
-    /// Stop once the run has spent this many US dollars. Each request reserves
+    /// Stop once the job has spent this many US dollars. The cap holds for the
+    /// whole job, not each run: what the out file (batch), the run file
+    /// (assess run) or the tape (tape record) records as spent counts when the
+    /// run is resumed, so rerunning the printed command never spends beyond
+    /// it. Each request reserves
     /// its estimated cost before it is sent, so the requests in flight overshoot
     /// by at most about one request's cost. Costs count as reported by the
-    /// backend, else priced from the style's price when it has one; a cost that
-    /// is neither is not counted (the message says how many). Recorded styles
+    /// backend, else priced from the price table (--prices FILE or
+    /// $TOOLNEXUS_PRICES over the built-in one); a model no table prices is
+    /// refused before anything is sent. Recorded styles
     /// (tape, static) count their recorded usage as if billed, so a cap can be
     /// rehearsed offline on a tape; cache hits cost nothing.
     #[arg(long, value_name = "USD", value_parser = parse_max_cost)]
     pub max_cost: Option<f64>,
-    /// Stop once the run has used this many tokens (input and output, as the
-    /// answers report them; recorded styles count their recorded usage).
+    /// Stop once the job has used this many tokens (input and output, as the
+    /// answers report them; recorded styles count their recorded usage). The
+    /// cap holds for the whole job: a resume counts the tokens the out file,
+    /// run file or tape already records.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens: Option<u64>,
-    /// Start no request after this much time, e.g. 90s, 15m, 2h (bare = seconds).
+    /// Start no request after this much time in this run, e.g. 500ms, 90s,
+    /// 15m, 2h (units ms, s, m, h; bare = seconds).
     #[arg(long, value_name = "DURATION", value_parser = parse_max_time)]
     pub max_time: Option<Duration>,
 }
@@ -1013,13 +1022,18 @@ fn parse_max_cost(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A time for `--max-time`: `serve`'s times (ms, s, m; bare = seconds) or hours.
+/// A time for `--max-time`: ms, s, m or h (bare = seconds), above zero and at
+/// most a year; an error names every unit.
 fn parse_max_time(s: &str) -> Result<Duration, String> {
-    match s.trim().strip_suffix('h') {
-        Some(hours) => parse_serve_time(&format!("{}m", hours.trim()))
-            .map(|d| d * 60)
-            .map_err(|_| format!("{s:?} is not a time (e.g. 90s, 15m, 2h)")),
-        None => parse_serve_time(s),
+    match parse_time(s, true, "500ms, 90s, 15m or 2h: units ms, s, m, h") {
+        Ok(d) if d.is_zero() => Err(format!(
+            "{s:?}: want more than zero and at most a year (units ms, s, m, h)"
+        )),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.replace(
+            "want zero to a year",
+            "want more than zero and at most a year",
+        )),
     }
 }
 
@@ -1120,6 +1134,9 @@ pub struct RecordArgs {
     /// Caps on the run's spend.
     #[command(flatten)]
     pub caps: CapArgs,
+    /// Prices for what a --max-cost cap counts.
+    #[command(flatten)]
+    pub prices: PriceArgs,
     /// The live style and its connection settings.
     #[command(flatten)]
     pub live: LiveArgs,

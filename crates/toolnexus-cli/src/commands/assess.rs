@@ -154,7 +154,24 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
     let pricing = crate::commands::cost::pricing(built.style.as_str(), &a.prices)?;
     let questions = input::read_questions(&a.questions)?;
     let examples = read_examples(&a.examples, &questions).map_err(bad)?;
-    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &a.caps, &pricing);
+    let recorded = built.tape.as_ref().map(|(t, _)| (t, built.call.as_str()));
+    let (capped, budget) =
+        crate::commands::caps::wrap(built.classifier, &a.caps, &pricing, recorded)?;
+    // A cap holds for the job: what the run file's rows record as spent
+    // counts (a file that does not load is reported by the run below).
+    if let Some(b) = budget.as_ref()
+        && !a.out.as_os_str().is_empty()
+        && a.out.exists()
+        && let Ok(earlier) = toolnexus::assess::Run::load(&a.out)
+    {
+        crate::commands::caps::carry(
+            Some(b),
+            earlier.rows.iter().filter_map(|r| {
+                r.decision()
+                    .map(|d| (r.cost.clone(), d.usage.clone()))
+            }),
+        );
+    }
     built.classifier = toolnexus::cost::pricing(capped, pricing);
     let mut options = RunOptions::default();
     options.budget = budget.clone();

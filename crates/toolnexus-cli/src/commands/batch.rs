@@ -114,7 +114,9 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     );
     // The budget sits beneath the cache: a hit costs nothing.
     let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
-    let (capped, budget) = crate::commands::caps::wrap(built.classifier, &args.caps, &pricing);
+    let recorded = built.tape.as_ref().map(|(t, _)| (t, built.call.as_str()));
+    let (capped, budget) =
+        crate::commands::caps::wrap(built.classifier, &args.caps, &pricing, recorded)?;
     built.classifier = capped;
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
@@ -165,6 +167,8 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             count(opened.rerun, "error line")
         );
     }
+    // A cap holds for the job: what the out file records as spent counts.
+    crate::commands::caps::carry(budget.as_ref(), std::mem::take(&mut opened.spent));
     let pending: Vec<(usize, String)> = lines
         .iter()
         .filter(|(n, _)| !opened.done.contains(n))

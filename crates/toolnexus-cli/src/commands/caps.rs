@@ -6,33 +6,116 @@
 //! Invariant: a request the budget refused was not sent and is not written;
 //! the command's own resume (the out file, the run file, the tape) asks it
 //! again when the printed command is rerun.
+//!
+//! A cap holds for the job, not for each run: what the command's own file
+//! records as spent (each result line's cost and usage, each run row's, each
+//! recording's) is [`carry`]-ed into the budget before anything is sent, so a
+//! resume spends only what the cap has left. A `--max-cost` over a model no
+//! price table lists is refused before anything starts: it could not be
+//! enforced.
 
 use std::ffi::OsString;
 
-use toolnexus::classifier::{Classifier, EvalRequest};
+use anyhow::Result;
+use toolnexus::classifier::{Classifier, ClassifierUsage, EvalRequest};
 use toolnexus::cost::budget::{Budget, BudgetOptions, Cap, Spend, TokenPrice, budgeted};
-use toolnexus::cost::{Estimator, Pricing, Shape};
+use toolnexus::cost::{Cost, CostSource, Estimator, Pricing, Shape};
+
+use toolnexus::judge::{Tape, TapeOutcome};
 
 use crate::args::CapArgs;
+use crate::exit;
 
 /// `inner` behind a budget with the caps given, or unchanged without any.
 /// `pricing` prices answers that report tokens but no cost, as the run's
-/// lines are priced.
-pub fn wrap(inner: Classifier, caps: &CapArgs, pricing: &Pricing) -> (Classifier, Option<Budget>) {
+/// lines are priced. `--max-cost` over a model no price table lists is a
+/// usage error naming the model and how to give it a price: the cap could
+/// not be enforced.
+///
+/// `recorded` is the tape and call name of a recorded style (tape, static):
+/// its recordings are known before the run, so a cap over them holds when
+/// every recording reports its cost or is priced on the model that answered
+/// it (a cap rehearsed offline).
+pub fn wrap(
+    inner: Classifier,
+    caps: &CapArgs,
+    pricing: &Pricing,
+    recorded: Option<(&Tape, &str)>,
+) -> Result<(Classifier, Option<Budget>)> {
     if caps.max_cost.is_none() && caps.max_tokens.is_none() && caps.max_time.is_none() {
-        return (inner, None);
+        return Ok((inner, None));
+    }
+    let price = price(pricing, inner.model());
+    let recordings_priced = recorded.is_some_and(|(tape, call)| {
+        tape.call_entries(call).iter().all(|e| match &e.outcome {
+            TapeOutcome::Decision(d) => {
+                d.usage.cost.is_some()
+                    || (self::price(pricing, &d.model).is_some()
+                        || self::price(pricing, &e.model).is_some())
+            }
+            TapeOutcome::Failure { .. } => true,
+        })
+    });
+    if let (Some(usd), None, false) = (caps.max_cost, price, recordings_priced) {
+        return Err(exit::usage(format!(
+            "--max-cost {usd}: no price for model {:?} in the price table, so the cap could not be enforced; give it one with --prices FILE or ${} (a price whose \"model\" pattern matches {:?}), or cap with --max-tokens instead",
+            inner.model(),
+            crate::commands::cost::PRICES_ENV,
+            inner.model()
+        )));
     }
     let budget = Budget::new(BudgetOptions {
         max_usd: caps.max_cost,
         max_tokens: caps.max_tokens,
         max_time: caps.max_time,
-        price: price(pricing, inner.model()),
+        price,
     });
     // Priced beneath the budget too, on the model that answered: a
     // cascade's teacher is billed at the teacher's price, not looked up
     // under the cascade's own name.
     let priced = toolnexus::cost::pricing(inner, pricing.clone());
-    (budgeted(priced, budget.clone(), estimate), Some(budget))
+    Ok((budgeted(priced, budget.clone(), estimate), Some(budget)))
+}
+
+/// Counts into `budget` what earlier runs of the job spent: one
+/// `(cost, usage)` per answer the command's file already holds, as the
+/// budget would have settled it (a cache hit or a local answer bills
+/// nothing; a known cost counts; an unknown one is priced from the usage
+/// at the budget's price, else counted unknown).
+pub fn carry(budget: Option<&Budget>, earlier: impl IntoIterator<Item = (Cost, ClassifierUsage)>) {
+    let Some(budget) = budget else { return };
+    let price = budget.options().price;
+    let (mut known, mut known_spend) = (0u64, Spend::tokens(0).with_usd(0.0));
+    let (mut unknown, mut unknown_tokens) = (0u64, 0u64);
+    for (cost, usage) in earlier {
+        if matches!(cost.source, Some(CostSource::Cache | CostSource::Local)) {
+            known += 1;
+            continue;
+        }
+        let tokens = Spend::of_usage(&usage).tokens;
+        let usd = cost
+            .usd
+            .or(usage.cost)
+            .or_else(|| price.map(|p| p.usd_of(&usage)))
+            .filter(|u| u.is_finite());
+        match usd {
+            Some(u) => {
+                known += 1;
+                known_spend.tokens = known_spend.tokens.saturating_add(tokens);
+                known_spend.usd = known_spend.usd.map(|k| k + u.max(0.0));
+            }
+            None => {
+                unknown += 1;
+                unknown_tokens = unknown_tokens.saturating_add(tokens);
+            }
+        }
+    }
+    if known > 0 {
+        budget.carry(known, known_spend);
+    }
+    if unknown > 0 {
+        budget.carry(unknown, Spend::tokens(unknown_tokens));
+    }
 }
 
 /// `inner` spending from a budget another classifier of the run already
@@ -120,6 +203,15 @@ pub fn message(command: &str, budget: &Budget, caps: &CapArgs, done: &str) -> St
         spent.tokens,
         spent.elapsed.as_secs_f64()
     );
+    if spent.earlier_calls > 0 {
+        let n = spent.earlier_calls;
+        text.push_str(&format!(
+            ", of which {} and {} tokens on {n} {} by earlier runs of this job",
+            usd(spent.earlier_usd),
+            spent.earlier_tokens,
+            if n == 1 { "call" } else { "calls" }
+        ));
+    }
     if spent.unknown_cost > 0 {
         let n = spent.unknown_cost;
         text.push_str(&format!(
@@ -138,7 +230,12 @@ pub fn message(command: &str, budget: &Budget, caps: &CapArgs, done: &str) -> St
     } else {
         ""
     };
-    format!("{text}; {done}; resume with: {command}{elided}")
+    let holds = match cap {
+        Cap::Cost => "; the cap holds for the whole job (what earlier runs spent counts on resume): raise --max-cost to ask the rest",
+        Cap::Tokens => "; the cap holds for the whole job (what earlier runs spent counts on resume): raise --max-tokens to ask the rest",
+        Cap::Time => "",
+    };
+    format!("{text}; {done}{holds}; resume with: {command}{elided}")
 }
 
 /// The command line as it was typed, shell-quoted, less `--restart` (which

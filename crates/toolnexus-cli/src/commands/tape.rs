@@ -66,14 +66,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         }
         (None, None) => return Err(exit::usage("--state or --states is required")),
     };
-    // The built-in price table (or TOOLNEXUS_PRICES) prices what a cap counts.
-    let pricing =
-        crate::commands::cost::pricing(style.as_str(), &crate::args::PriceArgs::default())?;
+    // --prices (or TOOLNEXUS_PRICES) over the built-in table prices what a cap counts.
+    let pricing = crate::commands::cost::pricing(style.as_str(), &args.prices)?;
     let (live, budget) = crate::commands::caps::wrap(
         style::live_classifier(&args.live, style)?,
         &args.caps,
         &pricing,
-    );
+        None,
+    )?;
     let capped = || budget.as_ref().is_some_and(|b| b.reached().is_some());
     // The journal is locked before the tape is read: a second run on the same
     // tape stops here instead of saving over the first one's recordings.
@@ -108,7 +108,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         tape.set_note(note.clone());
     }
 
-    let plan = plan(
+    let mut plan = plan(
         &tape,
         &folded.entries,
         &args.call,
@@ -116,6 +116,8 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         states,
         args.rerun_errors,
     );
+    // A cap holds for the job: what the recordings already made spent counts.
+    crate::commands::caps::carry(budget.as_ref(), std::mem::take(&mut plan.spent));
     // This run's recordings, folded ones first, in the order they arrived.
     let mut arrived: Vec<TapeEntry> = folded.entries;
     if plan.skipped > 0 {
@@ -323,6 +325,10 @@ struct Plan {
     failed_before: usize,
     /// States equal to an earlier one of the same run.
     repeated: usize,
+    /// The usage of the states already recorded under the call name and
+    /// questions (the tape and a folded journal): what earlier runs of this
+    /// job spent, counted against its caps.
+    spent: Vec<(toolnexus::cost::Cost, toolnexus::classifier::ClassifierUsage)>,
 }
 
 /// An entry's identity within a call name: canonical questions and state (the
@@ -342,11 +348,11 @@ fn plan(
     states: Vec<(String, Value)>,
     rerun_errors: bool,
 ) -> Plan {
-    let recorded: HashMap<String, bool> = tape
-        .call_entries(call)
+    let entries = tape.call_entries(call);
+    let recorded: HashMap<String, &TapeOutcome> = entries
         .iter()
         .chain(folded.iter().filter(|e| e.call_name == call))
-        .map(|e| (entry_key(&e.questions, &e.state), e.outcome.is_decision()))
+        .map(|e| (entry_key(&e.questions, &e.state), &e.outcome))
         .collect();
     let mut seen = HashSet::new();
     let mut plan = Plan {
@@ -355,6 +361,7 @@ fn plan(
         skipped: 0,
         failed_before: 0,
         repeated: 0,
+        spent: Vec::new(),
     };
     for (what, state) in states {
         let key = entry_key(questions, &state);
@@ -363,8 +370,13 @@ fn plan(
                 plan.repeated += 1;
                 continue;
             }
-            Some(true) => plan.skipped += 1,
-            Some(false) if !rerun_errors => {
+            Some(TapeOutcome::Decision(d)) => {
+                plan.skipped += 1;
+                // Recorded by an earlier run of this job: what it spent.
+                plan.spent
+                    .push((toolnexus::cost::Cost::of_usage(&d.usage), d.usage.clone()));
+            }
+            Some(TapeOutcome::Failure { .. }) if !rerun_errors => {
                 plan.skipped += 1;
                 plan.failed_before += 1;
             }

@@ -57,11 +57,33 @@ fn run_words(dir: &TempDir, words: &[String]) -> Out {
     tn(dir.path(), &args)
 }
 
-/// Reruns the printed resume command until the run ends; returns how many
-/// runs it took after the first (each must stop at the cap or finish).
-fn resume_to_the_end(dir: &TempDir, first: &Out, args: &[String]) -> usize {
-    let mut words = resume_words(first);
+/// Reruns the printed resume command: the cap holds for the job, so it asks
+/// nothing (`sent` counts what the run asked of its backend) and stops at
+/// the cap again, saying earlier runs spent it. Then raises `flag` to
+/// `raised` and reruns until the run ends; returns how many runs that took.
+fn resume_to_the_end(
+    dir: &TempDir,
+    first: &Out,
+    args: &[String],
+    flag: &str,
+    raised: &str,
+    sent: &dyn Fn() -> usize,
+) -> usize {
+    let words = resume_words(first);
     assert_eq!(words, args, "the resume command is the command itself");
+    let before = sent();
+    let again = run_words(dir, &words);
+    assert_eq!(again.code, 6, "the cap holds for the job: {again:?}");
+    assert_eq!(sent(), before, "a resume spends nothing beyond the cap");
+    assert!(
+        again.stderr.contains("by earlier runs of this job")
+            && again.stderr.contains(&format!("raise {flag} to ask the rest")),
+        "{}",
+        again.stderr
+    );
+    let mut words = resume_words(&again);
+    let at = words.iter().position(|w| w == flag).expect(flag);
+    words[at + 1] = raised.to_string();
     for rerun in 1..=30 {
         let out = run_words(dir, &words);
         match out.code {
@@ -146,7 +168,9 @@ fn batch_stops_at_the_cost_cap_within_one_call_and_resumes_to_the_end() {
     );
     assert!(!said.contains("unknown"), "every cost was reported: {said}");
 
-    resume_to_the_end(&dir, &first, &args);
+    resume_to_the_end(&dir, &first, &args, "--max-cost", "1", &|| {
+        up.requests().len()
+    });
     assert_eq!(decided_lines(&out_path), (1..=n as u64).collect::<Vec<_>>());
     assert_eq!(up.requests().len(), n, "no state asked twice");
 }
@@ -229,8 +253,10 @@ fn batch_on_a_tape_rehearses_a_cap_offline_with_the_recorded_usage() {
         "{}",
         first.stderr
     );
-    let reruns = resume_to_the_end(&dir, &first, &args);
-    assert_eq!(reruns, 2, "5, then 5, then the last 2");
+    let reruns = resume_to_the_end(&dir, &first, &args, "--max-cost", "1", &|| {
+        decided_lines(&out_path).len()
+    });
+    assert_eq!(reruns, 1, "the last 7 under the raised cap");
     assert_eq!(decided_lines(&out_path), (1..=12).collect::<Vec<_>>());
 }
 
@@ -264,8 +290,6 @@ fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
             // A model no price table lists: its cost stays unknown.
             "--model",
             "acme-judge-2",
-            "--max-cost",
-            "1",
             "--max-tokens",
             "1000",
         ],
@@ -281,7 +305,7 @@ fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
         first.stderr.contains(
             "stopped at --max-tokens 1000: spent an unknown amount on 3 calls (1200 tokens"
         ) && first.stderr.contains(
-            "the cost of 3 calls is unknown (not reported, no price) and not counted against --max-cost"
+            "the cost of 3 calls is unknown (not reported, no price) and not counted; "
         ),
         "{}",
         first.stderr
@@ -384,7 +408,9 @@ fn assess_run_stops_at_the_token_cap_on_a_tape_and_resumes() {
         "{}",
         first.stderr
     );
-    resume_to_the_end(&dir, &first, &args);
+    resume_to_the_end(&dir, &first, &args, "--max-tokens", "1000", &|| {
+        rows(&run).len()
+    });
     let mut ids: Vec<String> = rows(&run)
         .iter()
         .map(|r| {
@@ -449,7 +475,9 @@ fn tape_record_stops_at_the_token_cap_saves_and_resumes() {
         !dir.join("rec.tape.json.journal").exists(),
         "the journal is folded in"
     );
-    resume_to_the_end(&dir, &first, &args);
+    resume_to_the_end(&dir, &first, &args, "--max-tokens", "100000", &|| {
+        up.requests().len()
+    });
     assert_eq!(Tape::load(&tape).unwrap().len(), 10);
     assert_eq!(up.requests().len(), 10, "no state asked twice");
 }
@@ -499,4 +527,180 @@ fn cap_flags_are_checked_and_documented() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let got = tn(dir.path(), &args);
     assert_eq!(got.code, 0, "{got:?}");
+}
+
+/// The regression of issue 32: each printed "resume with" command spent the
+/// whole cap again. Stopped at the cap, then rerun as printed three times:
+/// the upstream is asked no more than the cap allows in total.
+#[test]
+fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
+    let dir = TempDir::new("caps-job");
+    let up = billing(300, Some(0.01), Duration::ZERO);
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(30));
+    let out = dir.join("out.jsonl").display().to_string();
+    let args = strings(&[
+        "batch",
+        "--questions",
+        &q,
+        "--states",
+        &s,
+        "--out",
+        &out,
+        "--style",
+        "systemone",
+        "--base-url",
+        &up.base_url,
+        "--retries",
+        "-1",
+        "--no-progress",
+        "--concurrency",
+        "1",
+        "--max-cost",
+        "0.04",
+    ]);
+    let mut said = run_words(&dir, &args);
+    assert_eq!(said.code, 6, "{said:?}");
+    assert_eq!(up.requests().len(), 4, "$0.01 a call: the fourth reaches $0.04");
+    for _ in 0..3 {
+        said = run_words(&dir, &resume_words(&said));
+        assert_eq!(said.code, 6, "{said:?}");
+    }
+    assert_eq!(up.requests().len(), 4, "resumes spent nothing beyond the cap");
+    assert!(
+        said.stderr.contains(
+            "stopped at --max-cost 0.04: spent $0.04 on 4 calls (1200 tokens, "
+        ) && said
+            .stderr
+            .contains("of which $0.04 and 1200 tokens on 4 calls by earlier runs of this job"),
+        "{}",
+        said.stderr
+    );
+}
+
+/// A priced model whose upstream reports no cost: the cap counts the price
+/// table's figure, and a resume counts what the out file's lines were priced.
+#[test]
+fn a_cap_over_a_priced_model_holds_across_resumes() {
+    let dir = TempDir::new("caps-priced");
+    let up = billing(300, None, Duration::ZERO);
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(30));
+    let prices = dir.write(
+        "prices.json",
+        &json!({"format": "toolnexus.prices", "version": 1, "name": "ours",
+            "prices": [{"model": "acme-*", "input_per_million": 100, "output_per_million": 0,
+                "source": "our contract", "checked": "2026-12-01"}]})
+        .to_string(),
+    );
+    let out = dir.join("out.jsonl").display().to_string();
+    let args = strings(&[
+        "batch",
+        "--questions",
+        &q,
+        "--states",
+        &s,
+        "--out",
+        &out,
+        "--style",
+        "systemone",
+        "--base-url",
+        &up.base_url,
+        "--model",
+        "acme-judge-2",
+        "--prices",
+        &prices,
+        "--retries",
+        "-1",
+        "--no-progress",
+        "--concurrency",
+        "1",
+        "--max-cost",
+        "0.1",
+    ]);
+    let first = run_words(&dir, &args);
+    assert_eq!(first.code, 6, "{first:?}");
+    // 300 tokens at $100 per million: $0.03 a call, the fourth reaches $0.10.
+    assert_eq!(up.requests().len(), 4, "{first:?}");
+    let again = run_words(&dir, &resume_words(&first));
+    assert_eq!(again.code, 6, "{again:?}");
+    assert_eq!(up.requests().len(), 4, "{again:?}");
+}
+
+/// `--max-cost` over a model no price table lists could not be enforced:
+/// refused before anything is sent, naming the model and how to price it.
+#[test]
+fn a_cost_cap_over_an_unpriced_model_is_refused_before_anything_is_sent() {
+    let dir = TempDir::new("caps-unpriced");
+    let up = billing(300, None, Duration::ZERO);
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let s = dir.write("in.jsonl", &states(5));
+    let out = dir.join("out.jsonl").display().to_string();
+    let tape = dir.join("rec.tape.json").display().to_string();
+    let live = [
+        "--base-url",
+        up.base_url.as_str(),
+        "--model",
+        "acme-judge-2",
+        "--max-cost",
+        "1",
+    ];
+    let batch = [
+        &["batch", "--questions", &q, "--states", &s, "--out", &out][..],
+        &["--style", "systemone", "--no-progress"],
+        &live,
+    ]
+    .concat();
+    let record = [
+        &["tape", "record", "--tape", &tape, "--call", "rec"][..],
+        &["--questions", &q, "--states", &s],
+        &live,
+    ]
+    .concat();
+    for args in [batch, record] {
+        let got = tn(dir.path(), &args);
+        assert_eq!(got.code, 2, "{args:?}: {got:?}");
+        assert!(
+            got.stderr.contains("--max-cost 1: no price for model \"acme-judge-2\"")
+                && got.stderr.contains("--prices FILE")
+                && got.stderr.contains("$TOOLNEXUS_PRICES"),
+            "{}",
+            got.stderr
+        );
+    }
+    assert_eq!(up.requests().len(), 0, "nothing was sent");
+    assert!(!dir.join("rec.tape.json").exists());
+}
+
+#[test]
+fn max_time_takes_every_unit_its_help_names() {
+    let dir = TempDir::new("caps-time-units");
+    let bulk = Bulk::new(&dir, 2);
+    let out = dir.join("out.jsonl").display().to_string();
+    for ok in ["500ms", "90s", "15m", "2h", "1.5h", "30"] {
+        let args = bulk.batch(&out, &["--no-progress", "--restart", "--max-time", ok]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let got = tn(dir.path(), &args);
+        assert_eq!(got.code, 0, "--max-time {ok}: {got:?}");
+    }
+    for (bad, want) in [
+        ("2d", "unknown unit \"d\" (want ms, s, m or h)"),
+        ("soon", "units ms, s, m, h"),
+        ("0", "want more than zero"),
+        ("0h", "want more than zero"),
+        ("9000h", "want more than zero and at most a year"),
+    ] {
+        let args = bulk.batch(&out, &["--max-time", bad]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let got = tn(dir.path(), &args);
+        assert_eq!(got.code, 2, "--max-time {bad}: {got:?}");
+        assert!(got.stderr.contains(want), "--max-time {bad}: {}", got.stderr);
+    }
+    let help = tn(dir.path(), &["batch", "--help"]);
+    assert!(
+        help.stdout.contains("units ms, s, m, h")
+            && help.stdout.contains("holds for the whole job"),
+        "{}",
+        help.stdout
+    );
 }

@@ -224,6 +224,13 @@ pub struct Spent {
     pub refused: u64,
     /// Time since the budget was made.
     pub elapsed: Duration,
+    /// Of `calls`, those counted by [`Budget::carry`]: spent by earlier runs
+    /// of the same job, before this budget was made.
+    pub earlier_calls: u64,
+    /// Of `usd`, the dollars [`Budget::carry`] counted.
+    pub earlier_usd: f64,
+    /// Of `tokens`, the tokens [`Budget::carry`] counted.
+    pub earlier_tokens: u64,
 }
 
 /// A request was refused: `cap` is reached. The source of the
@@ -264,6 +271,9 @@ struct State {
     known_tokens: u64,
     reached: Option<Cap>,
     refused: u64,
+    earlier_calls: u64,
+    earlier_usd: f64,
+    earlier_tokens: u64,
 }
 
 enum Check {
@@ -381,6 +391,9 @@ impl Budget {
                     known_tokens: 0,
                     reached: None,
                     refused: 0,
+                    earlier_calls: 0,
+                    earlier_usd: 0.0,
+                    earlier_tokens: 0,
                 }),
                 settled: Notify::new(),
             }),
@@ -471,6 +484,49 @@ impl Budget {
             in_flight: s.in_flight,
             refused: s.refused,
             elapsed: s.started.elapsed(),
+            earlier_calls: s.earlier_calls,
+            earlier_usd: s.earlier_usd,
+            earlier_tokens: s.earlier_tokens,
+        }
+    }
+
+    /// Counts what earlier runs of the same job spent (a resumed run: the
+    /// answers its out file already holds), so a cap holds for the job, not
+    /// for each run. `calls` answers spent `spend`: its tokens, and its
+    /// dollars when known (`None`: priced at [`BudgetOptions::price`] as
+    /// input tokens when there is one, else counted as `calls` unknown
+    /// costs). Counted as settled: a cap they reach refuses the first new
+    /// request, unsent.
+    ///
+    /// ```
+    /// use toolnexus::cost::budget::{Budget, BudgetOptions, Cap, Spend};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let b = Budget::new(BudgetOptions { max_usd: Some(0.05), ..Default::default() });
+    /// b.carry(5, Spend::tokens(1_500).with_usd(0.05));
+    /// assert_eq!(b.reserve(Spend::tokens(300)).await.unwrap_err().cap, Cap::Cost);
+    /// let spent = b.spent();
+    /// assert_eq!((spent.calls, spent.earlier_calls, spent.tokens), (5, 5, 1_500));
+    /// # }
+    /// ```
+    pub fn carry(&self, calls: u64, spend: Spend) {
+        if calls == 0 && spend.tokens == 0 {
+            return;
+        }
+        let spend = self.priced(spend, None);
+        let mut s = self.lock();
+        s.calls += calls;
+        s.earlier_calls += calls;
+        s.spent_tokens = s.spent_tokens.saturating_add(spend.tokens);
+        s.earlier_tokens = s.earlier_tokens.saturating_add(spend.tokens);
+        match spend.usd.filter(|u| u.is_finite()).map(|u| u.max(0.0)) {
+            Some(u) => {
+                s.spent_usd += u;
+                s.earlier_usd += u;
+                s.known_usd += u;
+                s.known_tokens = s.known_tokens.saturating_add(spend.tokens);
+            }
+            None => s.unknown_cost += calls,
         }
     }
 

@@ -29,7 +29,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde_json::Value;
-use toolnexus::classifier::{Questions, canonical_json, questions_wire};
+use toolnexus::classifier::{ClassifierUsage, Questions, canonical_json, questions_wire};
+use toolnexus::cost::Cost;
 
 use super::sha256;
 use crate::exit;
@@ -177,6 +178,10 @@ pub struct Opened {
     pub rerun: usize,
     /// Whether `--restart` discarded earlier results.
     pub restarted: bool,
+    /// What each decision line already in the file cost and the usage it
+    /// reported: what earlier runs of this job spent, which the run's caps
+    /// count (see [`spent_of`]).
+    pub spent: Vec<(Cost, ClassifierUsage)>,
 }
 
 impl Opened {
@@ -190,6 +195,7 @@ impl Opened {
             truncated: 0,
             rerun: 0,
             restarted: false,
+            spent: Vec::new(),
         }
     }
 }
@@ -251,6 +257,7 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
         truncated: 0,
         rerun: 0,
         restarted,
+        spent: Vec::new(),
     };
     if bytes.is_empty() {
         write_header(&mut file)?;
@@ -309,6 +316,7 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
             truncated: torn,
             rerun: results.errors.len(),
             restarted: false,
+            spent: spent_of(&results.lines),
         });
     }
     if torn > 0 {
@@ -328,7 +336,39 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
         truncated: torn,
         rerun: 0,
         restarted: false,
+        spent: spent_of(&results.lines),
     })
+}
+
+/// The cost and usage of each decision line: its `"cost"` (a cache hit's
+/// `"cached":true` costs nothing), or for a line without one the cost its
+/// usage reports; the usage as the decision reported it.
+fn spent_of(lines: &[(usize, bool, &[u8])]) -> Vec<(Cost, ClassifierUsage)> {
+    lines
+        .iter()
+        .filter(|(_, is_error, _)| !is_error)
+        .filter_map(|(_, _, raw)| serde_json::from_slice::<Value>(raw).ok())
+        .map(|v| {
+            let u = v.get("decision").and_then(|d| d.get("usage"));
+            let n = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_i64).unwrap_or(0);
+            let usage = ClassifierUsage {
+                input_tokens: n("input_tokens"),
+                output_tokens: n("output_tokens"),
+                cost: u
+                    .and_then(|u| u.get("cost"))
+                    .and_then(Value::as_f64)
+                    .filter(|c| c.is_finite()),
+            };
+            let cost = if v.get("cached").and_then(Value::as_bool) == Some(true) {
+                Cost::cache_hit()
+            } else {
+                v.get("cost")
+                    .and_then(Cost::from_value)
+                    .unwrap_or_else(|| Cost::of_usage(&usage))
+            };
+            (cost, usage)
+        })
+        .collect()
 }
 
 /// The input lines a run with this fingerprint and plan would not ask again:
