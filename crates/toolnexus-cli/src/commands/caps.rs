@@ -46,6 +46,14 @@ pub fn wrap(
         return Ok((inner, None));
     }
     let price = price(pricing, inner.model());
+    // A cascade (`cascade (student / teacher)`) bills only its teacher, and
+    // is priced beneath the budget on the model that answered.
+    let teacher_priced = inner
+        .model()
+        .strip_prefix("cascade (")
+        .and_then(|m| m.strip_suffix(')'))
+        .and_then(|m| m.rsplit_once(" / "))
+        .is_some_and(|(_, teacher)| self::price(pricing, teacher).is_some());
     let recordings_priced = recorded.is_some_and(|(tape, call)| {
         tape.call_entries(call).iter().all(|e| match &e.outcome {
             TapeOutcome::Decision(d) => {
@@ -56,7 +64,7 @@ pub fn wrap(
             TapeOutcome::Failure { .. } => true,
         })
     });
-    if let (Some(usd), None, false) = (caps.max_cost, price, recordings_priced) {
+    if let (Some(usd), None, false) = (caps.max_cost, price, recordings_priced || teacher_priced) {
         return Err(exit::usage(format!(
             "--max-cost {usd}: no price for model {:?} in the price table, so the cap could not be enforced; give it one with --prices FILE or ${} (a price whose \"model\" pattern matches {:?}), or cap with --max-tokens instead",
             inner.model(),

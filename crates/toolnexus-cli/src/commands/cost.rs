@@ -117,6 +117,12 @@ impl Tally {
 }
 
 /// `toolnexus cost fit`.
+///
+/// Fits one model's billed requests only: a run whose answers were all
+/// judged on this machine (cost source `local`) is refused by name, a
+/// cascade's local answers are left out, and runs answered by two models are
+/// refused naming both. Coefficients the runs do not determine are named in
+/// a warning.
 pub fn fit(a: CostFitArgs) -> Result<Exit> {
     if let Some(out) = &a.out {
         let inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("RUN", r.as_path())).collect();
@@ -124,19 +130,53 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
     }
     let mut samples = Vec::new();
     let mut skipped = 0usize;
+    // The first answering model, and where it was seen.
+    let mut model: Option<(String, String)> = None;
     for path in &a.runs {
-        let (mut got, left) = read_samples(path)?;
-        if got.is_empty() {
-            return Err(exit::usage(format!(
-                "{}: no call in it recorded usage.input_tokens to fit on",
-                path.display()
-            )));
+        let read = read_samples(path)?;
+        if read.samples.is_empty() {
+            return Err(exit::usage(if read.local > 0 {
+                format!(
+                    "{}: its {} answers were judged on this machine (cost source local): no billed usage to fit on; fit on runs of a billed style (systemone, llm, or a tape recorded from one)",
+                    path.display(),
+                    read.local
+                )
+            } else {
+                format!(
+                    "{}: no call in it recorded usage.input_tokens to fit on",
+                    path.display()
+                )
+            }));
         }
-        samples.append(&mut got);
-        skipped += left;
+        for (sample, (m, at)) in read.samples {
+            match &model {
+                None => model = Some((m, at)),
+                Some((first, first_at)) if *first != m => {
+                    return Err(exit::usage(format!(
+                        "cost fit: {first_at} was answered by {first:?} and {at} by {m:?}: an estimator fits one model's billing; fit each model's runs apart"
+                    )));
+                }
+                Some(_) => {}
+            }
+            samples.push(sample);
+        }
+        skipped += read.left + read.local;
     }
-    let est = toolnexus::cost::fit(&samples).map_err(exit::usage)?;
+    let est = toolnexus::cost::fit(&samples).map_err(|e| exit::usage(format!("cost fit: {e}")))?;
     let f = est.fit.expect("a fit reports its error");
+    let defaults = toolnexus::cost::Coefficients::default();
+    for k in &est.undetermined {
+        let default = match *k {
+            "per_request" => defaults.per_request,
+            "per_question" => defaults.per_question,
+            "per_described_option" => defaults.per_described_option,
+            "per_score_level" => defaults.per_score_level,
+            _ => defaults.per_state_char,
+        };
+        tell!(
+            "cost fit: warning: {k} is not determined by these runs (what it counts never occurs, or never varies apart from the rest): it stays near the published {default}; add runs that vary it"
+        );
+    }
     if let Some(out) = &a.out {
         write_atomic(out, &(est.to_json() + "\n"))?;
     }
@@ -147,6 +187,7 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
             json!({
                 "requests": f.rows,
                 "skipped": skipped,
+                "model": model.as_ref().map(|(m, _)| m),
                 "runs": a.runs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
                 "coefficients": {
                     "per_request": c.per_request,
@@ -155,6 +196,7 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
                     "per_score_level": c.per_score_level,
                     "per_state_char": c.per_state_char,
                 },
+                "undetermined": est.undetermined,
                 "output_per_question": est.output_per_question,
                 "mean_abs_pct": f.mean_abs_pct,
                 "worst_pct": f.worst_pct,
@@ -164,7 +206,9 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
         return Ok(Exit::Success);
     }
     let left = if skipped > 0 {
-        format!(" ({skipped} left out: cache hits, failed calls or no recorded input tokens)")
+        format!(
+            " ({skipped} left out: cache hits, answers judged on this machine, failed calls or no recorded input tokens)"
+        )
     } else {
         String::new()
     };
@@ -204,8 +248,19 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
+/// What one run file gives a fit.
+struct Read {
+    /// Billed requests, each with the model that answered it and where
+    /// (`FILE line N`, `FILE row "id"`).
+    samples: Vec<(Sample, (String, String))>,
+    /// Calls left out: cache hits, failures, no recorded input tokens.
+    left: usize,
+    /// Answers judged on this machine: nothing billed.
+    local: usize,
+}
+
 /// The fit samples of one run file, and how many of its calls were left out.
-fn read_samples(path: &Path) -> Result<(Vec<Sample>, usize)> {
+fn read_samples(path: &Path) -> Result<Read> {
     let text = input::read_file("RUN", path)?;
     let first = text.lines().next().unwrap_or_default();
     let head: Option<Value> = serde_json::from_str(first).ok();
@@ -213,58 +268,81 @@ fn read_samples(path: &Path) -> Result<(Vec<Sample>, usize)> {
         .as_ref()
         .and_then(|h| h.get("format"))
         .and_then(Value::as_str);
+    let shown = path.display();
+    let mut read = Read {
+        samples: Vec::new(),
+        left: 0,
+        local: 0,
+    };
     if format == Some(toolnexus::assess::RUN_FORMAT) {
+        use toolnexus::cost::CostSource;
         let run = Run::parse(&text, path).map_err(exit::usage)?;
-        let mut samples = Vec::new();
-        let mut left = 0;
         for r in &run.rows {
-            let billed = !matches!(r.cost.source, Some(toolnexus::cost::CostSource::Cache));
-            match r.decision() {
-                Some(d) if billed && d.usage.input_tokens > 0 => samples.push(Sample::new(
-                    Shape::of_questions(&run.questions, r.state_len as u64),
-                    d.usage.input_tokens,
-                    d.usage.output_tokens,
-                )),
-                _ => left += 1,
+            match (r.decision(), &r.cost.source) {
+                (_, Some(CostSource::Local)) => read.local += 1,
+                (Some(d), source)
+                    if !matches!(source, Some(CostSource::Cache)) && d.usage.input_tokens > 0 =>
+                {
+                    read.samples.push((
+                        Sample::new(
+                            Shape::of_questions(&run.questions, r.state_len as u64),
+                            d.usage.input_tokens,
+                            d.usage.output_tokens,
+                        ),
+                        (d.model.clone(), format!("{shown} row {:?}", r.id)),
+                    ));
+                }
+                _ => read.left += 1,
             }
         }
-        return Ok((samples, left));
+        return Ok(read);
     }
     let is_batch = head.as_ref().is_some_and(|h| {
         h.get("toolnexus").and_then(Value::as_str) == Some("batch") || h.get("line").is_some()
     });
     if !is_batch {
         return Err(exit::usage(format!(
-            "{}: line 1: neither a batch out file nor an assess run file",
-            path.display()
+            "{shown}: line 1: neither a batch out file nor an assess run file"
         )));
     }
-    let (mut samples, mut left, mut shapeless) = (Vec::new(), 0usize, 0usize);
+    // Lines written before each line carried its cost: the header's style says.
+    let local_style = head
+        .as_ref()
+        .and_then(|h| h.pointer("/fingerprint/style"))
+        .and_then(Value::as_str)
+        .is_some_and(is_local);
+    let mut shapeless = 0usize;
     let last = text.split('\n').count();
     for (n, line) in input::jsonl_lines(&text) {
         let v: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             // A torn final line of an interrupted run: left out.
             Err(_) if n == last && !text.ends_with('\n') => {
-                left += 1;
+                read.left += 1;
                 continue;
             }
             Err(e) => {
-                return Err(exit::usage(format!(
-                    "{}:{n}: not JSON: {e}",
-                    path.display()
-                )));
+                return Err(exit::usage(format!("{shown}:{n}: not JSON: {e}")));
             }
         };
         if v.get("toolnexus").is_some() {
             continue;
         }
         let Some(d) = v.get("decision") else {
-            left += 1;
+            read.left += 1;
             continue;
         };
         if v.get("cached").and_then(Value::as_bool) == Some(true) {
-            left += 1;
+            read.left += 1;
+            continue;
+        }
+        let source = v.pointer("/cost/source").and_then(Value::as_str);
+        if source == Some("local") || (source.is_none() && local_style) {
+            read.local += 1;
+            continue;
+        }
+        if source == Some("cache") {
+            read.left += 1;
             continue;
         }
         let Some(shape) = v.get("shape").and_then(Shape::from_value) else {
@@ -278,22 +356,22 @@ fn read_samples(path: &Path) -> Result<(Vec<Sample>, usize)> {
                 .unwrap_or(0)
         };
         if tokens("input_tokens") > 0 {
-            samples.push(Sample::new(
-                shape,
-                tokens("input_tokens"),
-                tokens("output_tokens"),
+            let model = d.get("model").and_then(Value::as_str).unwrap_or_default();
+            read.samples.push((
+                Sample::new(shape, tokens("input_tokens"), tokens("output_tokens")),
+                (model.to_string(), format!("{shown} line {n}")),
             ));
         } else {
-            left += 1;
+            read.left += 1;
         }
     }
-    if samples.is_empty() && shapeless > 0 {
+    if read.samples.is_empty() && shapeless > 0 {
         return Err(exit::usage(format!(
-            "{}: its {shapeless} decision lines do not record their request's \"shape\" (written by an earlier version); run the batch again with --restart, or fit on an assess run file",
-            path.display()
+            "{shown}: its {shapeless} decision lines do not record their request's \"shape\" (written by an earlier version); run the batch again with --restart, or fit on an assess run file"
         )));
     }
-    Ok((samples, left + shapeless))
+    read.left += shapeless;
+    Ok(read)
 }
 
 /// Writes `text` to `path` through a temporary file renamed over it.

@@ -309,6 +309,11 @@ pub struct Estimator {
     pub output_per_question: f64,
     /// How the fit did, when the coefficients were fitted.
     pub fit: Option<FitError>,
+    /// The coefficients [`fit`] could not determine from the requests it was
+    /// given (their shape feature never varied apart from the others', or
+    /// never occurred), by their file key (`per_question`, …): they stay
+    /// near the published defaults. Empty for an estimator read from a file.
+    pub undetermined: Vec<&'static str>,
 }
 
 impl Estimator {
@@ -323,6 +328,7 @@ impl Estimator {
             coefficients,
             output_per_question: 0.0,
             fit: None,
+            undetermined: Vec::new(),
         }
     }
 
@@ -332,10 +338,27 @@ impl Estimator {
     /// use toolnexus::cost::{Estimator, Shape};
     /// assert_eq!(Estimator::default().input_tokens(&Shape::new(1, 0, 5, 0)), 261.0 + 8.0 + 40.0);
     /// ```
+    ///
+    /// A request that asks anything or sends any state is never estimated
+    /// below one token, whatever the coefficients.
+    ///
+    /// ```
+    /// use toolnexus::cost::{Coefficients, Estimator, Shape};
+    /// let mut c = Coefficients::default();
+    /// (c.per_request, c.per_question, c.per_described_option, c.per_score_level, c.per_state_char) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    /// assert_eq!(Estimator::new(c).input_tokens(&Shape::new(5, 1275, 0, 40)), 1.0);
+    /// assert_eq!(Estimator::new(c).input_tokens(&Shape::default()), 0.0);
+    /// ```
     pub fn input_tokens(&self, shape: &Shape) -> f64 {
         let x = shape.features();
         let c = self.coefficients.to_array();
-        x.iter().zip(c).map(|(x, c)| x * c).sum::<f64>().max(0.0)
+        let sum = x.iter().zip(c).map(|(x, c)| x * c).sum::<f64>();
+        let floor = if shape.questions > 0 || shape.state_chars > 0 {
+            1.0
+        } else {
+            0.0
+        };
+        if sum.is_finite() { sum.max(floor) } else { floor }
     }
 
     /// Estimated output tokens of one request.
@@ -471,11 +494,29 @@ impl Estimator {
         let mut a = [0.0; 5];
         for (i, k) in Coefficients::KEYS.iter().enumerate() {
             a[i] = number(c, "coefficients.", k)?;
+            if a[i] < 0.0 {
+                return Err(err(format!(
+                    "coefficients.{k} is {}: a request's tokens never fall as it grows; want a number ≥ 0",
+                    a[i]
+                )));
+            }
+        }
+        if a[0] < 1.0 {
+            return Err(err(format!(
+                "coefficients.per_request is {}: every request is billed its instructions; want at least 1 token (the published figure is {})",
+                a[0],
+                Coefficients::default().per_request
+            )));
         }
         let output_per_question = match o.get("output_per_question") {
             None => 0.0,
             Some(_) => number(o, "", "output_per_question")?,
         };
+        if output_per_question < 0.0 {
+            return Err(err(format!(
+                "output_per_question is {output_per_question}: want a number ≥ 0"
+            )));
+        }
         let fit = match o.get("fit") {
             None | Some(Value::Null) => None,
             Some(Value::Object(f)) => {
@@ -496,6 +537,7 @@ impl Estimator {
             coefficients: Coefficients::from_array(a),
             output_per_question,
             fit,
+            undetermined: Vec::new(),
         })
     }
 
@@ -612,12 +654,19 @@ impl Sample {
 /// Fits the coefficients by least squares on recorded requests, and reports
 /// the fit's error on them.
 ///
-/// A coefficient the runs cannot tell apart from another (every request asked
+/// Every coefficient is kept at zero or above (non-negative least squares,
+/// by an active set): a request's tokens never fall as it grows. A
+/// coefficient the runs cannot tell apart from another (every request asked
 /// the same questions, so the per-question and per-request tokens always come
-/// together) stays as near the published default as the data allows: the
-/// normal equations carry a vanishing pull toward the defaults, which decides
-/// only what the data leaves open. Requests that recorded no input tokens are
-/// left out.
+/// together), or whose feature never occurs, is named in
+/// [`Estimator::undetermined`] and stays as near the published default as the
+/// data allows: the normal equations carry a vanishing pull toward the
+/// defaults, which decides only what the data leaves open. Requests that
+/// recorded no input tokens are left out. Usage that cannot be a bill (no
+/// tokens per request at all) is refused.
+///
+/// The caller chooses what is fitted on: one model's billed requests (a
+/// local style's usage, or two models' bills together, fit nothing true).
 ///
 /// ```
 /// use toolnexus::cost::{Sample, Shape, fit};
@@ -631,15 +680,19 @@ impl Sample {
 /// let e = fit(&samples)?;
 /// assert!(e.fit.unwrap().worst_pct < 1.0);
 /// assert!((e.coefficients.per_described_option - 30.0).abs() < 0.5);
+/// assert!(e.undetermined.is_empty());
 /// # Ok::<(), toolnexus::cost::EstimatorError>(())
 /// ```
 pub fn fit(samples: &[Sample]) -> Result<Estimator, EstimatorError> {
+    let fail = |message: String| EstimatorError {
+        file: String::new(),
+        message,
+    };
     let used: Vec<&Sample> = samples.iter().filter(|s| s.input_tokens > 0).collect();
     if used.is_empty() {
-        return Err(EstimatorError {
-            file: String::new(),
-            message: "nothing to fit on: no request recorded its usage.input_tokens".into(),
-        });
+        return Err(fail(
+            "nothing to fit on: no request recorded its usage.input_tokens".into(),
+        ));
     }
     let prior = Coefficients::default().to_array();
     let mut a = [[0.0f64; 5]; 5];
@@ -654,6 +707,10 @@ pub fn fit(samples: &[Sample]) -> Result<Estimator, EstimatorError> {
             }
         }
     }
+    let undetermined: Vec<&'static str> = undetermined(&a)
+        .into_iter()
+        .map(|i| Coefficients::KEYS[i])
+        .collect();
     // The pull toward the defaults: relative to each column's own scale, so
     // small enough never to move what the data determines.
     for i in 0..5 {
@@ -661,11 +718,15 @@ pub fn fit(samples: &[Sample]) -> Result<Estimator, EstimatorError> {
         a[i][i] += lambda;
         b[i] += lambda * prior[i];
     }
-    let beta = solve(a, b).ok_or_else(|| EstimatorError {
-        file: String::new(),
-        message: "the fit's normal equations are singular".into(),
-    })?;
+    let beta = nnls(&a, &b).ok_or_else(|| fail("the fit's normal equations are singular".into()))?;
+    if beta[0] < 1.0 {
+        return Err(fail(format!(
+            "the recorded usage fits no tokens per request (per_request {:.2}): these requests do not look billed by one model's instructions; fit on billed runs of one model",
+            beta[0]
+        )));
+    }
     let mut e = Estimator::new(Coefficients::from_array(beta));
+    e.undetermined = undetermined;
     let questions: u64 = used.iter().map(|s| s.shape.questions).sum();
     let output: i64 = used.iter().map(|s| s.output_tokens.max(0)).sum();
     e.output_per_question = if questions > 0 {
@@ -688,32 +749,128 @@ pub fn fit(samples: &[Sample]) -> Result<Estimator, EstimatorError> {
     Ok(e)
 }
 
+/// The columns of the Gram matrix `g` (XᵀX of the features) the data cannot
+/// determine: a feature that never occurs, or one (nearly) a combination of
+/// the others, so that its coefficient trades off against theirs.
+fn undetermined<const N: usize>(g: &[[f64; N]; N]) -> Vec<usize> {
+    let present: Vec<usize> = (0..N).filter(|&i| g[i][i] > 0.0).collect();
+    let mut out: Vec<usize> = (0..N).filter(|&i| g[i][i] <= 0.0).collect();
+    // Scaled to a unit diagonal, the share of column i no other column
+    // explains is 1 / (C⁻¹)ᵢᵢ; a whisker of ridge keeps C invertible.
+    let n = present.len();
+    let c: Vec<Vec<f64>> = present
+        .iter()
+        .map(|&i| {
+            present
+                .iter()
+                .map(|&j| g[i][j] / (g[i][i] * g[j][j]).sqrt() + if i == j { 1e-10 } else { 0.0 })
+                .collect()
+        })
+        .collect();
+    for (k, &i) in present.iter().enumerate() {
+        let mut e = vec![0.0; n];
+        e[k] = 1.0;
+        let alone = solve_dyn(c.clone(), e).map_or(0.0, |x| 1.0 / x[k]);
+        if !(alone > 1e-6) {
+            out.push(i);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Non-negative least squares on normal equations (`a x = b` with `x ≥ 0`,
+/// `a` symmetric positive definite): the active-set method of Lawson and
+/// Hanson in the form of Bro and de Jong, on columns scaled to a unit
+/// diagonal. `None` when a step cannot be solved.
+fn nnls<const N: usize>(a: &[[f64; N]; N], b: &[f64; N]) -> Option<[f64; N]> {
+    let d: Vec<f64> = (0..N).map(|i| 1.0 / a[i][i].sqrt()).collect();
+    if d.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let g: Vec<Vec<f64>> = (0..N)
+        .map(|i| (0..N).map(|j| a[i][j] * d[i] * d[j]).collect())
+        .collect();
+    let h: Vec<f64> = (0..N).map(|i| b[i] * d[i]).collect();
+    let tol = 1e-12 * (1.0 + h.iter().fold(0.0f64, |m, v| m.max(v.abs())));
+    let mut x = vec![0.0f64; N];
+    let mut passive = [false; N];
+    let solve_passive = |passive: &[bool; N]| -> Option<Vec<f64>> {
+        let idx: Vec<usize> = (0..N).filter(|&i| passive[i]).collect();
+        let sub: Vec<Vec<f64>> = idx
+            .iter()
+            .map(|&i| idx.iter().map(|&j| g[i][j]).collect())
+            .collect();
+        let rhs: Vec<f64> = idx.iter().map(|&i| h[i]).collect();
+        let z = solve_dyn(sub, rhs)?;
+        let mut s = vec![0.0; N];
+        for (k, &i) in idx.iter().enumerate() {
+            s[i] = z[k];
+        }
+        Some(s)
+    };
+    for _ in 0..(4 * N) {
+        let w: Vec<f64> = (0..N)
+            .map(|i| h[i] - (0..N).map(|j| g[i][j] * x[j]).sum::<f64>())
+            .collect();
+        let Some(j) = (0..N)
+            .filter(|&i| !passive[i] && w[i] > tol)
+            .max_by(|&p, &q| w[p].total_cmp(&w[q]))
+        else {
+            break;
+        };
+        passive[j] = true;
+        for _ in 0..(4 * N) {
+            let s = solve_passive(&passive)?;
+            if (0..N).all(|i| !passive[i] || s[i] > 0.0) {
+                x = s;
+                break;
+            }
+            let alpha = (0..N)
+                .filter(|&i| passive[i] && s[i] <= 0.0)
+                .map(|i| x[i] / (x[i] - s[i]))
+                .fold(1.0f64, f64::min);
+            for i in 0..N {
+                x[i] += alpha * (s[i] - x[i]);
+                if passive[i] && x[i] <= 1e-15 {
+                    passive[i] = false;
+                    x[i] = 0.0;
+                }
+            }
+        }
+    }
+    let mut out = [0.0; N];
+    for i in 0..N {
+        out[i] = (x[i] * d[i]).max(0.0);
+    }
+    out.iter().all(|v| v.is_finite()).then_some(out)
+}
+
 /// Solves `a x = b` by Gaussian elimination with partial pivoting; `None`
 /// when `a` is singular.
-fn solve<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> Option<[f64; N]> {
-    for col in 0..N {
-        let pivot = (col..N).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+fn solve_dyn(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
         if a[pivot][col].abs() < 1e-300 || !a[pivot][col].is_finite() {
             return None;
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        let (top, rest) = a.split_at_mut(col + 1);
-        let pivot_row = &top[col];
-        for (i, row) in rest.iter_mut().enumerate() {
-            let f = row[col] / pivot_row[col];
+        for i in col + 1..n {
+            let f = a[i][col] / a[col][col];
             if f == 0.0 {
                 continue;
             }
-            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
-                *x -= f * p;
+            for k in col..n {
+                a[i][k] -= f * a[col][k];
             }
-            b[col + 1 + i] -= f * b[col];
+            b[i] -= f * b[col];
         }
     }
-    let mut x = [0.0; N];
-    for row in (0..N).rev() {
-        let rest: f64 = (row + 1..N).map(|k| a[row][k] * x[k]).sum();
+    let mut x = vec![0.0; n];
+    for row in (0..n).rev() {
+        let rest: f64 = (row + 1..n).map(|k| a[row][k] * x[k]).sum();
         x[row] = (b[row] - rest) / a[row][row];
     }
     x.iter().all(|v| v.is_finite()).then_some(x)
@@ -725,12 +882,66 @@ mod tests {
 
     #[test]
     fn the_solver_solves_a_small_system() {
-        let a = [[2.0, 1.0, -1.0], [-3.0, -1.0, 2.0], [-2.0, 1.0, 2.0]];
-        let x = solve(a, [8.0, -11.0, -3.0]).unwrap();
+        let a = vec![
+            vec![2.0, 1.0, -1.0],
+            vec![-3.0, -1.0, 2.0],
+            vec![-2.0, 1.0, 2.0],
+        ];
+        let x = solve_dyn(a, vec![8.0, -11.0, -3.0]).unwrap();
         for (got, want) in x.iter().zip([2.0, 3.0, -1.0]) {
             assert!((got - want).abs() < 1e-12, "{x:?}");
         }
-        assert!(solve([[1.0, 2.0], [2.0, 4.0]], [1.0, 2.0]).is_none());
+        assert!(solve_dyn(vec![vec![1.0, 2.0], vec![2.0, 4.0]], vec![1.0, 2.0]).is_none());
+    }
+
+    #[test]
+    fn nnls_keeps_what_least_squares_would_make_negative_at_zero() {
+        // Least squares: x = (2, -1); bounded at zero: x = (1.5, 0).
+        let a = [[1.0, 0.5], [0.5, 1.0]];
+        let b = [1.5, 0.0];
+        let x = nnls(&a, &b).unwrap();
+        assert!((x[0] - 1.5).abs() < 1e-9 && x[1] == 0.0, "{x:?}");
+        // An interior solution is the least-squares one.
+        let x = nnls(&[[2.0, 0.0], [0.0, 4.0]], &[2.0, 8.0]).unwrap();
+        assert!((x[0] - 1.0).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12, "{x:?}");
+    }
+
+    #[test]
+    fn usage_that_falls_as_requests_grow_fits_no_negative_coefficient() {
+        // Bigger states recorded fewer tokens: least squares would fit a
+        // negative per_state_char.
+        let samples: Vec<Sample> = (0..40u64)
+            .map(|i| {
+                let s = Shape::new(1 + i % 3, 0, 0, 100 + 10 * i);
+                Sample::new(s, (900 - 5 * i + 7 * (i % 3)) as i64, 0)
+            })
+            .collect();
+        let e = fit(&samples).unwrap();
+        let c = e.coefficients.to_array();
+        assert!(c.iter().all(|x| *x >= 0.0), "{c:?}");
+        assert_eq!(e.coefficients.per_state_char, 0.0, "{c:?}");
+        assert!(e.input_tokens(&Shape::new(5, 1275, 0, 40)) > 100.0);
+    }
+
+    #[test]
+    fn a_fit_without_tokens_per_request_is_refused() {
+        // 3 tokens per question and nothing else: no billed instructions.
+        let samples: Vec<Sample> = (1..30u64)
+            .map(|i| Sample::new(Shape::new(i, 0, 0, 0), 3 * i as i64, 0))
+            .collect();
+        let e = fit(&samples).unwrap_err();
+        assert!(e.to_string().contains("per_request"), "{e}");
+    }
+
+    #[test]
+    fn an_estimator_file_with_negative_or_no_per_request_tokens_is_refused_by_name() {
+        let text = Estimator::default().to_json();
+        let bad = text.replace("\"per_question\":8.0", "\"per_question\":-3.0");
+        let e = Estimator::parse(&bad, "e.json").unwrap_err().to_string();
+        assert!(e.starts_with("e.json: coefficients.per_question is -3"), "{e}");
+        let bad = text.replace("\"per_request\":261.0", "\"per_request\":0.0");
+        let e = Estimator::parse(&bad, "e.json").unwrap_err().to_string();
+        assert!(e.starts_with("e.json: coefficients.per_request is 0"), "{e}");
     }
 
     #[test]
@@ -752,6 +963,15 @@ mod tests {
         assert!((c.per_state_char - 1.0 / 3.0).abs() < 0.01, "{c:?}");
         assert!(e.fit.unwrap().worst_pct < 1.0);
         assert_eq!(c.per_described_option, 21.0, "never seen: the default");
+        assert_eq!(
+            e.undetermined,
+            [
+                "per_request",
+                "per_question",
+                "per_described_option",
+                "per_score_level"
+            ]
+        );
     }
 
     #[test]
