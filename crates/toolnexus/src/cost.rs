@@ -50,7 +50,7 @@ pub use estimate::{
     Coefficients, ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimate, Estimator, EstimatorError,
     FitError, Sample, Shape, fit,
 };
-pub use prices::{PRICES_FORMAT, PRICES_VERSION, Price, PriceError, Prices};
+pub use prices::{MAX_PER_MILLION, PRICES_FORMAT, PRICES_VERSION, Price, PriceError, Prices};
 
 /// Where a cost came from. An unknown cost has no source: `Option<CostSource>`
 /// is `None` and the cost `None`, never 0.
@@ -240,13 +240,18 @@ impl fmt::Display for Cost {
 }
 
 /// Dollars as the CLI prints them: six decimals below a cent, four above.
+/// A figure that is no finite number (a sum that overflowed) is never
+/// printed as `inf` or `NaN`.
 ///
 /// ```
 /// assert_eq!(toolnexus::cost::usd_text(0.0000126), "0.000013");
 /// assert_eq!(toolnexus::cost::usd_text(12.5), "12.5000");
+/// assert_eq!(toolnexus::cost::usd_text(f64::INFINITY), "(too large to show)");
 /// ```
 pub fn usd_text(usd: f64) -> String {
-    if usd.abs() < 0.01 {
+    if !usd.is_finite() {
+        "(too large to show)".to_string()
+    } else if usd.abs() < 0.01 {
         format!("{usd:.6}")
     } else {
         format!("{usd:.4}")

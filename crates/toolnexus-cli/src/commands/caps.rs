@@ -182,6 +182,9 @@ fn trim(x: f64) -> String {
 /// Dollars: cents from $1 on, else up to six decimals (`$12.30`, `$0.0512`,
 /// `$0.00006`).
 fn usd(x: f64) -> String {
+    if !x.is_finite() {
+        return "an amount too large to show".to_string();
+    }
     if x >= 1.0 {
         return format!("${x:.2}");
     }
@@ -376,5 +379,7 @@ mod tests {
         assert_eq!(usd(0.00006), "$0.00006");
         assert_eq!(usd(0.1), "$0.10");
         assert_eq!(usd(0.0), "$0.00");
+        assert_eq!(usd(f64::INFINITY), "an amount too large to show");
+        assert_eq!(usd(f64::NAN), "an amount too large to show");
     }
 }

@@ -1374,3 +1374,38 @@ fn an_estimator_file_with_a_negative_or_zero_coefficient_is_refused_by_name() {
         assert!(e.stderr.contains(&format!("--estimator {est}: {want}")), "{}", e.stderr);
     }
 }
+
+/// Issue 32: a price of 1e308 per million tokens printed `$inf`. A price no
+/// judge is billed at is refused, naming the file and the key.
+#[test]
+fn an_absurd_price_is_refused_naming_the_file_and_the_key() {
+    let dir = TempDir::new("cost-prices-absurd");
+    let (_, qs) = question_sets().remove(0);
+    let q = dir.write("q.json", &qs.to_string());
+    let states = states_file(&dir, "s.jsonl", 0..3);
+    for (key, value) in [
+        ("input_per_million", "1.7e308"),
+        ("output_per_million", "250000"),
+    ] {
+        let price = r#"{"format":"toolnexus.prices","version":1,"prices":[{"model":"jev-*",
+            "input_per_million":0.04,"output_per_million":0,"source":"x","checked":"2026-12-01"}]}"#
+            .replace(&format!("\"{key}\":{}", if key.starts_with("in") { "0.04" } else { "0" }), &format!("\"{key}\":{value}"));
+        let bad = dir.write("p.json", &price);
+        let r = tn(
+            dir.path(),
+            &[
+                "batch", "--estimate", "--questions", &q, "--states", &states, "--style",
+                "systemone", "--model", "jev-1.13", "--prices", &bad,
+            ],
+        );
+        assert_eq!(r.code, 2, "{r:?}");
+        assert!(
+            r.stderr
+                .contains(&format!("--prices {bad}: prices[0].{key} is "))
+                && r.stderr.contains(": more than $100000 per million"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("inf") && !r.stderr.contains("$inf"), "{r:?}");
+    }
+}

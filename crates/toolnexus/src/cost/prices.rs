@@ -14,7 +14,8 @@
 //!   table in every `priced` cost (default: the file's name).
 //! - Each price: `model`, a pattern (`*` matches any run of characters,
 //!   everything else itself, ASCII case-insensitively); `input_per_million`
-//!   and `output_per_million`, USD per million tokens (numbers ≥ 0);
+//!   and `output_per_million`, USD per million tokens (numbers from 0 to
+//!   [`MAX_PER_MILLION`]: a dearer one is a mistake of units);
 //!   `source`, where the price was published: any non-empty text in a user's
 //!   file (a negotiated price may have no URL), an `https://` URL in the
 //!   compiled-in table; `checked`, the date it was last checked against its
@@ -45,6 +46,15 @@ pub const PRICES_FORMAT: &str = "toolnexus.prices";
 pub const PRICES_VERSION: u64 = 1;
 
 const BUILTIN: &str = include_str!("prices.json");
+
+/// The dearest price per million tokens a prices file may give: anything
+/// above is a mistake of units (a price per token, or in cents), and would
+/// print absurd figures (or, times enough tokens, an infinite one).
+///
+/// ```
+/// assert_eq!(toolnexus::cost::MAX_PER_MILLION, 100_000.0);
+/// ```
+pub const MAX_PER_MILLION: f64 = 100_000.0;
 
 /// One price: a model pattern and USD per million input and output tokens.
 ///
@@ -295,10 +305,14 @@ impl Prices {
             let usd = |k: &str, what: &str| -> Result<f64, PriceError> {
                 let want = format!("USD per million {what} tokens (a number ≥ 0)");
                 match p.get(k) {
-                    Some(n) => n
-                        .as_f64()
-                        .filter(|x| x.is_finite() && *x >= 0.0)
-                        .ok_or_else(|| err(format!("{} is {n}: want {want}", at(k)))),
+                    Some(n) => match n.as_f64().filter(|x| x.is_finite() && *x >= 0.0) {
+                        Some(x) if x > MAX_PER_MILLION => Err(err(format!(
+                            "{} is {n}: more than ${MAX_PER_MILLION} per million {what} tokens is no price a judge is billed at (a price per token, or in cents?); want USD per million tokens",
+                            at(k)
+                        ))),
+                        Some(x) => Ok(x),
+                        None => Err(err(format!("{} is {n}: want {want}", at(k)))),
+                    },
                     None => Err(err(format!("{} is missing: want {want}", at(k)))),
                 }
             };
@@ -464,6 +478,14 @@ mod tests {
             (
                 good.replace("\"input_per_million\":1", "\"input_per_million\":-1"),
                 "p: prices[0].input_per_million is -1",
+            ),
+            (
+                good.replace("\"input_per_million\":1", "\"input_per_million\":1.7e308"),
+                "p: prices[0].input_per_million is 1.7e+308: more than $100000 per million",
+            ),
+            (
+                good.replace("\"output_per_million\":2", "\"output_per_million\":100001"),
+                "p: prices[0].output_per_million is 100001: more than $100000 per million",
             ),
             (
                 good.replace("2026-01-02", "last week"),
