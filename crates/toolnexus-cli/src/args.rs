@@ -1049,7 +1049,8 @@ Exit codes:
   4    the --out file could not be opened, written or synced (a full disk is
        named: no space left on device)
   6    a --max-cost, --max-tokens or --max-time cap was reached: what finished
-       is written; rerun the command printed to resume
+       is written; rerun the command printed to resume (a cost or token cap
+       holds for the whole job: raise it to ask the rest)
   130  interrupted by Ctrl-C or SIGTERM: what finished is written; rerun the
        same command to resume
   141  standard output closed by its reader (--out - | head)";

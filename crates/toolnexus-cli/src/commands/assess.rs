@@ -166,10 +166,10 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
     {
         crate::commands::caps::carry(
             Some(b),
-            earlier.rows.iter().filter_map(|r| {
-                r.decision()
-                    .map(|d| (r.cost.clone(), d.usage.clone()))
-            }),
+            earlier
+                .rows
+                .iter()
+                .filter_map(|r| r.decision().map(|d| (r.cost.clone(), d.usage.clone()))),
         );
     }
     built.classifier = toolnexus::cost::pricing(capped, pricing);

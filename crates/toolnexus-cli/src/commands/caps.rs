@@ -242,8 +242,12 @@ pub fn message(command: &str, budget: &Budget, caps: &CapArgs, done: &str) -> St
         ""
     };
     let holds = match cap {
-        Cap::Cost => "; the cap holds for the whole job (what earlier runs spent counts on resume): raise --max-cost to ask the rest",
-        Cap::Tokens => "; the cap holds for the whole job (what earlier runs spent counts on resume): raise --max-tokens to ask the rest",
+        Cap::Cost => {
+            "; the cap holds for the whole job (what earlier runs spent counts on resume): raise --max-cost to ask the rest"
+        }
+        Cap::Tokens => {
+            "; the cap holds for the whole job (what earlier runs spent counts on resume): raise --max-tokens to ask the rest"
+        }
         Cap::Time => "",
     };
     format!("{text}; {done}{holds}; resume with: {command}{elided}")

@@ -328,7 +328,10 @@ struct Plan {
     /// The usage of the states already recorded under the call name and
     /// questions (the tape and a folded journal): what earlier runs of this
     /// job spent, counted against its caps.
-    spent: Vec<(toolnexus::cost::Cost, toolnexus::classifier::ClassifierUsage)>,
+    spent: Vec<(
+        toolnexus::cost::Cost,
+        toolnexus::classifier::ClassifierUsage,
+    )>,
 }
 
 /// An entry's identity within a call name: canonical questions and state (the

@@ -77,7 +77,9 @@ fn resume_to_the_end(
     assert_eq!(sent(), before, "a resume spends nothing beyond the cap");
     assert!(
         again.stderr.contains("by earlier runs of this job")
-            && again.stderr.contains(&format!("raise {flag} to ask the rest")),
+            && again
+                .stderr
+                .contains(&format!("raise {flag} to ask the rest")),
         "{}",
         again.stderr
     );
@@ -304,9 +306,9 @@ fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
     assert!(
         first.stderr.contains(
             "stopped at --max-tokens 1000: spent an unknown amount on 3 calls (1200 tokens"
-        ) && first.stderr.contains(
-            "the cost of 3 calls is unknown (not reported, no price) and not counted; "
-        ),
+        ) && first
+            .stderr
+            .contains("the cost of 3 calls is unknown (not reported, no price) and not counted; "),
         "{}",
         first.stderr
     );
@@ -561,18 +563,26 @@ fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
     ]);
     let mut said = run_words(&dir, &args);
     assert_eq!(said.code, 6, "{said:?}");
-    assert_eq!(up.requests().len(), 4, "$0.01 a call: the fourth reaches $0.04");
+    assert_eq!(
+        up.requests().len(),
+        4,
+        "$0.01 a call: the fourth reaches $0.04"
+    );
     for _ in 0..3 {
         said = run_words(&dir, &resume_words(&said));
         assert_eq!(said.code, 6, "{said:?}");
     }
-    assert_eq!(up.requests().len(), 4, "resumes spent nothing beyond the cap");
+    assert_eq!(
+        up.requests().len(),
+        4,
+        "resumes spent nothing beyond the cap"
+    );
     assert!(
-        said.stderr.contains(
-            "stopped at --max-cost 0.04: spent $0.04 on 4 calls (1200 tokens, "
-        ) && said
-            .stderr
-            .contains("of which $0.04 and 1200 tokens on 4 calls by earlier runs of this job"),
+        said.stderr
+            .contains("stopped at --max-cost 0.04: spent $0.04 on 4 calls (1200 tokens, ")
+            && said
+                .stderr
+                .contains("of which $0.04 and 1200 tokens on 4 calls by earlier runs of this job"),
         "{}",
         said.stderr
     );
@@ -661,7 +671,8 @@ fn a_cost_cap_over_an_unpriced_model_is_refused_before_anything_is_sent() {
         let got = tn(dir.path(), &args);
         assert_eq!(got.code, 2, "{args:?}: {got:?}");
         assert!(
-            got.stderr.contains("--max-cost 1: no price for model \"acme-judge-2\"")
+            got.stderr
+                .contains("--max-cost 1: no price for model \"acme-judge-2\"")
                 && got.stderr.contains("--prices FILE")
                 && got.stderr.contains("$TOOLNEXUS_PRICES"),
             "{}",
@@ -694,7 +705,11 @@ fn max_time_takes_every_unit_its_help_names() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let got = tn(dir.path(), &args);
         assert_eq!(got.code, 2, "--max-time {bad}: {got:?}");
-        assert!(got.stderr.contains(want), "--max-time {bad}: {}", got.stderr);
+        assert!(
+            got.stderr.contains(want),
+            "--max-time {bad}: {}",
+            got.stderr
+        );
     }
     let help = tn(dir.path(), &["batch", "--help"]);
     assert!(

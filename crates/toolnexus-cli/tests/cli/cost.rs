@@ -1251,7 +1251,12 @@ fn cost_fit_refuses_a_run_judged_on_this_machine() {
         "local",
         "minilm",
         "local",
-        (0..40u64).map(|i| (shape(1 + i % 5, 3 * (i % 4), 0, 50 + 7 * i), (60 - i) as i64)),
+        (0..40u64).map(|i| {
+            (
+                shape(1 + i % 5, 3 * (i % 4), 0, 50 + 7 * i),
+                (60 - i) as i64,
+            )
+        }),
     );
     let r = tn(dir.path(), &["cost", "fit", &local]);
     assert_eq!(r.code, 2, "{r:?}");
@@ -1307,8 +1312,9 @@ fn cost_fit_keeps_coefficients_non_negative_and_names_what_it_cannot_determine()
     assert_eq!(v["coefficients"]["per_state_char"], 0.0, "{v}");
     for k in ["per_question", "per_described_option", "per_score_level"] {
         assert!(
-            r.stderr
-                .contains(&format!("cost fit: warning: {k} is not determined by these runs")),
+            r.stderr.contains(&format!(
+                "cost fit: warning: {k} is not determined by these runs"
+            )),
             "{k}: {}",
             r.stderr
         );
@@ -1327,13 +1333,26 @@ fn cost_fit_keeps_coefficients_non_negative_and_names_what_it_cannot_determine()
     let q = dir.write("q.json", &Value::Object(choices).to_string());
     let states = dir.write(
         "s.jsonl",
-        &(0..200).map(|i| format!("{{\"n\":{i}}}\n")).collect::<String>(),
+        &(0..200)
+            .map(|i| format!("{{\"n\":{i}}}\n"))
+            .collect::<String>(),
     );
     let e = tn(
         dir.path(),
         &[
-            "batch", "--estimate", "--json", "--estimator", &est, "--questions", &q,
-            "--states", &states, "--style", "systemone", "--model", "jev-1.13",
+            "batch",
+            "--estimate",
+            "--json",
+            "--estimator",
+            &est,
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--style",
+            "systemone",
+            "--model",
+            "jev-1.13",
         ],
     );
     assert_eq!(e.code, 0, "{e:?}");
@@ -1346,7 +1365,10 @@ fn cost_fit_keeps_coefficients_non_negative_and_names_what_it_cannot_determine()
 #[test]
 fn an_estimator_file_with_a_negative_or_zero_coefficient_is_refused_by_name() {
     let dir = TempDir::new("cost-est-bad");
-    let q = dir.write("q.json", &json!({"spam": {"type": "noul", "instructions": "Spam?"}}).to_string());
+    let q = dir.write(
+        "q.json",
+        &json!({"spam": {"type": "noul", "instructions": "Spam?"}}).to_string(),
+    );
     let states = dir.write("s.jsonl", "{\"n\":1}\n");
     for (coefficients, want) in [
         (
@@ -1366,12 +1388,26 @@ fn an_estimator_file_with_a_negative_or_zero_coefficient_is_refused_by_name() {
         let e = tn(
             dir.path(),
             &[
-                "batch", "--estimate", "--estimator", &est, "--questions", &q, "--states",
-                &states, "--style", "systemone", "--model", "jev-1.13",
+                "batch",
+                "--estimate",
+                "--estimator",
+                &est,
+                "--questions",
+                &q,
+                "--states",
+                &states,
+                "--style",
+                "systemone",
+                "--model",
+                "jev-1.13",
             ],
         );
         assert_eq!(e.code, 2, "{e:?}");
-        assert!(e.stderr.contains(&format!("--estimator {est}: {want}")), "{}", e.stderr);
+        assert!(
+            e.stderr.contains(&format!("--estimator {est}: {want}")),
+            "{}",
+            e.stderr
+        );
     }
 }
 
@@ -1389,13 +1425,29 @@ fn an_absurd_price_is_refused_naming_the_file_and_the_key() {
     ] {
         let price = r#"{"format":"toolnexus.prices","version":1,"prices":[{"model":"jev-*",
             "input_per_million":0.04,"output_per_million":0,"source":"x","checked":"2026-12-01"}]}"#
-            .replace(&format!("\"{key}\":{}", if key.starts_with("in") { "0.04" } else { "0" }), &format!("\"{key}\":{value}"));
+            .replace(
+                &format!(
+                    "\"{key}\":{}",
+                    if key.starts_with("in") { "0.04" } else { "0" }
+                ),
+                &format!("\"{key}\":{value}"),
+            );
         let bad = dir.write("p.json", &price);
         let r = tn(
             dir.path(),
             &[
-                "batch", "--estimate", "--questions", &q, "--states", &states, "--style",
-                "systemone", "--model", "jev-1.13", "--prices", &bad,
+                "batch",
+                "--estimate",
+                "--questions",
+                &q,
+                "--states",
+                &states,
+                "--style",
+                "systemone",
+                "--model",
+                "jev-1.13",
+                "--prices",
+                &bad,
             ],
         );
         assert_eq!(r.code, 2, "{r:?}");
@@ -1406,6 +1458,9 @@ fn an_absurd_price_is_refused_naming_the_file_and_the_key() {
             "{}",
             r.stderr
         );
-        assert!(!r.stdout.contains("inf") && !r.stderr.contains("$inf"), "{r:?}");
+        assert!(
+            !r.stdout.contains("inf") && !r.stderr.contains("$inf"),
+            "{r:?}"
+        );
     }
 }

@@ -358,7 +358,11 @@ impl Estimator {
         } else {
             0.0
         };
-        if sum.is_finite() { sum.max(floor) } else { floor }
+        if sum.is_finite() {
+            sum.max(floor)
+        } else {
+            floor
+        }
     }
 
     /// Estimated output tokens of one request.
@@ -718,7 +722,8 @@ pub fn fit(samples: &[Sample]) -> Result<Estimator, EstimatorError> {
         a[i][i] += lambda;
         b[i] += lambda * prior[i];
     }
-    let beta = nnls(&a, &b).ok_or_else(|| fail("the fit's normal equations are singular".into()))?;
+    let beta =
+        nnls(&a, &b).ok_or_else(|| fail("the fit's normal equations are singular".into()))?;
     if beta[0] < 1.0 {
         return Err(fail(format!(
             "the recorded usage fits no tokens per request (per_request {:.2}): these requests do not look billed by one model's instructions; fit on billed runs of one model",
@@ -771,7 +776,7 @@ fn undetermined<const N: usize>(g: &[[f64; N]; N]) -> Vec<usize> {
         let mut e = vec![0.0; n];
         e[k] = 1.0;
         let alone = solve_dyn(c.clone(), e).map_or(0.0, |x| 1.0 / x[k]);
-        if !(alone > 1e-6) {
+        if alone.is_nan() || alone <= 1e-6 {
             out.push(i);
         }
     }
@@ -857,15 +862,17 @@ fn solve_dyn(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for i in col + 1..n {
-            let f = a[i][col] / a[col][col];
+        let (top, rest) = a.split_at_mut(col + 1);
+        let pivot_row = &top[col];
+        for (i, row) in rest.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
             if f == 0.0 {
                 continue;
             }
-            for k in col..n {
-                a[i][k] -= f * a[col][k];
+            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
             }
-            b[i] -= f * b[col];
+            b[col + 1 + i] -= f * b[col];
         }
     }
     let mut x = vec![0.0; n];
@@ -903,7 +910,10 @@ mod tests {
         assert!((x[0] - 1.5).abs() < 1e-9 && x[1] == 0.0, "{x:?}");
         // An interior solution is the least-squares one.
         let x = nnls(&[[2.0, 0.0], [0.0, 4.0]], &[2.0, 8.0]).unwrap();
-        assert!((x[0] - 1.0).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12, "{x:?}");
+        assert!(
+            (x[0] - 1.0).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12,
+            "{x:?}"
+        );
     }
 
     #[test]
@@ -938,10 +948,16 @@ mod tests {
         let text = Estimator::default().to_json();
         let bad = text.replace("\"per_question\":8.0", "\"per_question\":-3.0");
         let e = Estimator::parse(&bad, "e.json").unwrap_err().to_string();
-        assert!(e.starts_with("e.json: coefficients.per_question is -3"), "{e}");
+        assert!(
+            e.starts_with("e.json: coefficients.per_question is -3"),
+            "{e}"
+        );
         let bad = text.replace("\"per_request\":261.0", "\"per_request\":0.0");
         let e = Estimator::parse(&bad, "e.json").unwrap_err().to_string();
-        assert!(e.starts_with("e.json: coefficients.per_request is 0"), "{e}");
+        assert!(
+            e.starts_with("e.json: coefficients.per_request is 0"),
+            "{e}"
+        );
     }
 
     #[test]

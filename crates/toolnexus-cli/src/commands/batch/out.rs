@@ -350,7 +350,11 @@ fn spent_of(lines: &[(usize, bool, &[u8])]) -> Vec<(Cost, ClassifierUsage)> {
         .filter_map(|(_, _, raw)| serde_json::from_slice::<Value>(raw).ok())
         .map(|v| {
             let u = v.get("decision").and_then(|d| d.get("usage"));
-            let n = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_i64).unwrap_or(0);
+            let n = |k: &str| {
+                u.and_then(|u| u.get(k))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            };
             let usage = ClassifierUsage {
                 input_tokens: n("input_tokens"),
                 output_tokens: n("output_tokens"),
