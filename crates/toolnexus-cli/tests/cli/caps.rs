@@ -711,11 +711,16 @@ fn max_time_takes_every_unit_its_help_names() {
             got.stderr
         );
     }
-    let help = tn(dir.path(), &["batch", "--help"]);
-    assert!(
-        help.stdout.contains("units ms, s, m, h")
-            && help.stdout.contains("holds for the whole job"),
-        "{}",
-        help.stdout
-    );
+    for command in [&["batch"][..], &["assess", "run"], &["tape", "record"]] {
+        let help = tn(dir.path(), &[command, &["--help"]].concat());
+        let text = help.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains("units ms, s, m, h")
+                && text.contains("Stop once the job has spent this many US dollars. The cap holds for the whole job, not each run")
+                && text.contains("The cap holds for the whole job: a resume counts the tokens")
+                && text.contains("--prices"),
+            "{command:?}: {}",
+            help.stdout
+        );
+    }
 }
