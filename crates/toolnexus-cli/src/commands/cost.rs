@@ -165,6 +165,15 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
     let est = toolnexus::cost::fit(&samples).map_err(|e| exit::usage(format!("cost fit: {e}")))?;
     let f = est.fit.expect("a fit reports its error");
     let defaults = toolnexus::cost::Coefficients::default();
+    // Which undetermined coefficients count something no request had.
+    let occurs = |k: &str| {
+        samples.iter().any(|s| match k {
+            "per_described_option" => s.shape.described_options > 0,
+            "per_score_level" => s.shape.score_levels > 0,
+            "per_state_char" => s.shape.state_chars > 0,
+            _ => true,
+        })
+    };
     for k in &est.undetermined {
         let default = match *k {
             "per_request" => defaults.per_request,
@@ -173,8 +182,26 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
             "per_score_level" => defaults.per_score_level,
             _ => defaults.per_state_char,
         };
+        let why = if occurs(k) {
+            let others: Vec<&str> = est
+                .undetermined
+                .iter()
+                .copied()
+                .filter(|o| o != k && occurs(o))
+                .collect();
+            format!(
+                "across their requests it moves only together with {}, so the split between them is not measured; estimates for the question sets fitted on are not affected",
+                if others.is_empty() {
+                    "the others".to_string()
+                } else {
+                    others.join(", ")
+                }
+            )
+        } else {
+            "no request in them has what it counts".to_string()
+        };
         tell!(
-            "cost fit: warning: {k} is not determined by these runs (what it counts never occurs, or never varies apart from the rest): it stays near the published {default}; add runs that vary it"
+            "cost fit: warning: {k} is not determined by these runs ({why}): it stays near the published {default}; runs whose question sets vary it would measure it"
         );
     }
     if let Some(out) = &a.out {
