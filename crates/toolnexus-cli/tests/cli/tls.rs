@@ -220,3 +220,93 @@ fn the_proxy_variables_are_honoured() {
     assert_ne!(out.code, 0, "NO_PROXY bypasses the proxy: {out:?}");
     assert_eq!(proxy.requests().len(), 1);
 }
+
+/// A loopback CONNECT proxy: each tunnel's target is recorded, then bytes are
+/// copied both ways.
+struct ConnectProxy {
+    url: String,
+    targets: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ConnectProxy {
+    fn start() -> ConnectProxy {
+        use std::io::{BufRead as _, BufReader, Write as _};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let targets = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = targets.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { return };
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(client.try_clone().unwrap());
+                    let mut line = String::new();
+                    let _ = reader.read_line(&mut line);
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut parts = line.split(' ');
+                    let (Some("CONNECT"), Some(target)) = (parts.next(), parts.next()) else {
+                        let _ = client.write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n");
+                        return;
+                    };
+                    seen.lock().unwrap().push(target.to_string());
+                    let Ok(upstream) = std::net::TcpStream::connect(target) else {
+                        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
+                        return;
+                    };
+                    let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    let mut up_read = upstream.try_clone().unwrap();
+                    let mut client_write = client.try_clone().unwrap();
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut up_read, &mut client_write);
+                        let _ = client_write.shutdown(std::net::Shutdown::Both);
+                    });
+                    let mut up_write = upstream;
+                    let _ = std::io::copy(&mut reader, &mut up_write);
+                    let _ = up_write.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        ConnectProxy { url, targets }
+    }
+
+    fn targets(&self) -> Vec<String> {
+        self.targets.lock().unwrap().clone()
+    }
+}
+
+/// HTTPS_PROXY tunnels HTTPS through CONNECT; NO_PROXY=127.0.0.1 goes direct.
+#[test]
+fn https_goes_through_the_https_proxy_unless_no_proxy_names_the_host() {
+    let dir = TempDir::new("tls-connect");
+    let (up, front) = https_upstream();
+    let base = format!("https://{}/v1", front.addr);
+    let ca = fixture("ca.pem");
+    let ca = ca.to_str().unwrap();
+    let proxy = ConnectProxy::start();
+
+    let out = eval(
+        &dir,
+        &base,
+        &["--ca-cert", ca],
+        &[("HTTPS_PROXY", &proxy.url)],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(proxy.targets(), [front.addr.clone()]);
+    assert_eq!(up.requests().len(), 1);
+
+    let out = eval(
+        &dir,
+        &base,
+        &["--ca-cert", ca],
+        &[("HTTPS_PROXY", &proxy.url), ("NO_PROXY", "127.0.0.1")],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(proxy.targets().len(), 1, "NO_PROXY went direct");
+    assert_eq!(up.requests().len(), 2);
+}
