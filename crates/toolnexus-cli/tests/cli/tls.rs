@@ -297,7 +297,7 @@ fn https_goes_through_the_https_proxy_unless_no_proxy_names_the_host() {
         &[("HTTPS_PROXY", &proxy.url)],
     );
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(proxy.targets(), [front.addr.clone()]);
+    assert_eq!(proxy.targets(), vec![front.addr.clone()]);
     assert_eq!(up.requests().len(), 1);
 
     let out = eval(
