@@ -786,6 +786,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn roots_that_are_not_pem_are_named_and_the_platform_store_loads() {
+        let e = HttpClient::builder()
+            .add_root_pem(b"-----BEGIN NOTHING-----".to_vec())
+            .build()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("root certificate 1 is not PEM"),
+            "{e}"
+        );
+        let pool = HttpClient::builder().platform_roots().build().unwrap();
+        assert!(format!("{pool:?}").starts_with("HttpClient"));
+    }
+
+    #[test]
     fn urls_lose_credentials_and_queries() {
         assert_eq!(
             redact_url("https://user:pw@api.example.com:8443/v1/systemone?key=s3cret#x"),
