@@ -151,6 +151,19 @@ fn an_untrusted_certificate_is_named_and_ca_cert_or_ssl_cert_file_trusts_it() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(up.requests().len(), 2);
 
+    // And SSL_CERT_DIR, a directory of PEM files.
+    let certs = dir.join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    std::fs::copy(ca, certs.join("test-ca.pem")).unwrap();
+    let out = eval(
+        &dir,
+        &base,
+        &[],
+        &[("SSL_CERT_DIR", certs.to_str().unwrap())],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(up.requests().len(), 3);
+
     // A --ca-cert that holds no certificate is bad usage naming it.
     let bogus = dir.write("not-a-cert.pem", "hello");
     let out = eval(&dir, &base, &["--ca-cert", &bogus], &[]);
