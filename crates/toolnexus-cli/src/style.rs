@@ -190,7 +190,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
 /// otherwise look like it picked a model).
 fn refuse_unused_flags(live: &LiveArgs, style: StyleName, offline: Option<&str>) -> Result<()> {
     // `--retries` is left out: `serve` sets its own default (none) for any style.
-    let given: [(&str, bool); 7] = [
+    let given: [(&str, bool); 8] = [
         ("--model", live.model.is_some()),
         ("--base-url", live.base_url.is_some()),
         ("--backend", live.backend.is_some()),
@@ -198,6 +198,7 @@ fn refuse_unused_flags(live: &LiveArgs, style: StyleName, offline: Option<&str>)
         ("--chat-style", live.chat_style.is_some()),
         ("--logprobs", live.logprobs),
         ("--timeout-ms", live.timeout_ms.is_some()),
+        ("--ca-cert", live.ca_cert.is_some()),
     ];
     let takes = |flag: &str| match style {
         StyleName::SystemOne => !matches!(flag, "--chat-style" | "--logprobs"),
@@ -414,6 +415,7 @@ pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> 
                 timeout_ms,
                 retries,
                 limiter: live.limiter.clone(),
+                http: Some(http_client(live)?),
                 ..Default::default()
             }
         }
@@ -437,6 +439,7 @@ pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> 
                 retries,
                 logprobs: live.logprobs,
                 limiter: live.limiter.clone(),
+                http: Some(http_client(live)?),
                 ..Default::default()
             })
             .map_err(|e| exit::usage(format!("--style llm: {e}")))?;
@@ -454,6 +457,50 @@ pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> 
         }
     };
     create_classifier(options).map_err(|e| exit::usage(format!("--style {}: {e}", style.as_str())))
+}
+
+/// The connection pool of a live style: the platform's certificate store
+/// (SSL_CERT_FILE/SSL_CERT_DIR when set) beside the bundled roots, `--ca-cert`'s
+/// certificates, and the proxy the environment names (HTTPS_PROXY, HTTP_PROXY,
+/// ALL_PROXY, NO_PROXY).
+pub fn http_client(live: &LiveArgs) -> Result<toolnexus::http::HttpClient> {
+    let mut b = toolnexus::http::HttpClient::builder()
+        .platform_roots()
+        .proxy_from_env();
+    if let Some(pem) = ca_cert_pem(live.ca_cert.as_deref())? {
+        b = b.add_root_pem(pem);
+    }
+    b.build()
+        .map_err(|e| exit::usage(format!("cannot set up HTTPS: {e}")))
+}
+
+/// The most bytes of a `--ca-cert` file read.
+const MAX_CA_CERT_BYTES: u64 = 4 << 20;
+
+/// The PEM text of `--ca-cert FILE`, checked to hold at least one certificate.
+pub fn ca_cert_pem(path: Option<&Path>) -> Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    let Some(path) = path else { return Ok(None) };
+    let bad = |why: String| exit::usage(format!("--ca-cert {}: {why}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(bad("is not a regular file".into()));
+    }
+    let mut pem = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CA_CERT_BYTES + 1).read_to_end(&mut pem))
+        .map_err(|e| bad(e.to_string()))?;
+    if pem.len() as u64 > MAX_CA_CERT_BYTES {
+        return Err(bad(
+            "is larger than 4 MiB; a CA file holds a few certificates".into(),
+        ));
+    }
+    match reqwest::Certificate::from_pem_bundle(&pem) {
+        Ok(c) if !c.is_empty() => Ok(Some(pem)),
+        _ => Err(bad(
+            "holds no PEM certificate (-----BEGIN CERTIFICATE----- …)".into(),
+        )),
+    }
 }
 
 /// How a built classifier describes itself in a status line.

@@ -3,7 +3,6 @@
 //! its reference package (`decision-tune==1.0.0`) does. Uncalibrated.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -19,8 +18,8 @@ use toolnexus::classifier::{
 
 use crate::error::{LocalError, msg};
 use crate::modernbert::{
-    EncoderConfig, Fields, ModernBert, read_safetensors, read_tokenizer, token_ids,
-    token_ids_bounded,
+    EncoderConfig, Fields, ModernBert, read_checkpoint_file, read_safetensors, read_tokenizer,
+    regular_file, token_ids, token_ids_bounded,
 };
 use crate::pyjson::{Separators, dumps};
 
@@ -106,7 +105,7 @@ pub struct DecisionTuneRow {
 /// Checks every file of [`DECISIONTUNE_FILES`] against `manifest.json`.
 fn verify(dir: &Path) -> Result<(), LocalError> {
     let manifest = dir.join("manifest.json");
-    let bytes = fs::read(&manifest).map_err(|e| msg::read_checkpoint(&manifest, e))?;
+    let bytes = read_checkpoint_file(&manifest)?;
     let v = Fields::parse(&manifest, &bytes)?;
     let files = Fields::of(&manifest, &v)
         .get("files")
@@ -125,6 +124,24 @@ fn verify(dir: &Path) -> Result<(), LocalError> {
                 )
             })?;
         let path = dir.join(name);
+        // The size first: a FIFO, a device or a file of another length is
+        // refused before a byte of it is read.
+        let len = regular_file(&path)?.len();
+        match files.get(name).and_then(|f| f.get("size")) {
+            None => {}
+            Some(size) => {
+                let want = size.as_u64().ok_or_else(|| {
+                    msg::field(
+                        &manifest,
+                        &format!("files.{name}.size"),
+                        format_args!("is {size}, not a number of bytes"),
+                    )
+                })?;
+                if want != len {
+                    return Err(msg::size(&path, &manifest, want, len));
+                }
+            }
+        }
         let got = crate::embed::file_sha256(&path).map_err(|e| msg::read_checkpoint(&path, e))?;
         if !got.eq_ignore_ascii_case(want) {
             return Err(msg::digest(&path, &manifest, want, &got));

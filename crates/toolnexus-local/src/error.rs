@@ -234,6 +234,32 @@ pub(crate) mod msg {
         .at(path)
     }
 
+    /// A checkpoint file that is a FIFO, a device or a directory: reading it
+    /// could wait forever or never end, so it is refused before it is opened.
+    pub(crate) fn not_regular(path: &Path, what: &str) -> LocalError {
+        LocalError::new(
+            Kind::InvalidFile,
+            format!(
+                "checkpoint file {:?} is {what}, not a regular file: refusing to read it",
+                path.display().to_string()
+            ),
+        )
+        .at(path)
+    }
+
+    /// A file whose size is not the one its manifest lists.
+    pub(crate) fn size(path: &Path, manifest: &Path, want: u64, got: u64) -> LocalError {
+        LocalError::new(
+            Kind::InvalidFile,
+            format!(
+                "{:?} is {got} bytes, but {:?} lists {want}: refusing to load it",
+                path.display().to_string(),
+                manifest.display().to_string()
+            ),
+        )
+        .at(path)
+    }
+
     /// A file whose SHA-256 is not the one its manifest lists.
     pub(crate) fn digest(path: &Path, manifest: &Path, want: &str, got: &str) -> LocalError {
         LocalError::new(

@@ -3,7 +3,6 @@
 //! the way its reference package (`laya==0.4.15`) does.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -21,8 +20,8 @@ use crate::bert::Gelu;
 use crate::error::{LocalError, msg};
 use crate::kernels::{Attend, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, take};
 use crate::modernbert::{
-    EncoderConfig, Fields, ModernBert, Packed, read_safetensors, read_tokenizer, token_ids,
-    token_ids_bounded,
+    EncoderConfig, Fields, ModernBert, Packed, read_checkpoint_file, read_safetensors,
+    read_tokenizer, token_ids, token_ids_bounded,
 };
 use crate::pyjson::{Separators, dumps};
 
@@ -146,7 +145,7 @@ impl Laya {
     pub fn load(dir: impl AsRef<Path>) -> Result<Laya, LocalError> {
         let dir = dir.as_ref();
         let cfg_path = dir.join(LAYA_CONFIG_FILE);
-        let bytes = fs::read(&cfg_path).map_err(|e| msg::read_checkpoint(&cfg_path, e))?;
+        let bytes = read_checkpoint_file(&cfg_path)?;
         let cfg = Fields::parse(&cfg_path, &bytes)?;
         let f = Fields::of(&cfg_path, &cfg);
         if let Some(layout) = f.get("option_layout")
@@ -160,6 +159,16 @@ impl Laya {
         }
         let max_len = f.usize("max_len")?.unwrap_or(512);
         let head_max_len = f.usize("head_max_len")?.unwrap_or(192);
+        // A row of 0 tokens holds no question: every answer would be a guess.
+        for (key, value) in [("max_len", max_len), ("head_max_len", head_max_len)] {
+            if value == 0 {
+                return Err(msg::field(
+                    &cfg_path,
+                    key,
+                    "is 0; a row must hold at least the question's tokens",
+                ));
+            }
+        }
         let head_layers = f.usize("head_layers")?.unwrap_or(2);
         let n_act = match f.get("act_costs") {
             None => 1,
@@ -635,11 +644,11 @@ fn decode(rows: &[&LayaRow], questions: &Questions) -> Evaluated {
 /// `special_tokens_map.json`), as ids of the tokenizer.
 fn special_tokens(tok_dir: &Path, tokenizer: &Tokenizer) -> Result<Special, LocalError> {
     let cfg_path = tok_dir.join("tokenizer_config.json");
-    let bytes = fs::read(&cfg_path).map_err(|e| msg::read_checkpoint(&cfg_path, e))?;
+    let bytes = read_checkpoint_file(&cfg_path)?;
     let cfg = Fields::parse(&cfg_path, &bytes)?;
     let map_path = tok_dir.join("special_tokens_map.json");
-    let map = match fs::read(&map_path) {
-        Ok(b) => Some(Fields::parse(&map_path, &b)?),
+    let map = match map_path.symlink_metadata() {
+        Ok(_) => Some(Fields::parse(&map_path, &read_checkpoint_file(&map_path)?)?),
         Err(_) => None,
     };
     let token = |name: &str| -> Result<(String, u32), LocalError> {

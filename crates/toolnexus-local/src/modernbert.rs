@@ -146,7 +146,7 @@ impl EncoderConfig {
     /// (`rope_parameters`, `layer_types`); `layer_norm_eps` is read as
     /// `norm_eps`. Anything it cannot run is refused, naming the field.
     pub(crate) fn read(path: &Path) -> Result<EncoderConfig, LocalError> {
-        let bytes = fs::read(path).map_err(|e| msg::read_checkpoint(path, e))?;
+        let bytes = read_checkpoint_file(path)?;
         let v = Fields::parse(path, &bytes)?;
         let f = Fields::of(path, &v);
         if let Some(t) = f.str("model_type")?
@@ -350,11 +350,39 @@ impl EncoderConfig {
     }
 }
 
+/// A checkpoint file's metadata, refused unless it is a regular file (looked
+/// at before it is opened: opening a FIFO waits for a writer, and a device
+/// such as /dev/zero never ends).
+pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, LocalError> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let meta = fs::metadata(path).map_err(|e| msg::read_checkpoint(path, e))?;
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(meta);
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "a socket"
+    };
+    Err(msg::not_regular(path, what))
+}
+
+/// A whole checkpoint file, once it is known to be a regular file.
+pub(crate) fn read_checkpoint_file(path: &Path) -> Result<Vec<u8>, LocalError> {
+    regular_file(path)?;
+    fs::read(path).map_err(|e| msg::read_checkpoint(path, e))
+}
+
 /// Every tensor of a safetensors file as f32 on the CPU, read one at a time:
 /// f16 and bf16 weights are upcast as they are read, so the file is never held
 /// in memory beside its f32 copy. Errors name the file and the tensor.
 pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, LocalError> {
     let bad = |why: String| msg::field(path, "(safetensors header)", why);
+    regular_file(path)?;
     let mut file = fs::File::open(path).map_err(|e| msg::read_checkpoint(path, e))?;
     let len = file
         .metadata()
@@ -437,7 +465,7 @@ pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, L
 /// A tokenizer as its file says, with padding and truncation switched off:
 /// rows are built and cut here, by the rules of the model they feed.
 pub(crate) fn read_tokenizer(path: &Path) -> Result<Tokenizer, LocalError> {
-    let bytes = fs::read(path).map_err(|e| msg::read_checkpoint(path, e))?;
+    let bytes = read_checkpoint_file(path)?;
     let mut tokenizer =
         Tokenizer::from_bytes(&bytes).map_err(|e| msg::tokenizer_source(path, e))?;
     tokenizer.with_padding(None);

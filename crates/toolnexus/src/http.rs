@@ -136,6 +136,7 @@ impl HttpClient {
 pub struct HttpClientBuilder {
     proxy: Option<String>,
     env_proxies: bool,
+    platform_roots: bool,
     roots: Vec<Vec<u8>>,
     connect_timeout: Option<Duration>,
     pool_idle_timeout: Option<Duration>,
@@ -147,6 +148,7 @@ impl fmt::Debug for HttpClientBuilder {
         f.debug_struct("HttpClientBuilder")
             .field("proxy", &self.proxy.as_deref().map(redact_url))
             .field("env_proxies", &self.env_proxies)
+            .field("platform_roots", &self.platform_roots)
             .field("roots", &self.roots.len())
             .field("connect_timeout", &self.connect_timeout)
             .field("pool_idle_timeout", &self.pool_idle_timeout)
@@ -170,7 +172,25 @@ impl HttpClientBuilder {
         self
     }
 
-    /// Trusts one more root certificate (PEM), on top of the bundled roots.
+    /// Also trusts the platform's certificate store when the pool is built:
+    /// the files `SSL_CERT_FILE` and `SSL_CERT_DIR` name when either is set,
+    /// else the system's CA bundle (on Linux the distribution's, as OpenSSL
+    /// finds it; the keychain on macOS; the Windows store). A company's
+    /// TLS-inspecting proxy is usually trusted there. Off unless asked for:
+    /// the bundled Mozilla roots are always trusted.
+    ///
+    /// ```
+    /// let pool = toolnexus::http::HttpClient::builder().platform_roots().build()?;
+    /// # let _ = pool;
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn platform_roots(mut self) -> Self {
+        self.platform_roots = true;
+        self
+    }
+
+    /// Trusts more root certificates (PEM: one, or a bundle of several), on
+    /// top of the bundled roots.
     pub fn add_root_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.roots.push(pem.into());
         self
@@ -200,6 +220,7 @@ impl HttpClientBuilder {
     pub fn build(self) -> Result<HttpClient, crate::error::ClassifierError> {
         let mut b = reqwest::Client::builder()
             .use_rustls_tls()
+            .tls_built_in_native_certs(self.platform_roots)
             .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")));
         if !self.env_proxies {
             b = b.no_proxy();
@@ -215,10 +236,15 @@ impl HttpClientBuilder {
             b = b.proxy(proxy);
         }
         for (i, pem) in self.roots.iter().enumerate() {
-            let cert = reqwest::Certificate::from_pem(pem).map_err(|_| {
-                msg::http_client_setting(format!("root certificate {} is not PEM", i + 1))
-            })?;
-            b = b.add_root_certificate(cert);
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .ok()
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| {
+                    msg::http_client_setting(format!("root certificate {} is not PEM", i + 1))
+                })?;
+            for cert in certs {
+                b = b.add_root_certificate(cert);
+            }
         }
         if let Some(d) = self.connect_timeout {
             b = b.connect_timeout(d);
@@ -758,6 +784,20 @@ fn json_cause(v: &serde_json::Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roots_that_are_not_pem_are_named_and_the_platform_store_loads() {
+        let e = HttpClient::builder()
+            .add_root_pem(b"-----BEGIN NOTHING-----".to_vec())
+            .build()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("root certificate 1 is not PEM"),
+            "{e}"
+        );
+        let pool = HttpClient::builder().platform_roots().build().unwrap();
+        assert!(format!("{pool:?}").starts_with("HttpClient"));
+    }
 
     #[test]
     fn urls_lose_credentials_and_queries() {

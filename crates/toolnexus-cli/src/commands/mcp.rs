@@ -11,6 +11,9 @@
 //! - Bad arguments and failed evaluations are tool results with `isError`, the
 //!   message naming the argument; no message carries a key (the library's
 //!   errors are secret-free by construction).
+//! - Every line read is answered or served ([`stdio`]): an over-long frame,
+//!   a line that is not JSON and params that do not fit their method get
+//!   JSON-RPC errors (-32600, -32700, -32602), never silence.
 //! - Standard output carries protocol frames only: status and warnings go to
 //!   standard error. The server ends with exit 0 when the client closes
 //!   standard input.
@@ -38,6 +41,8 @@ use crate::commands::guard::{Guard, ToolCall};
 use crate::exit::{self, Exit};
 use crate::input;
 use crate::style::{self, Fallback};
+
+mod stdio;
 
 /// Serves MCP on stdin/stdout until the client closes it.
 pub async fn run(args: McpArgs) -> Result<Exit> {
@@ -70,7 +75,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
         guard: Arc::new(tokio::sync::OnceCell::new()),
         tool_router: Judgments::tool_router(),
     };
-    let running = match server.serve(rmcp::transport::stdio_pipes()).await {
+    let running = match server.serve(stdio::Stdio::new()).await {
         Ok(r) => r,
         // Standard input closed before the client said hello: nothing to serve.
         Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(Exit::Success),

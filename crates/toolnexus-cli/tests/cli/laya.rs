@@ -190,3 +190,110 @@ fn serve_with_laya_answers_with_its_extra_numbers() {
     assert_eq!(v["model"], "laya");
     same_as_laya(&v["answers"], &want, true);
 }
+
+/// A copy of a fixture's model directory, to break one file of.
+fn copy_fixture(name: &str, into: &std::path::Path) {
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), target).unwrap();
+            }
+        }
+    }
+    copy(std::path::Path::new(&fixture(name)), into);
+}
+
+fn eval_on(dir: &TempDir, style: &str, model_dir: &std::path::Path) -> crate::support::Out {
+    let qs = r#"{"refund": {"type": "noul", "instructions": "Refund?"}}"#;
+    tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            style,
+            "--model-dir",
+            model_dir.to_str().unwrap(),
+            "--questions",
+            qs,
+            "--state",
+            "\"x\"",
+        ],
+    )
+}
+
+fn mkfifo(path: &std::path::Path) {
+    std::fs::remove_file(path).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+}
+
+/// A FIFO or a device in place of a checkpoint's weights is refused by name
+/// before it is opened (opening a FIFO waits for a writer forever).
+#[test]
+fn weights_that_are_not_a_regular_file_are_refused_by_name() {
+    let dir = TempDir::new("laya-fifo");
+    for style in ["laya", "decisiontune"] {
+        let model = dir.join(style);
+        copy_fixture(style, &model);
+        let weights = model.join("model.safetensors");
+        mkfifo(&weights);
+        let out = eval_on(&dir, style, &model);
+        assert_eq!(out.code, 2, "{style}: {out:?}");
+        assert!(
+            out.stderr.contains(&weights.display().to_string())
+                && out.stderr.contains("a FIFO, not a regular file"),
+            "{style}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+}
+
+/// `max_len: 0` in Laya's config is bad input naming the file and the key.
+#[test]
+fn a_laya_max_len_of_zero_is_bad_input_naming_the_key() {
+    let dir = TempDir::new("laya-maxlen");
+    let model = dir.join("laya");
+    copy_fixture("laya", &model);
+    let cfg = model.join("rl_agent_config.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    v["max_len"] = json!(0);
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    let out = eval_on(&dir, "laya", &model);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("rl_agent_config.json") && out.stderr.contains("\"max_len\" is 0"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// DecisionTune's manifest lists each file's size: a file of another size is
+/// refused, naming it, before it is read.
+#[test]
+fn a_decisiontune_file_of_another_size_than_its_manifest_is_refused() {
+    let dir = TempDir::new("decisiontune-size");
+    let model = dir.join("dt");
+    copy_fixture("decisiontune", &model);
+    let manifest = model.join("manifest.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    v["files"]["head.safetensors"]["size"] = json!(277);
+    std::fs::write(&manifest, v.to_string()).unwrap();
+    let out = eval_on(&dir, "decisiontune", &model);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("head.safetensors")
+            && out.stderr.contains("is 276 bytes")
+            && out.stderr.contains("lists 277"),
+        "{}",
+        out.stderr
+    );
+}

@@ -28,3 +28,4 @@ mod streams;
 mod support;
 mod tape;
 mod tape_match;
+mod tls;

@@ -117,6 +117,14 @@ impl Session {
         stdin.flush().unwrap();
     }
 
+    /// Sends one line as it is, whatever it holds.
+    fn send_raw(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
     /// The next frame on stdout: every line must be one JSON-RPC 2.0 message.
     fn frame(&self) -> Value {
         let line = self
@@ -556,4 +564,91 @@ fn the_guard_tool_judges_on_the_model_directory_given() {
     assert_eq!(r["structuredContent"]["verdict"], "ask", "{r}");
     let reason = r["structuredContent"]["reason"].as_str().unwrap_or("");
     assert!(reason.contains("no-model-here"), "{r}");
+}
+
+/// The error frame the server sends for a line: its id and code.
+fn error_of(f: &Value) -> (Value, i64) {
+    assert!(
+        f.get("result").is_none(),
+        "an error frame, not a result: {f}"
+    );
+    (f["id"].clone(), f["error"]["code"].as_i64().unwrap_or(0))
+}
+
+#[test]
+fn every_bad_frame_gets_a_json_rpc_error_and_the_session_goes_on() {
+    let dir = TempDir::new("mcp-frames");
+    let tape = dir.join("mcp.tape.json");
+    mcp_tape(&tape);
+    let mut s = Session::start(
+        dir.path(),
+        &["--style", "tape", "--tape", tape.to_str().unwrap()],
+    );
+    s.initialize();
+
+    // Not JSON: a parse error, id null (it cannot be known).
+    s.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": ");
+    let f = s.frame();
+    assert_eq!(error_of(&f), (Value::Null, -32700), "{f}");
+
+    // Params that do not fit a known method: invalid params, with the id
+    // (this was -32601, method not found).
+    for (id, params) in [
+        (11, json!({"name": "noul", "arguments": 5})),
+        (12, json!({"arguments": {}})),
+        (13, json!("noul")),
+    ] {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        let f = s.frame();
+        assert_eq!(error_of(&f), (json!(id), -32602), "{f}");
+        assert!(
+            f["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("tools/call")),
+            "{f}"
+        );
+    }
+    // Not JSON-RPC 2.0: invalid request, with the id it gave (it had null).
+    s.send(&json!({"jsonrpc": "1.0", "id": 14, "method": "ping"}));
+    let f = s.frame();
+    assert_eq!(error_of(&f), (json!(14), -32600), "{f}");
+    // An unknown method stays method not found.
+    s.send(&json!({"jsonrpc": "2.0", "id": 15, "method": "nope"}));
+    let f = s.frame();
+    assert_eq!(error_of(&f), (json!(15), -32601), "{f}");
+
+    // Over the 16 MiB frame limit: an error naming the limit, with the id
+    // its first bytes carry (this was silence: the client waited forever).
+    let big = json!({"jsonrpc": "2.0", "id": 16, "method": "tools/call",
+        "params": {"name": "noul", "arguments": {"state": "a".repeat(17 << 20), "instructions": "Spam?"}}});
+    s.send_raw(big.to_string().as_bytes());
+    let f = s.frame();
+    assert_eq!(error_of(&f), (json!(16), -32600), "{f}");
+    assert!(
+        f["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("16 MiB")),
+        "{f}"
+    );
+
+    // The session goes on.
+    let r = s.call(
+        "noul",
+        json!({"state": STATE, "instructions": "Is this unsolicited bulk mail?"}),
+    );
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(
+        r["structuredContent"]["answers"]["answer"]["noul"],
+        json!(0.93),
+        "{r}"
+    );
+
+    // A bad line just before the client hangs up is still answered.
+    s.send_raw(b"not json");
+    drop(s.stdin.take());
+    let f = s.frame();
+    assert_eq!(error_of(&f), (Value::Null, -32700), "{f}");
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("parse error"), "{stderr}");
 }

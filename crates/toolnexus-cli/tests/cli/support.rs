@@ -100,6 +100,10 @@ pub fn toolnexus(cwd: &Path, args: &[&str]) -> Command {
         .env_remove("TYPESAFE_API_KEY")
         .env_remove("OPENROUTER_API_KEY")
         .stdin(Stdio::null());
+    // The binary honours the proxy variables: none from the machine.
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"] {
+        c.env_remove(var).env_remove(var.to_ascii_lowercase());
+    }
     c
 }
 

@@ -151,6 +151,13 @@ impl Shadow {
                 style: Some(style_name),
                 model: args.shadow_model.clone(),
                 base_url: args.shadow_base_url.clone(),
+                // The same trust as the primary, for a live shadow.
+                ca_cert: args.style.live.ca_cert.clone().filter(|_| {
+                    matches!(
+                        style_name,
+                        crate::args::StyleName::SystemOne | crate::args::StyleName::Llm
+                    )
+                }),
                 ..LiveArgs::default()
             },
             ..StyleArgs::default()
