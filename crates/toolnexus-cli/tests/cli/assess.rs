@@ -833,3 +833,48 @@ fn compare_calls_a_22_to_23_split_no_difference_and_a_real_one_significant() {
     assert!((q["p_value"].as_f64().unwrap() - 0.0625).abs() < 1e-12, "{q}");
     assert!(!line.contains("better"), "{line}");
 }
+
+#[test]
+fn report_calibrate_and_compare_print_the_same_ece_for_the_same_run() {
+    let dir = TempDir::new("assess-one-ece");
+    let run = demo_run(&dir);
+    let report = tn(dir.path(), &["assess", "report", &run]);
+    assert_eq!(report.code, 0, "{report:?}");
+    let cal = dir.join("cal.json").display().to_string();
+    let calibrate = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
+    assert_eq!(calibrate.code, 0, "{calibrate:?}");
+    let copy = dir.write("copy.jsonl", &std::fs::read_to_string(&run).unwrap());
+    let compare = tn(dir.path(), &["assess", "compare", &run, &copy]);
+    assert_eq!(compare.code, 0, "{compare:?}");
+    let json = tn(dir.path(), &["assess", "report", &run, "--json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let summary: Value = serde_json::from_str(&json.stdout).unwrap();
+    let row = |text: &str, key: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in\n{text}"));
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    // One question of each kind: a choice, a noul and a score.
+    for key in ["desk", "refund_requested", "urgency"] {
+        let exact = summary["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["key"] == key)
+            .unwrap()["ece"]
+            .as_f64()
+            .unwrap();
+        let want = format!("{exact:.3}");
+        // report: question kind n failed accuracy "log loss" Brier ECE …
+        assert_eq!(row(&report.stdout, key)[7], want, "report, {key}");
+        // calibrate: … ECE-before after log-loss-before after
+        let cells = row(&calibrate.stdout, key);
+        assert_eq!(cells[cells.len() - 4], want, "calibrate, {key}");
+        // compare: … "ECE A→B" is the last "x → y" of the row.
+        let cells = row(&compare.stdout, key);
+        let arrow = cells.iter().rposition(|c| c == "→").unwrap();
+        assert_eq!((&cells[arrow - 1], &cells[arrow + 1]), (&want, &want), "compare, {key}");
+    }
+}

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::error::{AssessError, AssessErrorKind};
-use super::metrics::{accuracy, ece, log_loss_binary, log_loss_multi, reliability};
+use super::metrics::{TopLabel, accuracy, log_loss_binary, log_loss_multi};
 use super::run::Run;
-use super::summary::{ECE_BINS, Observed, gate_observations, observe};
+use super::summary::{Observed, gate_observations, observe};
 use super::text::{columns, f3, opt, pct};
 use super::thresholds::{Pick, Status, Target, ThresholdReport, wilson};
 use crate::classifier::question_hash;
@@ -161,21 +161,23 @@ pub(crate) fn mcnemar(b: usize, c: usize) -> f64 {
     (2.0 * binomial_half_cdf(b.min(c), b + c)).min(1.0)
 }
 
-/// Log loss and ECE of the observations at `positions`.
+/// Log loss and ECE ([`TopLabel::ece`]) of the observations at `positions`.
 fn fit_figures(o: &Observed, positions: &[usize]) -> (f64, f64) {
-    let conf: Vec<f64> = positions.iter().map(|&i| o.conf[i]).collect();
-    let hit: Vec<bool> = positions.iter().map(|&i| o.hit[i]).collect();
+    let mut top = TopLabel::default();
     if o.kind == "noul" {
         let p: Vec<f64> = positions.iter().map(|&i| o.p_true[i]).collect();
         let y: Vec<bool> = positions.iter().map(|&i| o.y[i]).collect();
-        (log_loss_binary(&p, &y), ece(&reliability(&p, &y, ECE_BINS)))
+        for (&p, &y) in p.iter().zip(&y) {
+            top.push_noul(p, y);
+        }
+        (log_loss_binary(&p, &y), top.ece())
     } else {
         let probs: Vec<Vec<f64>> = positions.iter().map(|&i| o.probs[i].clone()).collect();
         let gold: Vec<usize> = positions.iter().map(|&i| o.gold[i]).collect();
-        (
-            log_loss_multi(&probs, &gold),
-            ece(&reliability(&conf, &hit, ECE_BINS)),
-        )
+        for (row, &g) in probs.iter().zip(&gold) {
+            top.push_distribution(row, g);
+        }
+        (log_loss_multi(&probs, &gold), top.ece())
     }
 }
 
