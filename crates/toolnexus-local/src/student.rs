@@ -50,7 +50,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolnexus::assess::metrics::TopLabel;
+use toolnexus::assess::metrics::EceRows;
 use toolnexus::classifier::{
     Decision, DecisionAnswer, Question, Questions, choice_confidence, question_hash,
     score_confidence,
@@ -161,7 +161,7 @@ pub struct HeadReport {
     /// Held-out cross-entropy against the teacher's distributions.
     pub log_loss: f64,
     /// Expected calibration error of the student's top probability for
-    /// agreeing with the teacher's top class (`TopLabel::ece`, the ECE every
+    /// agreeing with the teacher's top class (`EceRows::ece`, the ECE every
     /// `assess` command prints).
     pub ece: f64,
 }
@@ -783,7 +783,7 @@ pub fn distill(
                 ece: 0.0,
             },
         };
-        let (mut agree, mut ll, mut top) = (0usize, 0.0, TopLabel::default());
+        let (mut agree, mut ll, mut top) = (0usize, 0.0, EceRows::default());
         for &i in &held_i {
             let p = head.probabilities(x[i]);
             let ok = argmax(&p) == argmax(&t[i]);

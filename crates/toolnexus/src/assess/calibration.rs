@@ -21,7 +21,7 @@ use super::calibrate::{
 };
 use super::error::{AssessError, AssessErrorKind};
 use super::file::{load_versioned, parse_versioned, save_atomic, to_versioned_json};
-use super::metrics::{TopLabel, log_loss_binary, log_loss_multi};
+use super::metrics::{EceRows, log_loss_binary, log_loss_multi};
 use super::run::Run;
 use super::summary::{ECE_BINS, argmax, observe};
 use super::text::{columns, f3};
@@ -208,7 +208,7 @@ pub struct QuestionCalibration {
     pub method: String,
     /// The fitted temperature (choice and score).
     pub temperature: Option<f64>,
-    /// ECE of the raw answers ([`TopLabel::ece`], as `assess report` prints it).
+    /// ECE of the raw answers ([`EceRows::ece`], as `assess report` prints it).
     pub ece_before: f64,
     /// Out-of-fold ECE after the map.
     pub ece_after: Option<f64>,
@@ -286,14 +286,14 @@ impl CalibrationReport {
     }
 }
 
-/// ECE of P(yes) against outcomes ([`TopLabel::ece`]).
+/// ECE of P(yes) against outcomes ([`EceRows::ece`]).
 fn noul_ece(p: &[f64], y: &[bool]) -> f64 {
-    TopLabel::from_noul(p, y).ece()
+    EceRows::from_noul(p, y).ece()
 }
 
-/// ECE of distributions against gold classes ([`TopLabel::ece`]).
+/// ECE of distributions against gold classes ([`EceRows::ece`]).
 fn top_ece(probs: &[Vec<f64>], gold: &[usize]) -> f64 {
-    TopLabel::from_distributions(probs, gold).ece()
+    EceRows::from_distributions(probs, gold).ece()
 }
 
 /// Fits a map per question of `run` (at least [`MIN_ROWS`] labelled, answered

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::error::{AssessError, AssessErrorKind};
-use super::metrics::{TopLabel, accuracy, log_loss_binary, log_loss_multi};
+use super::metrics::{EceRows, accuracy, log_loss_binary, log_loss_multi};
 use super::run::Run;
 use super::summary::{Observed, gate_observations, observe};
 use super::text::{columns, f3, opt, pct};
@@ -161,23 +161,19 @@ pub(crate) fn mcnemar(b: usize, c: usize) -> f64 {
     (2.0 * binomial_half_cdf(b.min(c), b + c)).min(1.0)
 }
 
-/// Log loss and ECE ([`TopLabel::ece`]) of the observations at `positions`.
+/// Log loss and ECE ([`EceRows::ece`]) of the observations at `positions`.
 fn fit_figures(o: &Observed, positions: &[usize]) -> (f64, f64) {
-    let mut top = TopLabel::default();
     if o.kind == "noul" {
         let p: Vec<f64> = positions.iter().map(|&i| o.p_true[i]).collect();
         let y: Vec<bool> = positions.iter().map(|&i| o.y[i]).collect();
-        for (&p, &y) in p.iter().zip(&y) {
-            top.push_noul(p, y);
-        }
-        (log_loss_binary(&p, &y), top.ece())
+        (log_loss_binary(&p, &y), EceRows::from_noul(&p, &y).ece())
     } else {
         let probs: Vec<Vec<f64>> = positions.iter().map(|&i| o.probs[i].clone()).collect();
         let gold: Vec<usize> = positions.iter().map(|&i| o.gold[i]).collect();
-        for (row, &g) in probs.iter().zip(&gold) {
-            top.push_distribution(row, g);
-        }
-        (log_loss_multi(&probs, &gold), top.ece())
+        (
+            log_loss_multi(&probs, &gold),
+            EceRows::from_distributions(&probs, &gold).ece(),
+        )
     }
 }
 

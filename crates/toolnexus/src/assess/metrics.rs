@@ -145,67 +145,69 @@ pub fn ece(bins: &[Bin]) -> f64 {
 }
 
 /// Equal-width bins of every ECE, MCE and reliability table `assess` prints
-/// (the bins of [`TopLabel::ece`]).
+/// (the bins of [`EceRows::ece`]).
 ///
 /// ```
 /// assert_eq!(toolnexus::assess::metrics::ECE_BINS, 15);
 /// ```
 pub const ECE_BINS: usize = 15;
 
-/// The rows an ECE is computed over, in its one definition: each row's
-/// **top-label confidence** (the probability of the answer given) and whether
-/// that answer was right.
+/// The rows an ECE is computed over, in its one definition, the one
+/// torchmetrics' `BinaryCalibrationError` and `MulticlassCalibrationError`
+/// (`norm="l1"`) use: for each row, the probability being judged and whether
+/// what it is the probability of came true.
 ///
-/// - A noul answer P(yes) = p answers "yes" when p > 0.5: its confidence is
-///   max(p, 1 − p) and it is right when (p > 0.5) matches the gold.
-/// - A choice or score answer with a distribution answers its most probable
-///   class (the first on ties): its confidence is that class's probability and
-///   it is right when that class is the gold one. A row without a distribution
-///   (no positive, finite probability) has no top-label confidence and is not
-///   counted.
+/// - A noul answer: P(yes) against the gold outcome (was the statement true?),
+///   so a model that leans towards "yes" shows even where its "yes" and "no"
+///   answers are equally confident.
+/// - A choice or score answer with a distribution: its **top-label
+///   confidence**, the probability of its most probable class (the first on
+///   ties), against whether that class is the gold one. A row without a
+///   distribution (no positive, finite probability) has no such confidence and
+///   is not counted.
 ///
-/// [`TopLabel::ece`] is the expected calibration error every `assess` command
-/// prints (`report`, `calibrate`, `compare`) and a student's held-out report:
-/// the rows' confidences in [`ECE_BINS`] equal-width bins over [0, 1] with
-/// scikit-learn's edges ([`reliability`]), and Σ count/n · |accuracy − mean
-/// confidence| over the bins ([`ece`]), each bin weighted by its share of rows.
+/// [`EceRows::ece`] is the expected calibration error every `assess` command
+/// prints (`report`, `calibrate`, `compare`, and a student's held-out report
+/// from `distill`): the rows in [`ECE_BINS`] equal-width bins over [0, 1] with
+/// scikit-learn's edges ([`reliability`]: a value on an inner edge goes to the
+/// lower bin), then Σ count/n · |share that came true − mean probability| over
+/// the bins ([`ece`]), each bin weighted by its share of the rows.
 ///
 /// ```
-/// use toolnexus::assess::metrics::TopLabel;
-/// // P(yes) 0.8 and 0.2 both answer with confidence 0.8: one right, one wrong.
-/// let noul = TopLabel::from_noul(&[0.8, 0.2], &[true, true]);
-/// assert_eq!((noul.confidence(), noul.hit()), (&[0.8, 0.8][..], &[true, false][..]));
-/// assert!((noul.ece() - 0.3).abs() < 1e-12);
-/// let choice = TopLabel::from_distributions(&[vec![0.1, 0.7, 0.2], vec![0.0, 0.0, 0.0]], &[1, 0]);
+/// use toolnexus::assess::metrics::EceRows;
+/// let noul = EceRows::from_noul(&[0.8, 0.2], &[true, true]);
+/// assert_eq!((noul.confidence(), noul.hit()), (&[0.8, 0.2][..], &[true, true][..]));
+/// assert!((noul.ece() - 0.5).abs() < 1e-12);
+/// let choice = EceRows::from_distributions(&[vec![0.1, 0.7, 0.2], vec![0.0, 0.0, 0.0]], &[1, 0]);
 /// assert_eq!((choice.confidence(), choice.hit()), (&[0.7][..], &[true][..]));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TopLabel {
+pub struct EceRows {
     confidence: Vec<f64>,
     hit: Vec<bool>,
 }
 
-impl TopLabel {
+impl EceRows {
     /// Adds a noul answer P(yes) = `p_true` whose gold is `y` (a non-finite
     /// probability is not counted).
     ///
     /// ```
-    /// let mut t = toolnexus::assess::metrics::TopLabel::default();
+    /// let mut t = toolnexus::assess::metrics::EceRows::default();
     /// t.push_noul(0.3, false);
-    /// assert_eq!((t.confidence()[0], t.hit()[0]), (0.7, true));
+    /// assert_eq!((t.confidence()[0], t.hit()[0]), (0.3, false));
     /// ```
     pub fn push_noul(&mut self, p_true: f64, y: bool) {
         if p_true.is_finite() {
-            self.confidence.push(p_true.max(1.0 - p_true));
-            self.hit.push((p_true > 0.5) == y);
+            self.confidence.push(p_true);
+            self.hit.push(y);
         }
     }
 
-    /// Adds a distribution `probs` whose gold class is `gold` (not counted
-    /// without a positive, finite probability).
+    /// Adds a distribution `probs` whose gold class is `gold`: its top-label
+    /// confidence (not counted without a positive, finite probability).
     ///
     /// ```
-    /// let mut t = toolnexus::assess::metrics::TopLabel::default();
+    /// let mut t = toolnexus::assess::metrics::EceRows::default();
     /// t.push_distribution(&[0.4, 0.4, 0.2], 1);
     /// assert_eq!((t.confidence()[0], t.hit()[0]), (0.4, false), "the first on ties");
     /// t.push_distribution(&[], 0);
@@ -225,47 +227,47 @@ impl TopLabel {
         self.hit.push(top == gold);
     }
 
-    /// The top labels of noul answers P(yes) against their gold outcomes.
+    /// Noul answers P(yes) against their gold outcomes.
     ///
     /// ```
-    /// let t = toolnexus::assess::metrics::TopLabel::from_noul(&[0.9, 0.4], &[true, true]);
-    /// assert_eq!(t.hit(), [true, false]);
+    /// let t = toolnexus::assess::metrics::EceRows::from_noul(&[0.9, 0.4], &[true, true]);
+    /// assert_eq!(t.confidence(), [0.9, 0.4]);
     /// ```
-    pub fn from_noul(p_true: &[f64], y: &[bool]) -> TopLabel {
-        let mut t = TopLabel::default();
+    pub fn from_noul(p_true: &[f64], y: &[bool]) -> EceRows {
+        let mut t = EceRows::default();
         for (&p, &y) in p_true.iter().zip(y) {
             t.push_noul(p, y);
         }
         t
     }
 
-    /// The top labels of distributions against their gold classes.
+    /// Distributions' top labels against their gold classes.
     ///
     /// ```
-    /// let t = toolnexus::assess::metrics::TopLabel::from_distributions(&[vec![0.2, 0.8]], &[1]);
+    /// let t = toolnexus::assess::metrics::EceRows::from_distributions(&[vec![0.2, 0.8]], &[1]);
     /// assert_eq!((t.confidence(), t.hit()), (&[0.8][..], &[true][..]));
     /// ```
-    pub fn from_distributions(probs: &[Vec<f64>], gold: &[usize]) -> TopLabel {
-        let mut t = TopLabel::default();
+    pub fn from_distributions(probs: &[Vec<f64>], gold: &[usize]) -> EceRows {
+        let mut t = EceRows::default();
         for (row, &g) in probs.iter().zip(gold) {
             t.push_distribution(row, g);
         }
         t
     }
 
-    /// Each counted row's top-label confidence.
+    /// Each counted row's probability.
     ///
     /// ```
-    /// assert!(toolnexus::assess::metrics::TopLabel::default().confidence().is_empty());
+    /// assert!(toolnexus::assess::metrics::EceRows::default().confidence().is_empty());
     /// ```
     pub fn confidence(&self) -> &[f64] {
         &self.confidence
     }
 
-    /// Whether each counted row's top label was right.
+    /// Whether what each counted row's probability is of came true.
     ///
     /// ```
-    /// assert!(toolnexus::assess::metrics::TopLabel::default().hit().is_empty());
+    /// assert!(toolnexus::assess::metrics::EceRows::default().hit().is_empty());
     /// ```
     pub fn hit(&self) -> &[bool] {
         &self.hit
@@ -274,7 +276,7 @@ impl TopLabel {
     /// Rows counted.
     ///
     /// ```
-    /// assert_eq!(toolnexus::assess::metrics::TopLabel::from_noul(&[0.5], &[false]).len(), 1);
+    /// assert_eq!(toolnexus::assess::metrics::EceRows::from_noul(&[0.5], &[false]).len(), 1);
     /// ```
     pub fn len(&self) -> usize {
         self.confidence.len()
@@ -283,17 +285,17 @@ impl TopLabel {
     /// Whether no row was counted.
     ///
     /// ```
-    /// assert!(toolnexus::assess::metrics::TopLabel::default().is_empty());
+    /// assert!(toolnexus::assess::metrics::EceRows::default().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.confidence.is_empty()
     }
 
-    /// The reliability table behind [`TopLabel::ece`]: [`ECE_BINS`]
+    /// The reliability table behind [`EceRows::ece`]: [`ECE_BINS`]
     /// equal-width bins, every bin listed.
     ///
     /// ```
-    /// let t = toolnexus::assess::metrics::TopLabel::from_noul(&[0.95], &[true]);
+    /// let t = toolnexus::assess::metrics::EceRows::from_noul(&[0.95], &[true]);
     /// let bins = t.reliability();
     /// assert_eq!((bins.len(), bins[14].count), (15, 1));
     /// ```
@@ -302,15 +304,14 @@ impl TopLabel {
     }
 
     /// The expected calibration error, in its one definition (see
-    /// [`TopLabel`]): top-label confidence, [`ECE_BINS`] equal-width bins with
-    /// scikit-learn's edges, bins weighted by their count. 0 when no row was
-    /// counted.
+    /// [`EceRows`]): [`ECE_BINS`] equal-width bins with scikit-learn's edges,
+    /// bins weighted by their count. 0 when no row was counted.
     ///
     /// ```
-    /// use toolnexus::assess::metrics::TopLabel;
-    /// // Bins [0.8, 0.867): 0.85, 0.85 (one right); [0.933, 1]: 0.95 (right).
-    /// let t = TopLabel::from_noul(&[0.85, 0.15, 0.95], &[true, true, true]);
-    /// let want = 2.0 / 3.0 * (0.85f64 - 0.5).abs() + 1.0 / 3.0 * (0.95f64 - 1.0).abs();
+    /// use toolnexus::assess::metrics::EceRows;
+    /// // Bins [0.8, 0.867): 0.85, 0.85 (one true); [0.933, 1]: 0.95 (true).
+    /// let t = EceRows::from_noul(&[0.85, 0.85, 0.95], &[true, false, true]);
+    /// let want = 2.0 / 3.0 * (0.5f64 - 0.85).abs() + 1.0 / 3.0 * (1.0f64 - 0.95).abs();
     /// assert!((t.ece() - want).abs() < 1e-12);
     /// ```
     pub fn ece(&self) -> f64 {
@@ -318,11 +319,13 @@ impl TopLabel {
     }
 
     /// ECE over [`ECE_BINS`] equal-count bins ([`adaptive_reliability`]) of
-    /// the same top-label confidences.
+    /// the same rows.
     ///
     /// ```
-    /// let t = toolnexus::assess::metrics::TopLabel::from_noul(&[0.9, 0.9], &[true, false]);
-    /// assert!((t.adaptive_ece() - 0.4).abs() < 1e-12);
+    /// let t = toolnexus::assess::metrics::EceRows::from_noul(&[0.9, 0.9], &[true, false]);
+    /// // Two rows, two bins of one: gaps 0.1 and 0.9; one equal-width bin: 0.4.
+    /// assert!((t.adaptive_ece() - 0.5).abs() < 1e-12);
+    /// assert!((t.ece() - 0.4).abs() < 1e-12);
     /// ```
     pub fn adaptive_ece(&self) -> f64 {
         ece(&adaptive_reliability(&self.confidence, &self.hit, ECE_BINS))
@@ -715,7 +718,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn top_label_ece_by_hand() {
+    fn ece_by_hand() {
         // Top labels: 0.5 right (bin 7), 0.55 wrong (bin 8), 0.9 right (bin 13),
         // 0.95 wrong and 0.98 right (bin 14); the empty distribution is not counted.
         let probs = [
@@ -726,25 +729,33 @@ mod tests {
             vec![0.02, 0.98],
             vec![0.0, 0.0, 0.0],
         ];
-        let t = TopLabel::from_distributions(&probs, &[0, 0, 1, 0, 1, 0]);
+        let t = EceRows::from_distributions(&probs, &[0, 0, 1, 0, 1, 0]);
         assert_eq!(t.len(), 5);
-        let bins = t.reliability();
-        let counts: Vec<(usize, usize)> = bins
+        let counts: Vec<(usize, usize)> = t
+            .reliability()
             .iter()
             .enumerate()
             .filter(|(_, b)| b.count > 0)
             .map(|(i, b)| (i, b.count))
             .collect();
         assert_eq!(counts, [(7, 1), (8, 1), (13, 1), (14, 2)]);
-        // (0.5 + 0.55 + 0.1 + 2 · |0.5 − 0.965|) / 5
+        // (|1 − 0.5| + |0 − 0.55| + |1 − 0.9| + 2 · |0.5 − 0.965|) / 5
         assert!((t.ece() - 0.416).abs() < 1e-12, "{}", t.ece());
 
-        // Noul: P(yes) 0.5 answers "no" with confidence 0.5; 0.1 answers "no" with 0.9.
-        let n = TopLabel::from_noul(&[0.5, 0.1, 0.7, f64::NAN], &[false, true, true, true]);
-        assert_eq!(n.confidence(), [0.5, 0.9, 0.7]);
-        assert_eq!(n.hit(), [true, false, true]);
-        // Bins 7, 13 and 10: (|1 − 0.5| + |0 − 0.9| + |1 − 0.7|) / 3
-        assert!((n.ece() - 1.7 / 3.0).abs() < 1e-12, "{}", n.ece());
-        assert_eq!(TopLabel::default().ece(), 0.0);
+        // Noul: P(yes) against the outcome, each alone in its bin: 0.1 true,
+        // 0.2 false, 0.7 true, 0.75 false, 0.85 true; NaN is not counted.
+        let n = EceRows::from_noul(
+            &[0.1, 0.2, 0.7, 0.75, 0.85, f64::NAN],
+            &[true, false, true, false, true, true],
+        );
+        assert_eq!(n.len(), 5);
+        // (0.9 + 0.2 + 0.3 + 0.75 + 0.15) / 5
+        assert!((n.ece() - 0.46).abs() < 1e-12, "{}", n.ece());
+        // A lean towards "yes": 0.2 and 0.8 both came true (gaps 0.8 and 0.2).
+        // Folded to top labels it would read as confidence 0.8 right half the
+        // time (0.3).
+        let lean = EceRows::from_noul(&[0.2, 0.8], &[true, true]);
+        assert!((lean.ece() - 0.5).abs() < 1e-12, "{}", lean.ece());
+        assert_eq!(EceRows::default().ece(), 0.0);
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::examples::Gold;
-use super::metrics::{self, Bin, Confusion, CoveragePoint, TopLabel};
+use super::metrics::{self, Bin, Confusion, CoveragePoint, EceRows};
 use super::run::Run;
 use super::text::{columns, opt, pct};
 use crate::classifier::{DecisionAnswer, Question, near_uniform};
@@ -185,8 +185,8 @@ pub struct QuestionSummary {
     pub log_loss: f64,
     /// Brier score.
     pub brier: f64,
-    /// ECE of the top-label confidence over [`ECE_BINS`] equal-width bins
-    /// ([`TopLabel::ece`], the one every `assess` command prints).
+    /// ECE over [`ECE_BINS`] equal-width bins ([`EceRows::ece`], the one every
+    /// `assess` command prints: noul of P(yes), else of the top probability).
     pub ece: f64,
     /// ECE of the same confidences over equal-count bins.
     pub adaptive_ece: f64,
@@ -655,7 +655,7 @@ fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) ->
         }
         s.confusion = Some(confusion);
     }
-    let top = top_label(o);
+    let top = ece_rows(o);
     s.reliability = top.reliability();
     s.ece = top.ece();
     s.adaptive_ece = top.adaptive_ece();
@@ -663,12 +663,12 @@ fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) ->
     s
 }
 
-/// The top-label rows of one question's observations: what its ECE is over.
-pub(crate) fn top_label(o: &Observed) -> TopLabel {
+/// What one question's ECE is over ([`EceRows`]).
+fn ece_rows(o: &Observed) -> EceRows {
     if o.kind == "noul" {
-        TopLabel::from_noul(&o.p_true, &o.y)
+        EceRows::from_noul(&o.p_true, &o.y)
     } else {
-        TopLabel::from_distributions(&o.probs, &o.gold)
+        EceRows::from_distributions(&o.probs, &o.gold)
     }
 }
 
