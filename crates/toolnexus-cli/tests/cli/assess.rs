@@ -814,7 +814,11 @@ fn compare_calls_a_22_to_23_split_no_difference_and_a_real_one_significant() {
     let run = demo_run(&dir);
     // Only A right on rows 0–21, only B right on rows 22–44: 22 against 23.
     let (line, q) = compare_split(&dir, &run, |k| !(22..45).contains(&k), |k| k >= 22);
-    assert_eq!((&q["only_a_right"], &q["only_b_right"]), (&22.into(), &23.into()), "{q}");
+    assert_eq!(
+        (&q["only_a_right"], &q["only_b_right"]),
+        (&22.into(), &23.into()),
+        "{q}"
+    );
     // SciPy: binomtest(22, 45, 0.5).pvalue = 1.0.
     assert_eq!(q["p_value"], 1.0, "{q}");
     assert!(!line.contains("better"), "{line}");
@@ -822,7 +826,11 @@ fn compare_calls_a_22_to_23_split_no_difference_and_a_real_one_significant() {
 
     // Only B right on rows 0–9, never only A: p = 2 · 2⁻¹⁰.
     let (line, q) = compare_split(&dir, &run, |k| k >= 10, |_| true);
-    assert_eq!((&q["only_a_right"], &q["only_b_right"]), (&0.into(), &10.into()), "{q}");
+    assert_eq!(
+        (&q["only_a_right"], &q["only_b_right"]),
+        (&0.into(), &10.into()),
+        "{q}"
+    );
     let p = q["p_value"].as_f64().unwrap();
     assert!((p - 2.0 / 1024.0).abs() < 1e-12, "{q}");
     assert!(line.contains("B is better (p < 0.05)"), "{line}");
@@ -830,7 +838,10 @@ fn compare_calls_a_22_to_23_split_no_difference_and_a_real_one_significant() {
 
     // Only A right on rows 0–4: p = 0.0625, not below 0.05, so no verdict.
     let (line, q) = compare_split(&dir, &run, |_| true, |k| k >= 5);
-    assert!((q["p_value"].as_f64().unwrap() - 0.0625).abs() < 1e-12, "{q}");
+    assert!(
+        (q["p_value"].as_f64().unwrap() - 0.0625).abs() < 1e-12,
+        "{q}"
+    );
     assert!(!line.contains("better"), "{line}");
 }
 
@@ -875,6 +886,10 @@ fn report_calibrate_and_compare_print_the_same_ece_for_the_same_run() {
         // compare: … "ECE A→B" is the last "x → y" of the row.
         let cells = row(&compare.stdout, key);
         let arrow = cells.iter().rposition(|c| c == "→").unwrap();
-        assert_eq!((&cells[arrow - 1], &cells[arrow + 1]), (&want, &want), "compare, {key}");
+        assert_eq!(
+            (&cells[arrow - 1], &cells[arrow + 1]),
+            (&want, &want),
+            "compare, {key}"
+        );
     }
 }

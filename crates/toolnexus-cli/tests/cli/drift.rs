@@ -204,8 +204,9 @@ fn rows_only_in_one_run_and_errors_are_reported_not_compared() {
 fn a_gate_with_no_row_compared_exits_5_nothing_to_judge() {
     let dir = TempDir::new("drift-nothing");
     let a = run_file(&dir, "a.jsonl", &[("x", 0.9, 0.8), ("y", 0.9, 0.8)]);
-    let mut errors = json!({"format": "toolnexus.assess-run", "version": 1, "questions": questions()})
-        .to_string();
+    let mut errors =
+        json!({"format": "toolnexus.assess-run", "version": 1, "questions": questions()})
+            .to_string();
     errors.push('\n');
     for id in ["x", "y"] {
         errors.push_str(
@@ -249,9 +250,16 @@ fn a_gate_with_no_row_compared_exits_5_nothing_to_judge() {
             json!({"line": 1, "decision": {"model": "m", "answers": {"other": {"type": "noul", "noul": 0.5}}}})
         ),
     );
-    let out = tn(dir.path(), &["assess", "drift", &spam_desk, &other, "--max-flips", "0.05"]);
+    let out = tn(
+        dir.path(),
+        &["assess", "drift", &spam_desk, &other, "--max-flips", "0.05"],
+    );
     assert_eq!(out.code, 5, "{out:?}");
-    assert!(out.stderr.contains("no answer was compared"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no answer was compared"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
