@@ -848,7 +848,24 @@ fn compare_calls_a_22_to_23_split_no_difference_and_a_real_one_significant() {
 #[test]
 fn report_calibrate_and_compare_print_the_same_ece_for_the_same_run() {
     let dir = TempDir::new("assess-one-ece");
-    let run = demo_run(&dir);
+    let demo = demo_run(&dir);
+    // A choice's or score's `confidence` is not a probability (the local styles
+    // send TypeSafe's formula): set apart from the top probability, it must not
+    // move the ECE.
+    let mut text = String::new();
+    for (i, line) in std::fs::read_to_string(&demo).unwrap().lines().enumerate() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if i > 0 && v["decision"].is_object() {
+            for key in ["desk", "urgency"] {
+                if v["decision"]["answers"][key].is_object() {
+                    v["decision"]["answers"][key]["confidence"] = 0.2.into();
+                }
+            }
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    let run = dir.write("spread.jsonl", &text);
     let report = tn(dir.path(), &["assess", "report", &run]);
     assert_eq!(report.code, 0, "{report:?}");
     let cal = dir.join("cal.json").display().to_string();
