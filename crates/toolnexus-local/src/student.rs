@@ -50,7 +50,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolnexus::assess::metrics::{ece, reliability};
+use toolnexus::assess::metrics::EceRows;
 use toolnexus::classifier::{
     Decision, DecisionAnswer, Question, Questions, choice_confidence, question_hash,
     score_confidence,
@@ -160,8 +160,9 @@ pub struct HeadReport {
     pub agreement: f64,
     /// Held-out cross-entropy against the teacher's distributions.
     pub log_loss: f64,
-    /// Expected calibration error of the student's confidence for agreeing
-    /// with the teacher (15 bins).
+    /// Expected calibration error of the student's top probability for
+    /// agreeing with the teacher's top class (`EceRows::ece`, the ECE every
+    /// `assess` command prints).
     pub ece: f64,
 }
 
@@ -782,7 +783,7 @@ pub fn distill(
                 ece: 0.0,
             },
         };
-        let (mut agree, mut ll, mut confs, mut hits) = (0usize, 0.0, Vec::new(), Vec::new());
+        let (mut agree, mut ll, mut top) = (0usize, 0.0, EceRows::default());
         for &i in &held_i {
             let p = head.probabilities(x[i]);
             let ok = argmax(&p) == argmax(&t[i]);
@@ -792,8 +793,7 @@ pub fn distill(
                 .zip(&p)
                 .map(|(ti, pi)| ti * pi.max(1e-15).ln())
                 .sum::<f64>();
-            confs.push(top_probability(&p));
-            hits.push(ok);
+            top.push_distribution(&p, argmax(&t[i]));
             row_conf[i] = row_conf[i].min(top_probability(&p));
             row_agrees[i] &= ok;
         }
@@ -804,7 +804,7 @@ pub fn distill(
         // Cross-entropy against a distribution is never negative; rounding in
         // a probability of 1 must not print -0.000.
         head.report.log_loss = (ll / m).max(0.0);
-        head.report.ece = ece(&reliability(&confs, &hits, 15));
+        head.report.ece = top.ece();
         reports.insert(key.clone(), head.report.clone());
         heads.insert(key.clone(), head);
     }

@@ -756,3 +756,157 @@ fn serve_with_thresholds_warns_once_when_a_request_asks_a_reworded_question() {
     assert_eq!(text.matches(&warning).count(), 1, "{text}");
     assert!(!text.contains("\"desk\" was reworded"), "{text}");
 }
+
+/// The demo run with each decided row's `refund_requested` answer made right
+/// (P(yes) 0.9 on a true gold, 0.1 on a false one) when `right(k)` holds for
+/// the k-th decided row, and wrong otherwise.
+fn with_refund_hits(run: &str, right: impl Fn(usize) -> bool) -> String {
+    let text = std::fs::read_to_string(run).unwrap();
+    let mut out = String::new();
+    let mut k = 0;
+    for (i, line) in text.lines().enumerate() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if i > 0 && v["decision"].is_object() {
+            let gold = v["labels"]["refund_requested"].as_bool().unwrap();
+            let p = if gold == right(k) { 0.9 } else { 0.1 };
+            v["decision"]["answers"]["refund_requested"]["noul"] = p.into();
+            k += 1;
+        }
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// `assess compare A B` as text and as JSON, with A and B written from `right_a`, `right_b`.
+fn compare_split(
+    dir: &TempDir,
+    run: &str,
+    right_a: impl Fn(usize) -> bool,
+    right_b: impl Fn(usize) -> bool,
+) -> (String, Value) {
+    let a = dir.write("a.jsonl", &with_refund_hits(run, right_a));
+    let b = dir.write("b.jsonl", &with_refund_hits(run, right_b));
+    let text = tn(dir.path(), &["assess", "compare", &a, &b]);
+    assert_eq!(text.code, 0, "{text:?}");
+    let json = tn(dir.path(), &["assess", "compare", &a, &b, "--json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    let refund = v["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["key"] == "refund_requested")
+        .unwrap()
+        .clone();
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("refund_requested"))
+        .unwrap()
+        .to_string();
+    (line, refund)
+}
+
+#[test]
+fn compare_calls_a_22_to_23_split_no_difference_and_a_real_one_significant() {
+    let dir = TempDir::new("assess-compare-split");
+    let run = demo_run(&dir);
+    // Only A right on rows 0–21, only B right on rows 22–44: 22 against 23.
+    let (line, q) = compare_split(&dir, &run, |k| !(22..45).contains(&k), |k| k >= 22);
+    assert_eq!(
+        (&q["only_a_right"], &q["only_b_right"]),
+        (&22.into(), &23.into()),
+        "{q}"
+    );
+    // SciPy: binomtest(22, 45, 0.5).pvalue = 1.0.
+    assert_eq!(q["p_value"], 1.0, "{q}");
+    assert!(!line.contains("better"), "{line}");
+    assert!(line.contains(" 1.000 "), "{line}");
+
+    // Only B right on rows 0–9, never only A: p = 2 · 2⁻¹⁰.
+    let (line, q) = compare_split(&dir, &run, |k| k >= 10, |_| true);
+    assert_eq!(
+        (&q["only_a_right"], &q["only_b_right"]),
+        (&0.into(), &10.into()),
+        "{q}"
+    );
+    let p = q["p_value"].as_f64().unwrap();
+    assert!((p - 2.0 / 1024.0).abs() < 1e-12, "{q}");
+    assert!(line.contains("B is better (p < 0.05)"), "{line}");
+    assert!(line.contains(" 0.002 "), "{line}");
+
+    // Only A right on rows 0–4: p = 0.0625, not below 0.05, so no verdict.
+    let (line, q) = compare_split(&dir, &run, |_| true, |k| k >= 5);
+    assert!(
+        (q["p_value"].as_f64().unwrap() - 0.0625).abs() < 1e-12,
+        "{q}"
+    );
+    assert!(!line.contains("better"), "{line}");
+}
+
+#[test]
+fn report_calibrate_and_compare_print_the_same_ece_for_the_same_run() {
+    let dir = TempDir::new("assess-one-ece");
+    let demo = demo_run(&dir);
+    // A choice's or score's `confidence` is not a probability (the local styles
+    // send TypeSafe's formula): set apart from the top probability, it must not
+    // move the ECE.
+    let mut text = String::new();
+    for (i, line) in std::fs::read_to_string(&demo).unwrap().lines().enumerate() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if i > 0 && v["decision"].is_object() {
+            for key in ["desk", "urgency"] {
+                if v["decision"]["answers"][key].is_object() {
+                    v["decision"]["answers"][key]["confidence"] = 0.2.into();
+                }
+            }
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    let run = dir.write("spread.jsonl", &text);
+    let report = tn(dir.path(), &["assess", "report", &run]);
+    assert_eq!(report.code, 0, "{report:?}");
+    let cal = dir.join("cal.json").display().to_string();
+    let calibrate = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
+    assert_eq!(calibrate.code, 0, "{calibrate:?}");
+    let copy = dir.write("copy.jsonl", &std::fs::read_to_string(&run).unwrap());
+    let compare = tn(dir.path(), &["assess", "compare", &run, &copy]);
+    assert_eq!(compare.code, 0, "{compare:?}");
+    let json = tn(dir.path(), &["assess", "report", &run, "--json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let summary: Value = serde_json::from_str(&json.stdout).unwrap();
+    let row = |text: &str, key: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in\n{text}"));
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    // One question of each kind: a choice, a noul and a score.
+    for key in ["desk", "refund_requested", "urgency"] {
+        let exact = summary["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["key"] == key)
+            .unwrap()["ece"]
+            .as_f64()
+            .unwrap();
+        let want = format!("{exact:.3}");
+        // report: question kind n failed accuracy "log loss" Brier ECE …
+        assert_eq!(row(&report.stdout, key)[7], want, "report, {key}");
+        // calibrate: … ECE-before after log-loss-before after
+        let cells = row(&calibrate.stdout, key);
+        assert_eq!(cells[cells.len() - 4], want, "calibrate, {key}");
+        // compare: … "ECE A→B" is the last "x → y" of the row.
+        let cells = row(&compare.stdout, key);
+        let arrow = cells.iter().rposition(|c| c == "→").unwrap();
+        assert_eq!(
+            (&cells[arrow - 1], &cells[arrow + 1]),
+            (&want, &want),
+            "compare, {key}"
+        );
+    }
+}

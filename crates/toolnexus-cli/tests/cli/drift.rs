@@ -201,6 +201,68 @@ fn rows_only_in_one_run_and_errors_are_reported_not_compared() {
 }
 
 #[test]
+fn a_gate_with_no_row_compared_exits_5_nothing_to_judge() {
+    let dir = TempDir::new("drift-nothing");
+    let a = run_file(&dir, "a.jsonl", &[("x", 0.9, 0.8), ("y", 0.9, 0.8)]);
+    let mut errors =
+        json!({"format": "toolnexus.assess-run", "version": 1, "questions": questions()})
+            .to_string();
+    errors.push('\n');
+    for id in ["x", "y"] {
+        errors.push_str(
+            &json!({"id": id, "labels": {}, "state_len": 3, "error": {"kind": "timeout", "message": "slow"}})
+                .to_string(),
+        );
+        errors.push('\n');
+    }
+    let b = dir.write("b.jsonl", &errors);
+    for gate in [
+        vec!["--max-flips", "0.05"],
+        vec!["--max-shift", "0.1"],
+        vec!["--max-flips", "0.05", "--max-shift", "0.1"],
+    ] {
+        let mut args = vec!["assess", "drift", &a, &b];
+        args.extend(&gate);
+        let out = tn(dir.path(), &args);
+        assert_eq!(out.code, 5, "{gate:?}: {out:?}");
+        assert!(
+            out.stderr.contains("no row was compared")
+                && out.stderr.contains("2 in B")
+                && out.stderr.contains("nothing to judge")
+                && out.stderr.contains(gate[0]),
+            "{gate:?}: {}",
+            out.stderr
+        );
+    }
+    // Without a gate the report is printed and the emptiness said: exit 0.
+    let out = tn(dir.path(), &["assess", "drift", &a, &b]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("no row was compared"), "{}", out.stderr);
+    // Rows answered on both sides but sharing no question judge nothing either.
+    let spam_desk = dir.write(
+        "a.out.jsonl",
+        &format!("{}\n", json!({"line": 1, "decision": decision(0.9, 0.8)})),
+    );
+    let other = dir.write(
+        "b.out.jsonl",
+        &format!(
+            "{}\n",
+            json!({"line": 1, "decision": {"model": "m", "answers": {"other": {"type": "noul", "noul": 0.5}}}})
+        ),
+    );
+    let out = tn(
+        dir.path(),
+        &["assess", "drift", &spam_desk, &other, "--max-flips", "0.05"],
+    );
+    assert_eq!(out.code, 5, "{out:?}");
+    assert!(
+        out.stderr.contains("no answer was compared"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn bad_input_names_the_file_and_line_and_kinds_must_match() {
     let dir = TempDir::new("drift-bad");
     let (a, _) = two_runs(&dir);

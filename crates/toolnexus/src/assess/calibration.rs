@@ -21,7 +21,7 @@ use super::calibrate::{
 };
 use super::error::{AssessError, AssessErrorKind};
 use super::file::{load_versioned, parse_versioned, save_atomic, to_versioned_json};
-use super::metrics::{ece, log_loss_binary, log_loss_multi, reliability};
+use super::metrics::{EceRows, log_loss_binary, log_loss_multi};
 use super::run::Run;
 use super::summary::{ECE_BINS, argmax, observe};
 use super::text::{columns, f3};
@@ -208,7 +208,7 @@ pub struct QuestionCalibration {
     pub method: String,
     /// The fitted temperature (choice and score).
     pub temperature: Option<f64>,
-    /// ECE of the raw answers (noul: over P(yes); otherwise over the top probability).
+    /// ECE of the raw answers ([`EceRows::ece`], as `assess report` prints it).
     pub ece_before: f64,
     /// Out-of-fold ECE after the map.
     pub ece_after: Option<f64>,
@@ -286,22 +286,14 @@ impl CalibrationReport {
     }
 }
 
-/// ECE of P(yes) against outcomes.
+/// ECE of P(yes) against outcomes ([`EceRows::ece`]).
 fn noul_ece(p: &[f64], y: &[bool]) -> f64 {
-    ece(&reliability(p, y, ECE_BINS))
+    EceRows::from_noul(p, y).ece()
 }
 
-/// ECE of a distribution's top probability against whether its argmax was gold.
+/// ECE of distributions against gold classes ([`EceRows::ece`]).
 fn top_ece(probs: &[Vec<f64>], gold: &[usize]) -> f64 {
-    let (conf, hit): (Vec<f64>, Vec<bool>) = probs
-        .iter()
-        .zip(gold)
-        .map(|(row, &g)| {
-            let top = argmax(row);
-            (row.get(top).copied().unwrap_or(0.0), top == g)
-        })
-        .unzip();
-    ece(&reliability(&conf, &hit, ECE_BINS))
+    EceRows::from_distributions(probs, gold).ece()
 }
 
 /// Fits a map per question of `run` (at least [`MIN_ROWS`] labelled, answered

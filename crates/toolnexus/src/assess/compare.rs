@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::error::{AssessError, AssessErrorKind};
-use super::metrics::{accuracy, ece, log_loss_binary, log_loss_multi, reliability};
+use super::metrics::{EceRows, accuracy, log_loss_binary, log_loss_multi};
 use super::run::Run;
-use super::summary::{ECE_BINS, Observed, gate_observations, observe};
+use super::summary::{Observed, gate_observations, observe};
 use super::text::{columns, f3, opt, pct};
 use super::thresholds::{Pick, Status, Target, ThresholdReport, wilson};
 use crate::classifier::question_hash;
@@ -92,7 +92,7 @@ impl Comparison {
             .iter()
             .map(|q| {
                 let mut note = Vec::new();
-                if q.p_value < ALPHA {
+                if (0.0..ALPHA).contains(&q.p_value) {
                     note.push(format!(
                         "{} is better (p < {ALPHA})",
                         if q.accuracy_b > q.accuracy_a {
@@ -134,21 +134,26 @@ impl Comparison {
     }
 }
 
-/// `P(X ≤ k)` for `X ~ Binomial(n, 1/2)`, summed in log space so that no term
-/// underflows however large `n` is.
+/// `P(X ≤ k)` for `X ~ Binomial(n, 1/2)`. The terms are summed in log space
+/// (so that none underflows however large `n` is) and the sum is returned as a
+/// probability, in [0, 1].
 fn binomial_half_cdf(k: usize, n: usize) -> f64 {
     let ln2n = n as f64 * std::f64::consts::LN_2;
     let mut ln_c = 0.0f64; // ln C(n, 0)
-    let mut terms = Vec::with_capacity(k + 1);
+    let mut terms = Vec::with_capacity(k.min(n) + 1);
     for i in 0..=k.min(n) {
         terms.push(ln_c - ln2n);
         ln_c += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
     }
     let max = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (max + terms.iter().map(|t| (t - max).exp()).sum::<f64>().ln()).min(1.0)
+    let ln_cdf = max + terms.iter().map(|t| (t - max).exp()).sum::<f64>().ln();
+    ln_cdf.exp().clamp(0.0, 1.0)
 }
 
-/// Two-sided exact McNemar p-value for `b` and `c` discordant pairs.
+/// Two-sided exact McNemar p-value for `b` and `c` discordant pairs: the exact
+/// binomial test of `min(b, c)` successes in `b + c` trials at 1/2, that is
+/// `min(1, 2·P(X ≤ min(b, c)))` for `X ~ Binomial(b + c, 1/2)`, and 1 when
+/// there is no discordant pair (SciPy's `binomtest(min(b, c), b + c, 0.5)`).
 pub(crate) fn mcnemar(b: usize, c: usize) -> f64 {
     if b + c == 0 {
         return 1.0;
@@ -156,20 +161,18 @@ pub(crate) fn mcnemar(b: usize, c: usize) -> f64 {
     (2.0 * binomial_half_cdf(b.min(c), b + c)).min(1.0)
 }
 
-/// Log loss and ECE of the observations at `positions`.
+/// Log loss and ECE ([`EceRows::ece`]) of the observations at `positions`.
 fn fit_figures(o: &Observed, positions: &[usize]) -> (f64, f64) {
-    let conf: Vec<f64> = positions.iter().map(|&i| o.conf[i]).collect();
-    let hit: Vec<bool> = positions.iter().map(|&i| o.hit[i]).collect();
     if o.kind == "noul" {
         let p: Vec<f64> = positions.iter().map(|&i| o.p_true[i]).collect();
         let y: Vec<bool> = positions.iter().map(|&i| o.y[i]).collect();
-        (log_loss_binary(&p, &y), ece(&reliability(&p, &y, ECE_BINS)))
+        (log_loss_binary(&p, &y), EceRows::from_noul(&p, &y).ece())
     } else {
         let probs: Vec<Vec<f64>> = positions.iter().map(|&i| o.probs[i].clone()).collect();
         let gold: Vec<usize> = positions.iter().map(|&i| o.gold[i]).collect();
         (
             log_loss_multi(&probs, &gold),
-            ece(&reliability(&conf, &hit, ECE_BINS)),
+            EceRows::from_distributions(&probs, &gold).ece(),
         )
     }
 }
@@ -524,5 +527,45 @@ pub fn check_thresholds(run: &Run, thresholds: &ThresholdReport) -> CheckReport 
         models: run.models(),
         file_models: thresholds.models.clone(),
         cuts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SciPy's exact binomial test for b, c in 0..=40 (scripts/mcnemar-fixture.py).
+    const SCIPY: &str = include_str!("../../tests/fixtures/assess/mcnemar-exact.tsv");
+
+    #[test]
+    fn mcnemar_matches_scipy() {
+        let mut checked = 0;
+        for line in SCIPY.lines().filter(|l| !l.starts_with('#')) {
+            let cells: Vec<&str> = line.split('\t').collect();
+            let (b, c): (usize, usize) = (cells[0].parse().unwrap(), cells[1].parse().unwrap());
+            let want: f64 = cells[2].parse().unwrap();
+            let got = mcnemar(b, c);
+            assert!(
+                (0.0..=1.0).contains(&got) && (got - want).abs() <= 1e-12 * want.max(1e-300),
+                "b = {b}, c = {c}: {got} but SciPy says {want}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 41 * 41);
+    }
+
+    #[test]
+    fn mcnemar_edges() {
+        // No discordant pair, ties, one side empty.
+        assert_eq!(mcnemar(0, 0), 1.0);
+        assert_eq!(mcnemar(22, 23), 1.0);
+        assert_eq!(mcnemar(40, 40), 1.0);
+        assert_eq!(mcnemar(0, 1), 1.0);
+        assert_eq!(mcnemar(0, 5), 0.0625);
+        assert_eq!(mcnemar(5, 0), 0.0625);
+        // Large counts stay probabilities.
+        let p = mcnemar(10_000, 10_400);
+        assert!(p > 0.0 && p < 0.05, "{p}");
+        assert_eq!(mcnemar(50_000, 50_000), 1.0);
     }
 }

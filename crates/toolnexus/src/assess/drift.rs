@@ -211,6 +211,18 @@ impl Drift {
         self.questions.iter().any(|q| !q.breaches.is_empty())
     }
 
+    /// Whether no answer was compared: no paired row that both sides
+    /// answered, or none of those with an answer of the same type on both
+    /// sides. A gate (`max_flips`, `max_shift`) then has nothing to judge.
+    ///
+    /// ```
+    /// use toolnexus::assess::{DriftOptions, drift};
+    /// assert!(drift(&[], &[], &DriftOptions::default()).nothing_compared());
+    /// ```
+    pub fn nothing_compared(&self) -> bool {
+        self.compared == 0 || self.questions.iter().all(|q| q.n == 0)
+    }
+
     /// The drift as a terminal table, then the changes.
     ///
     /// ```

@@ -144,6 +144,194 @@ pub fn ece(bins: &[Bin]) -> f64 {
         .sum()
 }
 
+/// Equal-width bins of every ECE, MCE and reliability table `assess` prints
+/// (the bins of [`EceRows::ece`]).
+///
+/// ```
+/// assert_eq!(toolnexus::assess::metrics::ECE_BINS, 15);
+/// ```
+pub const ECE_BINS: usize = 15;
+
+/// The rows an ECE is computed over, in its one definition, the one
+/// torchmetrics' `BinaryCalibrationError` and `MulticlassCalibrationError`
+/// (`norm="l1"`) use: for each row, the probability being judged and whether
+/// what it is the probability of came true.
+///
+/// - A noul answer: P(yes) against the gold outcome (was the statement true?),
+///   so a model that leans towards "yes" shows even where its "yes" and "no"
+///   answers are equally confident.
+/// - A choice or score answer with a distribution: its **top-label
+///   confidence**, the probability of its most probable class (the first on
+///   ties), against whether that class is the gold one. A row without a
+///   distribution (no positive, finite probability) has no such confidence and
+///   is not counted.
+///
+/// [`EceRows::ece`] is the expected calibration error every `assess` command
+/// prints (`report`, `calibrate`, `compare`, and a student's held-out report
+/// from `distill`): the rows in [`ECE_BINS`] equal-width bins over [0, 1] with
+/// scikit-learn's edges ([`reliability`]: a value on an inner edge goes to the
+/// lower bin), then Σ count/n · |share that came true − mean probability| over
+/// the bins ([`ece`]), each bin weighted by its share of the rows.
+///
+/// ```
+/// use toolnexus::assess::metrics::EceRows;
+/// let noul = EceRows::from_noul(&[0.8, 0.2], &[true, true]);
+/// assert_eq!((noul.confidence(), noul.hit()), (&[0.8, 0.2][..], &[true, true][..]));
+/// assert!((noul.ece() - 0.5).abs() < 1e-12);
+/// let choice = EceRows::from_distributions(&[vec![0.1, 0.7, 0.2], vec![0.0, 0.0, 0.0]], &[1, 0]);
+/// assert_eq!((choice.confidence(), choice.hit()), (&[0.7][..], &[true][..]));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EceRows {
+    confidence: Vec<f64>,
+    hit: Vec<bool>,
+}
+
+impl EceRows {
+    /// Adds a noul answer P(yes) = `p_true` whose gold is `y` (a non-finite
+    /// probability is not counted).
+    ///
+    /// ```
+    /// let mut t = toolnexus::assess::metrics::EceRows::default();
+    /// t.push_noul(0.3, false);
+    /// assert_eq!((t.confidence()[0], t.hit()[0]), (0.3, false));
+    /// ```
+    pub fn push_noul(&mut self, p_true: f64, y: bool) {
+        if p_true.is_finite() {
+            self.confidence.push(p_true);
+            self.hit.push(y);
+        }
+    }
+
+    /// Adds a distribution `probs` whose gold class is `gold`: its top-label
+    /// confidence (not counted without a positive, finite probability).
+    ///
+    /// ```
+    /// let mut t = toolnexus::assess::metrics::EceRows::default();
+    /// t.push_distribution(&[0.4, 0.4, 0.2], 1);
+    /// assert_eq!((t.confidence()[0], t.hit()[0]), (0.4, false), "the first on ties");
+    /// t.push_distribution(&[], 0);
+    /// assert_eq!(t.len(), 1);
+    /// ```
+    pub fn push_distribution(&mut self, probs: &[f64], gold: usize) {
+        if probs.iter().any(|p| !p.is_finite()) || !probs.iter().any(|&p| p > 0.0) {
+            return;
+        }
+        let mut top = 0;
+        for (i, &p) in probs.iter().enumerate() {
+            if p > probs[top] {
+                top = i;
+            }
+        }
+        self.confidence.push(probs[top]);
+        self.hit.push(top == gold);
+    }
+
+    /// Noul answers P(yes) against their gold outcomes.
+    ///
+    /// ```
+    /// let t = toolnexus::assess::metrics::EceRows::from_noul(&[0.9, 0.4], &[true, true]);
+    /// assert_eq!(t.confidence(), [0.9, 0.4]);
+    /// ```
+    pub fn from_noul(p_true: &[f64], y: &[bool]) -> EceRows {
+        let mut t = EceRows::default();
+        for (&p, &y) in p_true.iter().zip(y) {
+            t.push_noul(p, y);
+        }
+        t
+    }
+
+    /// Distributions' top labels against their gold classes.
+    ///
+    /// ```
+    /// let t = toolnexus::assess::metrics::EceRows::from_distributions(&[vec![0.2, 0.8]], &[1]);
+    /// assert_eq!((t.confidence(), t.hit()), (&[0.8][..], &[true][..]));
+    /// ```
+    pub fn from_distributions(probs: &[Vec<f64>], gold: &[usize]) -> EceRows {
+        let mut t = EceRows::default();
+        for (row, &g) in probs.iter().zip(gold) {
+            t.push_distribution(row, g);
+        }
+        t
+    }
+
+    /// Each counted row's probability.
+    ///
+    /// ```
+    /// assert!(toolnexus::assess::metrics::EceRows::default().confidence().is_empty());
+    /// ```
+    pub fn confidence(&self) -> &[f64] {
+        &self.confidence
+    }
+
+    /// Whether what each counted row's probability is of came true.
+    ///
+    /// ```
+    /// assert!(toolnexus::assess::metrics::EceRows::default().hit().is_empty());
+    /// ```
+    pub fn hit(&self) -> &[bool] {
+        &self.hit
+    }
+
+    /// Rows counted.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::assess::metrics::EceRows::from_noul(&[0.5], &[false]).len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.confidence.len()
+    }
+
+    /// Whether no row was counted.
+    ///
+    /// ```
+    /// assert!(toolnexus::assess::metrics::EceRows::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.confidence.is_empty()
+    }
+
+    /// The reliability table behind [`EceRows::ece`]: [`ECE_BINS`]
+    /// equal-width bins, every bin listed.
+    ///
+    /// ```
+    /// let t = toolnexus::assess::metrics::EceRows::from_noul(&[0.95], &[true]);
+    /// let bins = t.reliability();
+    /// assert_eq!((bins.len(), bins[14].count), (15, 1));
+    /// ```
+    pub fn reliability(&self) -> Vec<Bin> {
+        reliability(&self.confidence, &self.hit, ECE_BINS)
+    }
+
+    /// The expected calibration error, in its one definition (see
+    /// [`EceRows`]): [`ECE_BINS`] equal-width bins with scikit-learn's edges,
+    /// bins weighted by their count. 0 when no row was counted.
+    ///
+    /// ```
+    /// use toolnexus::assess::metrics::EceRows;
+    /// // Bins [0.8, 0.867): 0.85, 0.85 (one true); [0.933, 1]: 0.95 (true).
+    /// let t = EceRows::from_noul(&[0.85, 0.85, 0.95], &[true, false, true]);
+    /// let want = 2.0 / 3.0 * (0.5f64 - 0.85).abs() + 1.0 / 3.0 * (1.0f64 - 0.95).abs();
+    /// assert!((t.ece() - want).abs() < 1e-12);
+    /// ```
+    pub fn ece(&self) -> f64 {
+        ece(&self.reliability())
+    }
+
+    /// ECE over [`ECE_BINS`] equal-count bins ([`adaptive_reliability`]) of
+    /// the same rows.
+    ///
+    /// ```
+    /// let t = toolnexus::assess::metrics::EceRows::from_noul(&[0.9, 0.9], &[true, false]);
+    /// // Two rows, two bins of one: gaps 0.1 and 0.9; one equal-width bin: 0.4.
+    /// assert!((t.adaptive_ece() - 0.5).abs() < 1e-12);
+    /// assert!((t.ece() - 0.4).abs() < 1e-12);
+    /// ```
+    pub fn adaptive_ece(&self) -> f64 {
+        ece(&adaptive_reliability(&self.confidence, &self.hit, ECE_BINS))
+    }
+}
+
 /// Maximum calibration error over non-empty bins (0 when all are empty).
 ///
 /// ```
@@ -523,4 +711,51 @@ pub fn risk_coverage(confidence: &[f64], hit: &[bool]) -> Vec<CoveragePoint> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ece_by_hand() {
+        // Top labels: 0.5 right (bin 7), 0.55 wrong (bin 8), 0.9 right (bin 13),
+        // 0.95 wrong and 0.98 right (bin 14); the empty distribution is not counted.
+        let probs = [
+            vec![0.5, 0.3, 0.2],
+            vec![0.45, 0.55],
+            vec![0.1, 0.9],
+            vec![0.05, 0.95],
+            vec![0.02, 0.98],
+            vec![0.0, 0.0, 0.0],
+        ];
+        let t = EceRows::from_distributions(&probs, &[0, 0, 1, 0, 1, 0]);
+        assert_eq!(t.len(), 5);
+        let counts: Vec<(usize, usize)> = t
+            .reliability()
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.count > 0)
+            .map(|(i, b)| (i, b.count))
+            .collect();
+        assert_eq!(counts, [(7, 1), (8, 1), (13, 1), (14, 2)]);
+        // (|1 − 0.5| + |0 − 0.55| + |1 − 0.9| + 2 · |0.5 − 0.965|) / 5
+        assert!((t.ece() - 0.416).abs() < 1e-12, "{}", t.ece());
+
+        // Noul: P(yes) against the outcome, each alone in its bin: 0.1 true,
+        // 0.2 false, 0.7 true, 0.75 false, 0.85 true; NaN is not counted.
+        let n = EceRows::from_noul(
+            &[0.1, 0.2, 0.7, 0.75, 0.85, f64::NAN],
+            &[true, false, true, false, true, true],
+        );
+        assert_eq!(n.len(), 5);
+        // (0.9 + 0.2 + 0.3 + 0.75 + 0.15) / 5
+        assert!((n.ece() - 0.46).abs() < 1e-12, "{}", n.ece());
+        // A lean towards "yes": 0.2 and 0.8 both came true (gaps 0.8 and 0.2).
+        // Folded to top labels it would read as confidence 0.8 right half the
+        // time (0.3).
+        let lean = EceRows::from_noul(&[0.2, 0.8], &[true, true]);
+        assert!((lean.ece() - 0.5).abs() < 1e-12, "{}", lean.ece());
+        assert_eq!(EceRows::default().ece(), 0.0);
+    }
 }

@@ -6,18 +6,13 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::examples::Gold;
-use super::metrics::{self, Bin, Confusion, CoveragePoint};
+use super::metrics::{self, Bin, Confusion, CoveragePoint, EceRows};
 use super::run::Run;
 use super::text::{columns, opt, pct};
 use crate::classifier::{DecisionAnswer, Question, near_uniform};
 use crate::judge::{Bands, Verdict};
 
-/// Equal-width bins of the reliability table and ECE.
-///
-/// ```
-/// assert_eq!(toolnexus::assess::ECE_BINS, 15);
-/// ```
-pub const ECE_BINS: usize = 15;
+pub use super::metrics::ECE_BINS;
 
 /// The P(yes) cut-points a noul summary reports precision at.
 ///
@@ -190,9 +185,10 @@ pub struct QuestionSummary {
     pub log_loss: f64,
     /// Brier score.
     pub brier: f64,
-    /// ECE over [`ECE_BINS`] equal-width bins (noul: of P(yes); else of confidence).
+    /// ECE over [`ECE_BINS`] equal-width bins ([`EceRows::ece`], the one every
+    /// `assess` command prints: noul of P(yes), else of the top probability).
     pub ece: f64,
-    /// ECE over equal-count bins.
+    /// ECE of the same confidences over equal-count bins.
     pub adaptive_ece: f64,
     /// Maximum calibration error.
     pub mce: f64,
@@ -606,8 +602,6 @@ fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) ->
     if o.kind == "noul" {
         s.log_loss = metrics::log_loss_binary(&o.p_true, &o.y);
         s.brier = metrics::brier_binary(&o.p_true, &o.y);
-        s.reliability = metrics::reliability(&o.p_true, &o.y, ECE_BINS);
-        s.adaptive_ece = metrics::ece(&metrics::adaptive_reliability(&o.p_true, &o.y, ECE_BINS));
         s.auroc = metrics::auroc(&o.p_true, &o.y);
         s.precision_at = PRECISION_CUTS
             .iter()
@@ -631,8 +625,6 @@ fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) ->
     } else {
         s.log_loss = metrics::log_loss_multi(&o.probs, &o.gold);
         s.brier = metrics::brier_multi(&o.probs, &o.gold);
-        s.reliability = metrics::reliability(&o.conf, &o.hit, ECE_BINS);
-        s.adaptive_ece = metrics::ece(&metrics::adaptive_reliability(&o.conf, &o.hit, ECE_BINS));
         let confusion = Confusion::new(o.labels.clone(), &o.gold, &o.pred);
         let nu = o.near_uniform.iter().filter(|b| **b).count();
         s.near_uniform_rate = Some(nu as f64 / n as f64);
@@ -663,9 +655,21 @@ fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) ->
         }
         s.confusion = Some(confusion);
     }
-    s.ece = metrics::ece(&s.reliability);
+    let top = ece_rows(o);
+    s.reliability = top.reliability();
+    s.ece = top.ece();
+    s.adaptive_ece = top.adaptive_ece();
     s.mce = metrics::mce(&s.reliability);
     s
+}
+
+/// What one question's ECE is over ([`EceRows`]).
+fn ece_rows(o: &Observed) -> EceRows {
+    if o.kind == "noul" {
+        EceRows::from_noul(&o.p_true, &o.y)
+    } else {
+        EceRows::from_distributions(&o.probs, &o.gold)
+    }
 }
 
 /// Row-level confidences (the minimum over `keys`) and hits (all right) for

@@ -111,6 +111,34 @@ pub async fn run(args: DriftArgs) -> Result<Exit> {
         )));
     }
     print(&report, &a_name, &b_name, paired_by, args.json);
+    if report.nothing_compared() {
+        let why = if report.compared == 0 {
+            format!(
+                "no row was compared: each of the {} paired rows holds an error ({} in A, {} in B)",
+                report.paired, report.errors_a, report.errors_b
+            )
+        } else {
+            format!(
+                "no answer was compared: the {} rows both sides answered share no question answered with the same type on both sides",
+                report.compared
+            )
+        };
+        let gates: Vec<&str> = [
+            args.max_flips.map(|_| "--max-flips"),
+            args.max_shift.map(|_| "--max-shift"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !gates.is_empty() {
+            return Err(exit::no_match(format!(
+                "assess drift: {why}; {} {} nothing to judge",
+                gates.join(" and "),
+                if gates.len() == 1 { "has" } else { "have" }
+            )));
+        }
+        tell!("warning: assess drift: {why}");
+    }
     Ok(if report.breached() {
         Exit::Eval
     } else {
