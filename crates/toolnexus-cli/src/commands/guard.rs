@@ -428,7 +428,7 @@ fn measure(cut: &Cut, a: &DecisionAnswer, q: Option<&Question>) -> (f64, Named) 
         Cut::AnyOf { options, .. } => {
             let p = match a {
                 DecisionAnswer::Choice(c) if c.probabilities.is_empty() => {
-                    if options.iter().any(|o| *o == c.choice) {
+                    if options.contains(&c.choice) {
                         1.0
                     } else {
                         0.0

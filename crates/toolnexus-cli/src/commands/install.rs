@@ -1,17 +1,24 @@
 //! `toolnexus guard install|uninstall` and `toolnexus mcp install|uninstall`:
 //! merge toolnexus into an agent's own configuration file.
 //!
-//! Every change goes the same way ([`apply`]): read the file (a missing one is
-//! empty), refuse one that does not parse (exit 2, naming file, line and
-//! column), edit only toolnexus's own entry, and compare. Nothing to change is
-//! said and nothing is written. `--dry-run` prints the change as a line diff
-//! and writes nothing. Otherwise the old file is copied to a new backup beside
-//! it and the new text replaces it atomically, with its permissions.
+//! Every change goes the same way ([`apply`]): take the file's lock (a
+//! sidecar lock file beside it, so concurrent installs wait for each other),
+//! read the file (a missing one is empty), refuse one that does not parse
+//! (exit 2, naming file, line and column), edit only toolnexus's own entry,
+//! and compare. Nothing to change is said and nothing is written. A read-only
+//! file is refused (exit 4). `--dry-run` prints the change as a line diff and
+//! writes nothing. Otherwise the old text goes to the file's one backup
+//! (`FILE.toolnexus.bak`, replaced by each change) and the new text replaces
+//! the file atomically, with its permissions.
 //!
-//! What is toolnexus's: a hook whose command runs a `toolnexus` binary's
-//! `guard`; an MCP server entry under `--name` whose command is a `toolnexus`
-//! binary. Anything else in the files is kept (JSON key order included; TOML
-//! byte for byte, comments too).
+//! What is toolnexus's: the first hook in a PreToolUse group for every tool
+//! whose command runs a `toolnexus` binary's `guard` (an environment prefix or
+//! flags the user added do not hide it); an MCP server entry under `--name`
+//! whose command is a `toolnexus` binary. Other guard hooks are the user's:
+//! kept, and named by `uninstall` with a non-zero exit. Anything else in the
+//! files is kept (JSON key order included; TOML byte for byte, comments too).
+//! The arguments written are checked first as the guard or the server will
+//! read them.
 
 mod diff;
 mod file;
