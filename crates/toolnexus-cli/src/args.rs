@@ -430,28 +430,37 @@ pub struct CheckPolicyArgs {
 /// Shown after `toolnexus guard|mcp install|uninstall --help`.
 const INSTALL_AFTER_HELP: &str = "\
 Only toolnexus's own entry is added, updated or removed; everything else in
-the file is kept. Before a file is changed, its old text is copied beside it
-as FILE.bak (or the next free FILE.bak.N; an older backup is never
-overwritten); the new text then replaces it atomically, with its permissions.
+the file is kept, other toolnexus guard hooks too (for some tools only, or
+run through a shell construct): uninstall names each it leaves, and why. The
+arguments are checked as the guard or the server will read them (a --policy
+that exists and parses, a known --style). Changes to one file wait for each
+other (a lock file .FILE.toolnexus-lock beside it). Before a file is changed,
+its old text is copied to its one backup, FILE.toolnexus.bak (replaced by
+each change: it holds the text before the latest); the new text then
+replaces the file atomically, with its permissions.
 
 Exit codes:
   0  done, or nothing to do (said so)
   2  unknown agent, bad --guard-args/--mcp-args, a file that does not parse
      (file, line and column named) or a key of the wrong type (named); the
-     file is left as it is
-  4  the file or its backup cannot be written";
+     file is left as it is; or uninstall left toolnexus guard hooks that
+     `guard install` did not write (each named)
+  4  the file or its backup cannot be written, or the file is read-only";
 
 /// `toolnexus guard install|uninstall`.
 ///
 /// Install adds one PreToolUse hook group, `{"matcher": "*", "hooks":
 /// [{"type": "command", "command": "<this binary> guard …", "timeout": 10}]}`,
 /// to Claude Code's settings and keeps everything else in the file; an older
-/// toolnexus guard hook is updated, never duplicated. Uninstall removes only
-/// toolnexus guard hooks. A changed file is first copied beside itself
-/// (`FILE.bak`, or the next free `FILE.bak.N`), then replaced atomically with
-/// its permissions. Exit codes: 0 done or nothing to do; 2 an unknown agent,
-/// a file that does not parse or a key of the wrong type (the file is left as
-/// it is); 4 the file or its backup cannot be written.
+/// toolnexus guard hook for every tool is updated, never duplicated, and other
+/// guard hooks (for some tools only) are left. Uninstall removes only that
+/// hook, recognised with an environment prefix or added flags, and names any
+/// guard hook it left (exit 2). A changed file is first copied to its one
+/// backup (`FILE.toolnexus.bak`), then replaced atomically with its
+/// permissions, under a lock. Exit codes: 0 done or nothing to do; 2 an
+/// unknown agent, bad arguments, a file that does not parse or a key of the
+/// wrong type (the file is left as it is); 4 the file or its backup cannot be
+/// written, or it is read-only.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = INSTALL_AFTER_HELP)]
 pub struct HookInstallArgs {

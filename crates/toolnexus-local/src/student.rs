@@ -864,7 +864,7 @@ impl Student {
     /// use toolnexus::classifier::Questions;
     /// # let s = toolnexus_local::student::Student { embedding_model: "m".into(), teacher_model: "t".into(),
     /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new(), state_text: Default::default() };
-    /// let qs = Questions::from([("spam".to_string(), toolnexus::classifier::NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("spam".to_string(), toolnexus::classifier::NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let e = s.answer(&[0.0], &qs).unwrap_err();
     /// assert!(e.to_string().contains("\"spam\""), "{e}");
     /// ```
@@ -907,7 +907,7 @@ impl Student {
     /// # use std::collections::BTreeMap;
     /// # let s = toolnexus_local::student::Student { embedding_model: "m".into(), teacher_model: "t".into(),
     /// #     threshold: 0.9, target_agreement: 0.98, served_locally: 0.0, local_agreement: None, questions: BTreeMap::new(), state_text: Default::default() };
-    /// let q = toolnexus::classifier::NoulQuestion::default().into();
+    /// let q = toolnexus::classifier::NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into();
     /// assert!(s.head_for("spam", &q).is_err());
     /// ```
     pub fn head_for(&self, key: &str, q: &Question) -> Result<&Head, StudentError> {

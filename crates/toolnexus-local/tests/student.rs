@@ -30,7 +30,14 @@ fn tiny(name: &str) -> (Dir, Embedder) {
 }
 
 fn spam() -> Questions {
-    Questions::from([("spam".to_string(), NoulQuestion::default().into())])
+    Questions::from([(
+        "spam".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )])
 }
 
 /// A student whose `spam` head ignores the state: P(true) = sigmoid(`logit`).
@@ -110,7 +117,14 @@ async fn the_cascade_answers_locally_only_when_sure_on_every_key() {
     );
 
     // A question the student never saw goes to the teacher...
-    let other = Questions::from([("ham".to_string(), NoulQuestion::default().into())]);
+    let other = Questions::from([(
+        "ham".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )]);
     let (c, stats) = cascade(local.clone(), teacher, None);
     assert_eq!(
         c.evaluate(json!("hello"), &other).await.unwrap().model,

@@ -35,7 +35,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), ClassifierError> {
-//! let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+//! let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
 //! let recorded = create_classifier(ClassifierOptions {
 //!     style: ClassifierStyle::Static,
 //!     decisions: vec![RecordedDecision {
@@ -776,7 +776,7 @@ impl FullEvaluator for Caching {
 ///     ..Default::default()
 /// })?;
 /// let judge = caching(slow, Arc::new(MemoryCache::new()));
-/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
 /// let all = futures::future::join_all((0..50).map(|_| judge.evaluate(json!("same"), &qs))).await;
 /// assert!(all.iter().all(|d| d.is_ok()));
 /// assert_eq!(calls.load(Ordering::SeqCst), 1, "50 identical requests, one call");
@@ -816,7 +816,7 @@ pub fn caching(inner: Classifier, cache: Arc<dyn Cache>) -> Classifier {
 ///     ..Default::default()
 /// })?;
 /// let judge = caching_with(moving, Arc::new(MemoryCache::new()), CachingOptions::default());
-/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
 /// let first = judge.evaluate_request(EvalContext::new(), EvalRequest::new(json!("a"), qs.clone())).await?;
 /// let again = judge.evaluate_request(EvalContext::new(), EvalRequest::new(json!("a"), qs.clone())).await?;
 /// assert!(!first.cache_hit && again.cache_hit, "the alias has not moved: a hit");
@@ -907,7 +907,7 @@ impl Cache for NoStore {
 ///     ..Default::default()
 /// })?;
 /// let judge = single_flight(slow);
-/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
 /// let together = futures::future::join_all((0..10).map(|_| judge.evaluate(json!("same"), &qs))).await;
 /// assert!(together.iter().all(|d| d.is_ok()));
 /// assert_eq!(calls.load(Ordering::SeqCst), 1, "ten at once, one call");

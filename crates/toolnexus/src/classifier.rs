@@ -400,7 +400,7 @@ impl EvalRequest {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), ClassifierError> {
-/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
 /// let recorded = create_classifier(ClassifierOptions {
 ///     style: ClassifierStyle::Static,
 ///     decisions: vec![RecordedDecision {
@@ -468,7 +468,7 @@ pub trait Evaluator: Send + Sync + 'static {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), ClassifierError> {
-/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
 /// let recorded = create_classifier(ClassifierOptions {
 ///     style: ClassifierStyle::Static,
 ///     decisions: vec![RecordedDecision {
@@ -736,7 +736,7 @@ impl Classifier {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let inner = create_classifier(ClassifierOptions {
     ///     style: ClassifierStyle::Static,
     ///     decisions: vec![RecordedDecision {
@@ -814,7 +814,7 @@ impl Classifier {
     ///     })),
     ///     ..Default::default()
     /// })?;
-    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let d = judge.evaluate(json!("hello"), &qs).await?;
     /// assert_eq!(d.noul("spam")?.noul, 0.0);
     /// # Ok(())
@@ -857,7 +857,7 @@ impl Classifier {
     ///     })),
     ///     ..Default::default()
     /// })?;
-    /// let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("q".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let ctx = EvalContext::new().with_call_name("example");
     /// let e = judge.evaluate_ctx(ctx, json!(null), &qs).await.unwrap_err();
     /// assert_eq!(e.to_string(), "classifier: answer \"q\": noul 1.5 is outside [0, 1]");
@@ -902,7 +902,7 @@ impl Classifier {
     ///     })),
     ///     ..Default::default()
     /// })?;
-    /// let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("q".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let photo = Asset { format: ImageFormat::Png, data: b"\x89PNG\r\n\x1a\n".to_vec() };
     /// let req = EvalRequest::new(json!("see img-1"), qs.clone())
     ///     .with_assets(Assets::from([("img-1".to_string(), photo)]));
@@ -1083,7 +1083,7 @@ impl Classifier {
     ///     })),
     ///     ..Default::default()
     /// })?;
-    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let ds = judge.evaluate_batch(vec![json!("hi"), json!("spam!")], &qs).await?;
     /// assert_eq!(ds[1].noul("spam")?.noul, 0.99);
     /// # Ok(())
@@ -1107,7 +1107,7 @@ impl Classifier {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// # let judge = create_classifier(ClassifierOptions::default()).unwrap();
-    /// # let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    /// # let qs = Questions::from([("q".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let e = judge.evaluate_batch_ctx(EvalContext::new(), vec![], &qs).await.unwrap_err();
     /// assert_eq!(e.to_string(), "classifier: evaluate_batch needs at least one state");
     /// # }

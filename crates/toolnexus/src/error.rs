@@ -655,6 +655,11 @@ pub(crate) mod msg {
         )
     }
 
+    /// A question whose every text is blank: `needs` says what it needs.
+    pub(crate) fn nothing_to_read(key: &str, needs: &str) -> ClassifierError {
+        question(key, format!("{needs}: there is nothing to read"))
+    }
+
     pub(crate) fn duplicate_question(name: &str) -> ClassifierError {
         c(
             ErrorKind::InvalidQuestion,

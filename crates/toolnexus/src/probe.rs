@@ -276,7 +276,7 @@ impl ProbeOptions {
     /// use toolnexus::classifier::{NoulQuestion, Questions};
     /// use toolnexus::probe::ProbeOptions;
     ///
-    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// // The request, its negation, two repeats.
     /// assert_eq!(ProbeOptions::default().planned_calls(&qs, 10), 10 * 4);
     /// ```

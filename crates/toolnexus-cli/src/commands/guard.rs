@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::{Map, Value, json};
 use tokio::sync::OnceCell;
-use toolnexus::classifier::{Classifier, EvalContext, Question};
+use toolnexus::classifier::{
+    Classifier, Decision, DecisionAnswer, EvalContext, Question, Questions,
+};
 
 use crate::args::{CheckPolicyArgs, GuardArgs, GuardJudgeArgs, GuardTestArgs, StyleArgs};
 use crate::exit::{self, Exit};
@@ -288,7 +290,7 @@ impl Guard {
     }
 
     /// Asks the judge (and, when a server fails, the built-in one here).
-    async fn ask(&self, state: Value) -> Result<(Value, String), String> {
+    async fn ask(&self, state: Value) -> Result<(Decision, String), String> {
         #[cfg(debug_assertions)]
         if std::env::var_os("TOOLNEXUS_GUARD_FAULT").is_some_and(|v| v == "hang") {
             // A judge stuck in blocking work, as a forward pass over a huge
@@ -329,13 +331,16 @@ impl Guard {
     }
 
     /// The verdict of the questions' cuts, each firing cut's figure as text, and
-    /// the answers as figures for the detail.
-    fn read_answers(&self, answers: &Value) -> (Verdict, Vec<(Verdict, String)>, Value) {
+    /// the answers as figures for the detail. The decision holds an answer of
+    /// the right type, with finite numbers, for every question ([`complete`]).
+    fn read_answers(&self, d: &Decision) -> (Verdict, Vec<(Verdict, String)>, Value) {
         let mut verdict = Verdict::Allow;
         let mut figures = Vec::new();
         let mut shown = Map::new();
         for (key, cuts) in &self.policy.cuts {
-            let a = &answers[key];
+            let Some(a) = d.answers.get(key) else {
+                continue;
+            };
             let q = self.policy.questions.get(key);
             for (v, cut) in [(Verdict::Deny, &cuts.deny), (Verdict::Ask, &cuts.ask)] {
                 let Some(cut) = cut else { continue };
@@ -369,12 +374,17 @@ struct Named {
     suffix: String,
 }
 
-/// The probability a cut reads from one wire answer. An answer without the
-/// distribution a cut needs counts its pick as certain.
-fn measure(cut: &Cut, a: &Value, q: Option<&Question>) -> (f64, Named) {
+/// The probability a cut reads from one typed answer. An answer without the
+/// distribution a cut needs counts its pick as certain; a distribution that
+/// leaves mass unaccounted for (options or levels missing from it) counts that
+/// mass toward the cut, so a partial answer can only make the verdict stricter.
+fn measure(cut: &Cut, a: &DecisionAnswer, q: Option<&Question>) -> (f64, Named) {
     match cut {
         Cut::Noul(_) => (
-            a["noul"].as_f64().unwrap_or(0.0),
+            match a {
+                DecisionAnswer::Noul(n) => n.noul,
+                _ => 1.0,
+            },
             Named {
                 label: String::new(),
                 suffix: String::new(),
@@ -389,16 +399,23 @@ fn measure(cut: &Cut, a: &Value, q: Option<&Question>) -> (f64, Named) {
                     .unwrap_or_else(|| at_least.to_string()),
                 _ => at_least.to_string(),
             };
-            let p = match a["probabilities"].as_object() {
-                Some(ps) => ps
-                    .iter()
-                    .filter(|(k, _)| k.parse::<usize>().is_ok_and(|i| i >= *at_least))
-                    .filter_map(|(_, v)| v.as_f64())
-                    .sum(),
-                None => match a["score"].as_f64() {
-                    Some(s) if s >= *at_least as f64 => 1.0,
-                    _ => 0.0,
-                },
+            let p = match a {
+                DecisionAnswer::Score(s) if s.probabilities.is_empty() => {
+                    if s.score >= *at_least as f64 {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                }
+                DecisionAnswer::Score(s) => with_unaccounted(
+                    &s.probabilities,
+                    s.probabilities
+                        .iter()
+                        .filter(|(k, _)| k.trim().parse::<usize>().is_ok_and(|i| i >= *at_least))
+                        .map(|(_, v)| *v)
+                        .sum(),
+                ),
+                _ => 1.0,
             };
             (
                 p,
@@ -409,12 +426,19 @@ fn measure(cut: &Cut, a: &Value, q: Option<&Question>) -> (f64, Named) {
             )
         }
         Cut::AnyOf { options, .. } => {
-            let p = match a["probabilities"].as_object() {
-                Some(ps) => options.iter().filter_map(|o| ps.get(o)?.as_f64()).sum(),
-                None => match a["choice"].as_str() {
-                    Some(c) if options.iter().any(|o| o == c) => 1.0,
-                    _ => 0.0,
-                },
+            let p = match a {
+                DecisionAnswer::Choice(c) if c.probabilities.is_empty() => {
+                    if options.contains(&c.choice) {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                }
+                DecisionAnswer::Choice(c) => with_unaccounted(
+                    &c.probabilities,
+                    options.iter().filter_map(|o| c.probabilities.get(o)).sum(),
+                ),
+                _ => 1.0,
             };
             let list = options.join("|");
             (
@@ -426,6 +450,62 @@ fn measure(cut: &Cut, a: &Value, q: Option<&Question>) -> (f64, Named) {
             )
         }
     }
+}
+
+/// `counted` plus the mass a distribution leaves unaccounted for, at most 1.
+fn with_unaccounted(ps: &std::collections::BTreeMap<String, f64>, counted: f64) -> f64 {
+    let total: f64 = ps.values().sum();
+    (counted + (1.0 - total).max(0.0)).min(1.0)
+}
+
+/// Why a decision cannot be read for these questions, if it cannot: an
+/// unanswered question, an answer of another type, a number that is not
+/// finite. A partial answer is a failure (the policy's `on_error`), never a 0.
+fn complete(d: &Decision, questions: &Questions) -> Result<(), String> {
+    let missing: Vec<&str> = questions
+        .keys()
+        .filter(|k| !d.answers.contains_key(*k))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the judge {} gave no answer to {}",
+            d.model,
+            missing
+                .iter()
+                .map(|k| format!("{k:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for (key, a) in &d.answers {
+        let Some(q) = questions.get(key) else {
+            continue;
+        };
+        if a.answer_type() != q.kind() {
+            return Err(format!(
+                "the judge {} answered {key:?} as a {} question, not {}",
+                d.model,
+                a.answer_type(),
+                q.kind()
+            ));
+        }
+        let finite = match a {
+            DecisionAnswer::Noul(n) => n.noul.is_finite(),
+            DecisionAnswer::Choice(c) => c.probabilities.values().all(|p| p.is_finite()),
+            DecisionAnswer::Score(s) => {
+                s.score.is_finite() && s.probabilities.values().all(|p| p.is_finite())
+            }
+            DecisionAnswer::Box(_) => true,
+        };
+        if !finite {
+            return Err(format!(
+                "the judge {} answered {key:?} with a number that is not finite",
+                d.model
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Builds a judge: a classifier and the call name it evaluates under.
@@ -495,14 +575,15 @@ async fn evaluate(
     call: &str,
     state: Value,
     policy: &Policy,
-) -> Result<(Value, String), String> {
+) -> Result<(Decision, String), String> {
     let ctx = EvalContext::new().with_call_name(call.to_string());
     let d = c
         .evaluate_ctx(ctx, state, &policy.questions)
         .await
         .map_err(|e| e.to_string())?;
-    let v = d.to_value();
-    Ok((v["answers"].clone(), d.model.clone()))
+    complete(&d, &policy.questions)?;
+    let model = d.model.clone();
+    Ok((d, model))
 }
 
 fn policy_error(path: &Path, e: &PolicyError) -> anyhow::Error {
@@ -863,4 +944,54 @@ pub async fn test(args: GuardTestArgs) -> Result<Exit> {
     } else {
         Exit::Success
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision(answers: Value) -> Decision {
+        Decision::from_value(&json!({"model": "m", "answers": answers})).unwrap()
+    }
+
+    #[test]
+    fn a_partial_or_non_finite_decision_is_not_complete() {
+        let policy = Policy::builtin().unwrap();
+        let qs = &policy.questions;
+        let low = json!({
+            "destructive": {"type": "noul", "noul": 0.01},
+            "exfiltration": {"type": "noul", "noul": 0.01},
+            "secrets": {"type": "noul", "noul": 0.01},
+            "outside_project": {"type": "noul", "noul": 0.01},
+            "risk": {"type": "score", "score": 0.0, "confidence": 1.0,
+                     "probabilities": {"0": 1.0}},
+        });
+        assert_eq!(complete(&decision(low.clone()), qs), Ok(()));
+
+        let mut partial = low.clone();
+        partial.as_object_mut().unwrap().shift_remove("secrets");
+        let e = complete(&decision(partial), qs).unwrap_err();
+        assert!(e.contains("no answer to \"secrets\""), "{e}");
+
+        // Numbers JSON cannot carry still reach a typed decision from a
+        // closure or a local model: they are refused here too.
+        let mut d = decision(low.clone());
+        d.answers.insert(
+            "destructive".into(),
+            DecisionAnswer::Noul(toolnexus::classifier::NoulAnswer { noul: f64::NAN }),
+        );
+        let e = complete(&d, qs).unwrap_err();
+        assert!(
+            e.contains("\"destructive\"") && e.contains("not finite"),
+            "{e}"
+        );
+
+        let mut d = decision(low);
+        d.answers.insert(
+            "risk".into(),
+            DecisionAnswer::Noul(toolnexus::classifier::NoulAnswer { noul: 0.0 }),
+        );
+        let e = complete(&d, qs).unwrap_err();
+        assert!(e.contains("\"risk\" as a noul question"), "{e}");
+    }
 }

@@ -1,17 +1,24 @@
 //! `toolnexus guard install|uninstall` and `toolnexus mcp install|uninstall`:
 //! merge toolnexus into an agent's own configuration file.
 //!
-//! Every change goes the same way ([`apply`]): read the file (a missing one is
-//! empty), refuse one that does not parse (exit 2, naming file, line and
-//! column), edit only toolnexus's own entry, and compare. Nothing to change is
-//! said and nothing is written. `--dry-run` prints the change as a line diff
-//! and writes nothing. Otherwise the old file is copied to a new backup beside
-//! it and the new text replaces it atomically, with its permissions.
+//! Every change goes the same way ([`apply`]): take the file's lock (a
+//! sidecar lock file beside it, so concurrent installs wait for each other),
+//! read the file (a missing one is empty), refuse one that does not parse
+//! (exit 2, naming file, line and column), edit only toolnexus's own entry,
+//! and compare. Nothing to change is said and nothing is written. A read-only
+//! file is refused (exit 4). `--dry-run` prints the change as a line diff and
+//! writes nothing. Otherwise the old text goes to the file's one backup
+//! (`FILE.toolnexus.bak`, replaced by each change) and the new text replaces
+//! the file atomically, with its permissions.
 //!
-//! What is toolnexus's: a hook whose command runs a `toolnexus` binary's
-//! `guard`; an MCP server entry under `--name` whose command is a `toolnexus`
-//! binary. Anything else in the files is kept (JSON key order included; TOML
-//! byte for byte, comments too).
+//! What is toolnexus's: the first hook in a PreToolUse group for every tool
+//! whose command runs a `toolnexus` binary's `guard` (an environment prefix or
+//! flags the user added do not hide it); an MCP server entry under `--name`
+//! whose command is a `toolnexus` binary. Other guard hooks are the user's:
+//! kept, and named by `uninstall` with a non-zero exit. Anything else in the
+//! files is kept (JSON key order included; TOML byte for byte, comments too).
+//! The arguments written are checked first as the guard or the server will
+//! read them.
 
 mod diff;
 mod file;
@@ -71,24 +78,26 @@ fn guard(args: HookInstallArgs, install: bool) -> Result<Exit> {
     } else {
         claude_dir()?.join("settings.json")
     };
-    let command = if install {
+    let line = if install {
         let extra = args.guard_args.as_deref().unwrap_or("").trim();
-        split_words(extra).map_err(|e| exit::usage(format!("--guard-args: {e}")))?;
-        let mut command = format!("{} guard", shell_quote(&exe()?));
-        if !extra.is_empty() {
-            command.push(' ');
-            command.push_str(extra);
-        }
-        Some(command)
+        let words = split_words(extra).map_err(|e| exit::usage(format!("--guard-args: {e}")))?;
+        check_guard_args(&words)?;
+        Some(GuardLine {
+            before: Vec::new(),
+            program: shell_quote(&exe()?),
+            flags: Vec::new(),
+            extra: extra.to_string(),
+        })
     } else {
         None
     };
-    apply(&path, args.dry_run, |text, shown| {
+    let mut left = Vec::new();
+    let done = apply(&path, args.dry_run, install, |text, shown| {
         let mut root = parse_json(text, shown)?;
         let before = root.clone();
         let what = "the toolnexus guard hook";
-        let found = guard_edit(&mut root, command.as_deref(), shown)?;
-        Ok(match &command {
+        let found = guard_edit(&mut root, line.as_ref(), shown, &mut left)?;
+        Ok(match &line {
             Some(_) if root == before => Edit::Same(format!(
                 "{what} is already installed in {shown}; nothing changed"
             )),
@@ -102,22 +111,215 @@ fn guard(args: HookInstallArgs, install: bool) -> Result<Exit> {
             None if !found => Edit::Same(format!("{what} is not in {shown}; nothing to remove")),
             None => Edit::To(json_text(&root), format!("removed {what} from {shown}")),
         })
-    })
+    })?;
+    if left.is_empty() {
+        return Ok(done);
+    }
+    let shown =
+        file::read(&path).map_or(path.display().to_string(), |c| c.path.display().to_string());
+    let listed: Vec<String> = left.iter().map(|l| format!("  {l}")).collect();
+    if install {
+        tell!(
+            "note: other toolnexus guard hooks in {shown} were left as they are:\n{}",
+            listed.join("\n")
+        );
+        return Ok(done);
+    }
+    Err(exit::usage(format!(
+        "{shown}: {} toolnexus guard hook{} left in place, as `guard install` did not write {}:\n{}\n\
+         remove {} by hand if you no longer want {}",
+        left.len(),
+        if left.len() == 1 { " is" } else { "s are" },
+        if left.len() == 1 { "it" } else { "them" },
+        listed.join("\n"),
+        if left.len() == 1 { "it" } else { "them" },
+        if left.len() == 1 { "it" } else { "them" },
+    )))
 }
 
-/// Puts `command` (or, with `None`, nothing) where toolnexus guard hooks are in
-/// `hooks.PreToolUse`; returns whether one was there. Installing keeps the
-/// first one that sits in a group matching every tool, and drops the others;
-/// with none there, a new group is added at the end. A group, `PreToolUse` or
-/// `hooks` left empty by a removal goes too.
-fn guard_edit(root: &mut Value, command: Option<&str>, shown: &str) -> Result<bool> {
+/// Checks `--guard-args` as the hook will read them: flags `toolnexus guard`
+/// accepts, and a policy that exists, parses and whose rules build. A
+/// `--policy` the shell expands when the hook runs (`$VAR`, a backquote) is
+/// not checked; a leading `~/` is read from `HOME`.
+fn check_guard_args(words: &[String]) -> Result<()> {
+    use clap::Parser as _;
+    let mut argv = vec!["toolnexus".to_string(), "guard".to_string()];
+    argv.extend(words.iter().cloned());
+    let cli = crate::args::Cli::try_parse_from(&argv)
+        .map_err(|e| exit::usage(format!("--guard-args: {}", clap_first_line(&e))))?;
+    let crate::args::Command::Guard(g) = cli.command else {
+        unreachable!("parsed as `toolnexus guard`")
+    };
+    if g.command.is_some() {
+        return Err(exit::usage(format!(
+            "--guard-args: `{}` is a subcommand; the hook runs `toolnexus guard` on each call and takes only its flags",
+            words
+                .iter()
+                .find(|w| !w.starts_with('-'))
+                .map_or("", String::as_str)
+        )));
+    }
+    let policy = match &g.judge.policy {
+        Some(p) => {
+            let text = p.to_string_lossy();
+            if text.contains('$') || text.contains('`') {
+                tell!(
+                    "note: --guard-args: --policy {text} is expanded by the shell when the hook runs; not checked here"
+                );
+                None
+            } else {
+                let p = match text.strip_prefix("~/") {
+                    Some(rest) => home()?.join(rest),
+                    None => p.clone(),
+                };
+                let loaded = crate::commands::guard::policy::Policy::load(&p).map_err(|e| {
+                    exit::usage(format!("--guard-args: --policy {}: {e}", p.display()))
+                })?;
+                loaded.check_rules().map_err(|e| {
+                    exit::usage(format!("--guard-args: --policy {}: {e}", p.display()))
+                })?;
+                Some(p)
+            }
+        }
+        None => None,
+    };
+    crate::commands::guard::Guard::load(
+        policy.as_deref(),
+        &g.judge.style,
+        g.judge.server.as_deref(),
+    )
+    .map_err(|e| exit::usage(format!("--guard-args: {e:#}")))?;
+    Ok(())
+}
+
+/// A clap error's first line, without its `error: ` prefix.
+fn clap_first_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let line = text.lines().next().unwrap_or("").trim();
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
+}
+
+/// A hook command line read as toolnexus's guard: what comes before the
+/// program (environment assignments, `env`, `exec`), the program as written,
+/// the flags between it and `guard`, and everything after `guard`.
+#[derive(Debug, Clone, PartialEq)]
+struct GuardLine {
+    before: Vec<String>,
+    program: String,
+    flags: Vec<String>,
+    extra: String,
+}
+
+impl GuardLine {
+    /// Reads `command`; `None` when it is not a plain `toolnexus guard` line.
+    fn read(command: &str) -> Option<GuardLine> {
+        let words = split_words(command).ok()?;
+        let mut i = 0;
+        while i < words.len()
+            && (is_assignment(&words[i]) || words[i] == "env" || words[i] == "exec")
+        {
+            i += 1;
+        }
+        let program = words.get(i)?;
+        if !is_toolnexus(program) {
+            return None;
+        }
+        let mut j = i + 1;
+        while words.get(j).is_some_and(|w| w.starts_with('-')) {
+            j += 1;
+        }
+        if words.get(j).map(String::as_str) != Some("guard") {
+            return None;
+        }
+        let sub = ["install", "uninstall", "test", "check-policy", "help"];
+        if words.get(j + 1).is_some_and(|w| sub.contains(&w.as_str())) {
+            return None;
+        }
+        Some(GuardLine {
+            before: words[..i].to_vec(),
+            program: shell_quote(program),
+            flags: words[i + 1..j].to_vec(),
+            extra: words[j + 1..]
+                .iter()
+                .map(|w| shell_quote(w))
+                .collect::<Vec<_>>()
+                .join(" "),
+        })
+    }
+
+    /// The command line, with `self`'s program and arguments and what the
+    /// user put around them in `old` (assignments before it, flags before `guard`).
+    fn written(&self, old: Option<&GuardLine>) -> String {
+        let mut words: Vec<String> = Vec::new();
+        if let Some(old) = old {
+            words.extend(old.before.iter().map(|w| shell_quote_assignment(w)));
+        }
+        words.push(self.program.clone());
+        if let Some(old) = old {
+            words.extend(old.flags.iter().map(|w| shell_quote(w)));
+        }
+        words.push("guard".into());
+        if !self.extra.is_empty() {
+            words.push(self.extra.clone());
+        }
+        words.join(" ")
+    }
+}
+
+/// `NAME=value`, a shell's environment assignment.
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// An assignment with its value quoted (the name must stay bare for the shell).
+fn shell_quote_assignment(word: &str) -> String {
+    match word.split_once('=') {
+        Some((name, value)) if is_assignment(word) => format!("{name}={}", shell_quote(value)),
+        _ => shell_quote(word),
+    }
+}
+
+/// Whether a PreToolUse group's matcher takes every tool.
+fn matches_every_tool(group: &Value) -> bool {
+    match group.get("matcher") {
+        None | Some(Value::Null) => true,
+        Some(Value::String(m)) => m.is_empty() || m == MATCH_EVERY_TOOL,
+        _ => false,
+    }
+}
+
+/// Installs `line` as toolnexus's own guard hook (or, with `None`, removes
+/// it) in `hooks.PreToolUse`; returns whether it was there.
+///
+/// Toolnexus's own hook is the first guard hook ([`GuardLine::read`]: edited
+/// with an environment prefix or added flags, it is still recognised) in a
+/// group matching every tool, the only kind `guard install` writes. Install
+/// updates its program and arguments in place, keeping the user's prefix and
+/// its other fields, or adds a new group at the end. Uninstall removes it, and
+/// a group, `PreToolUse` or `hooks` left empty. Every other hook that runs
+/// toolnexus's guard — for some tools only, a second one for every tool, or a
+/// command line too complex to read — is the user's: it is left as it is and
+/// described in `left`, with where it is and why.
+fn guard_edit(
+    root: &mut Value,
+    line: Option<&GuardLine>,
+    shown: &str,
+    left: &mut Vec<String>,
+) -> Result<bool> {
     let top = top_object(root, shown)?;
-    if command.is_none() && !top.contains_key("hooks") {
+    if line.is_none() && !top.contains_key("hooks") {
         return Ok(false);
     }
     let hooks = top.entry("hooks").or_insert_with(|| json!({}));
     let hooks = object_at(hooks, shown, "hooks")?;
-    if command.is_none() && !hooks.contains_key("PreToolUse") {
+    if line.is_none() && !hooks.contains_key("PreToolUse") {
         return Ok(false);
     }
     let pre = hooks.entry("PreToolUse").or_insert_with(|| json!([]));
@@ -127,85 +329,92 @@ fn guard_edit(root: &mut Value, command: Option<&str>, shown: &str) -> Result<bo
             "{shown}: `hooks.PreToolUse` is {kind}, not an array; the file is left as it is"
         ))
     })?;
-    // The entry kept on install: the first of ours in a match-every-tool group.
-    let keep = command.and_then(|_| {
-        groups.iter().enumerate().find_map(|(g, group)| {
-            let matches_all = match group.get("matcher") {
-                None | Some(Value::Null) => true,
-                Some(Value::String(m)) => m.is_empty() || m == MATCH_EVERY_TOOL,
-                _ => false,
-            };
-            let entries = group.get("hooks")?.as_array()?;
-            let h = entries.iter().position(is_guard_hook)?;
-            matches_all.then_some((g, h))
-        })
-    });
-    let mut found = keep.is_some();
-    let mut emptied = vec![false; groups.len()];
-    for (g, group) in groups.iter_mut().enumerate() {
-        let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+    let mut ours: Option<(usize, usize)> = None;
+    for (g, group) in groups.iter().enumerate() {
+        let Some(entries) = group.get("hooks").and_then(Value::as_array) else {
             continue;
         };
-        let before = entries.len();
-        let mut h = 0;
-        entries.retain(|entry| {
-            let kept = !is_guard_hook(entry) || keep == Some((g, h));
-            h += 1;
-            kept
-        });
-        found |= entries.len() < before;
-        emptied[g] = entries.is_empty() && entries.len() < before;
-    }
-    let mut g = 0;
-    groups.retain(|_| {
-        g += 1;
-        !emptied[g - 1]
-    });
-    match command {
-        Some(command) => {
-            let entry =
-                json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS});
-            match keep {
-                Some((kg, _)) => {
-                    // Its group still holds it, and it is the only one of
-                    // ours left there; groups emptied before it are gone.
-                    let kg = kg - emptied[..kg].iter().filter(|e| **e).count();
-                    let entries = groups[kg]["hooks"].as_array_mut().expect("checked above");
-                    let at = entries.iter().position(is_guard_hook).expect("kept above");
-                    match entries[at].as_object_mut() {
-                        Some(old) => {
-                            old.insert("type".into(), json!("command"));
-                            old.insert("command".into(), json!(command));
-                            old.insert("timeout".into(), json!(HOOK_TIMEOUT_SECS));
-                        }
-                        None => entries[at] = entry,
-                    }
+        let matcher = match group.get("matcher") {
+            Some(Value::String(m)) => format!("matcher {m:?}"),
+            _ => "no matcher".to_string(),
+        };
+        for (h, entry) in entries.iter().enumerate() {
+            let command = entry.get("command").and_then(Value::as_str).unwrap_or("");
+            let at = format!("hooks.PreToolUse[{g}].hooks[{h}] ({matcher})");
+            if GuardLine::read(command).is_some() {
+                if ours.is_none() && matches_every_tool(group) {
+                    ours = Some((g, h));
+                } else if matches_every_tool(group) {
+                    left.push(format!(
+                        "{at}: a second guard hook for every tool; toolnexus's own is the first"
+                    ));
+                } else {
+                    left.push(format!(
+                        "{at}: runs the guard for some tools only; `guard install` writes one for every tool (\"*\")"
+                    ));
                 }
-                None => groups.push(json!({"matcher": MATCH_EVERY_TOOL, "hooks": [entry]})),
+            } else if command.contains("toolnexus") && command.contains("guard") {
+                // Only the program: a command line may carry a secret.
+                let program = command.split_whitespace().next().unwrap_or("");
+                left.push(format!(
+                    "{at}: runs `{program}` …, which mentions toolnexus guard but is not a plain \
+                     `toolnexus guard` command line (a shell construct, a wrapper): it cannot be told apart from yours"
+                ));
             }
         }
-        None => {
-            if found && groups.is_empty() {
+    }
+    match (line, ours) {
+        (Some(line), Some((g, h))) => {
+            let entry = &mut groups[g]["hooks"][h];
+            let old = entry
+                .get("command")
+                .and_then(Value::as_str)
+                .and_then(GuardLine::read);
+            let command = line.written(old.as_ref());
+            match entry.as_object_mut() {
+                Some(o) => {
+                    o.insert("type".into(), json!("command"));
+                    o.insert("command".into(), json!(command));
+                    o.insert("timeout".into(), json!(HOOK_TIMEOUT_SECS));
+                }
+                None => {
+                    *entry =
+                        json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS})
+                }
+            }
+            Ok(true)
+        }
+        (Some(line), None) => {
+            let entry = json!({"type": "command", "command": line.written(None), "timeout": HOOK_TIMEOUT_SECS});
+            groups.push(json!({"matcher": MATCH_EVERY_TOOL, "hooks": [entry]}));
+            Ok(false)
+        }
+        (None, Some((g, h))) => {
+            let entries = groups[g]["hooks"].as_array_mut().expect("read above");
+            entries.remove(h);
+            if entries.is_empty() {
+                groups.remove(g);
+            }
+            if groups.is_empty() {
                 hooks.shift_remove("PreToolUse");
                 if hooks.is_empty() {
                     top.shift_remove("hooks");
                 }
             }
+            Ok(true)
         }
+        (None, None) => Ok(false),
     }
-    Ok(found)
 }
 
-/// Whether a hook entry runs toolnexus's guard: a command whose program is a
-/// `toolnexus` binary and whose first argument is `guard`.
+/// Whether a hook entry runs toolnexus's guard ([`GuardLine::read`]).
+#[cfg(test)]
 fn is_guard_hook(entry: &Value) -> bool {
-    let Some(command) = entry.get("command").and_then(Value::as_str) else {
-        return false;
-    };
-    match split_words(command) {
-        Ok(words) => words.len() >= 2 && is_toolnexus(&words[0]) && words[1] == "guard",
-        Err(_) => false,
-    }
+    entry
+        .get("command")
+        .and_then(Value::as_str)
+        .and_then(GuardLine::read)
+        .is_some()
 }
 
 // ---------------------------------------------------------------------------
@@ -221,6 +430,9 @@ fn mcp(args: McpInstallArgs, install: bool) -> Result<Exit> {
     }
     let words = split_words(args.mcp_args.as_deref().unwrap_or(""))
         .map_err(|e| exit::usage(format!("--mcp-args: {e}")))?;
+    if install {
+        check_mcp_args(&words)?;
+    }
     let exe = exe()?;
     let mut server_args = vec!["mcp".to_string()];
     server_args.extend(words);
@@ -233,7 +445,7 @@ fn mcp(args: McpInstallArgs, install: bool) -> Result<Exit> {
     match agent {
         "codex" => {
             let path = codex_dir()?.join("config.toml");
-            apply(&path, args.dry_run, |text, shown| {
+            apply(&path, args.dry_run, install, |text, shown| {
                 mcp_toml(text, shown, &server)
             })
         }
@@ -243,11 +455,51 @@ fn mcp(args: McpInstallArgs, install: bool) -> Result<Exit> {
             } else {
                 (home()?.join(".cursor").join("mcp.json"), false)
             };
-            apply(&path, args.dry_run, |text, shown| {
+            apply(&path, args.dry_run, install, |text, shown| {
                 mcp_json(text, shown, &server, claude)
             })
         }
     }
+}
+
+/// Checks `--mcp-args` as `toolnexus mcp` will read them when the agent starts
+/// it: flags it accepts with values it takes (an unknown `--style` is an
+/// error here, not in the agent's log), and the files it reads before serving
+/// (a thresholds file, a guard policy, a tape) there and well-formed.
+fn check_mcp_args(words: &[String]) -> Result<()> {
+    use clap::Parser as _;
+    let mut argv = vec!["toolnexus".to_string(), "mcp".to_string()];
+    argv.extend(words.iter().cloned());
+    let cli = crate::args::Cli::try_parse_from(&argv)
+        .map_err(|e| exit::usage(format!("--mcp-args: {}", clap_first_line(&e))))?;
+    let crate::args::Command::Mcp(m) = cli.command else {
+        unreachable!("parsed as `toolnexus mcp`")
+    };
+    if m.command.is_some() {
+        return Err(exit::usage(
+            "--mcp-args: a subcommand is not a server argument; the agent runs `toolnexus mcp` with its flags",
+        ));
+    }
+    let at = |e: anyhow::Error| exit::usage(format!("--mcp-args: {e:#}"));
+    if let Some(p) = &m.thresholds {
+        input::read_thresholds(p, None).map_err(at)?;
+    }
+    if let Some(p) = &m.policy {
+        let loaded = crate::commands::guard::policy::Policy::load(p)
+            .map_err(|e| exit::usage(format!("--mcp-args: --policy {}: {e}", p.display())))?;
+        loaded
+            .check_rules()
+            .map_err(|e| exit::usage(format!("--mcp-args: --policy {}: {e}", p.display())))?;
+    }
+    if let Some(p) = &m.style.tape
+        && !p.is_file()
+    {
+        return Err(exit::usage(format!(
+            "--mcp-args: --tape {}: no such file",
+            p.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The MCP server entry to write or remove.
@@ -480,14 +732,36 @@ enum Edit {
 
 /// Reads the file at `path`, lets `edit` decide its new text (`edit` gets the
 /// text, `None` for a missing file, and the file's name as shown), and then
-/// says so, prints the diff (`dry_run`), or writes a backup and the new file.
+/// says so, prints the diff (`dry_run`), or writes the backup and the new file.
+///
+/// Outside a dry run the whole read, edit and write happens under the file's
+/// lock ([`file::lock`]): concurrent installs wait for each other instead of
+/// each writing its own edit of the same old text. `create`: the change may
+/// create the file (and its directory). A read-only file is refused.
 fn apply(
     path: &Path,
     dry_run: bool,
+    create: bool,
     edit: impl FnOnce(Option<&str>, &str) -> Result<Edit>,
 ) -> Result<Exit> {
-    let config = file::read(path)?;
-    let shown = config.path.display().to_string();
+    let first = file::read(path)?;
+    let shown = first.path.display().to_string();
+    let lock = if dry_run {
+        None
+    } else {
+        file::lock(&first.path, create).map_err(|e| {
+            exit::io(format!(
+                "cannot write {shown}: its lock file cannot be made or taken beside it: {e}; \
+                 the file is left as it is"
+            ))
+        })?
+    };
+    // Read again under the lock: another process may have changed it.
+    let config = if lock.is_some() {
+        file::read(&first.path)?
+    } else {
+        first
+    };
     let (new, done) = match edit(config.text.as_deref(), &shown)? {
         Edit::Same(said) => {
             say!("{said}");
@@ -495,6 +769,11 @@ fn apply(
         }
         Edit::To(new, done) => (new, done),
     };
+    if let Some(why) = file::refuse_read_only(&config) {
+        return Err(exit::io(format!(
+            "{shown}: {why}; the file is left as it is (make it writable to change it)"
+        )));
+    }
     let old = config.text.as_deref().unwrap_or("");
     if dry_run {
         put!("{}", diff::unified(&shown, old, &new));
@@ -504,7 +783,8 @@ fn apply(
     let backup = match &config.text {
         Some(old) => Some(file::backup(&config, old).map_err(|e| {
             exit::io(format!(
-                "cannot write a backup of {shown} beside it: {e}; the file is left as it is"
+                "cannot write the backup of {shown} ({}): {e}; the file is left as it is",
+                file::backup_path(&config).display()
             ))
         })?),
         None => None,
@@ -514,6 +794,7 @@ fn apply(
             "cannot write {shown}: {e}; the file is left as it is"
         ))
     })?;
+    drop(lock);
     match backup {
         Some(b) => say!("{done} (backup: {})", b.display()),
         None => say!("{done} (new file)"),

@@ -76,9 +76,9 @@ fn serve_forwards_as_sent_and_answers_as_the_upstream_did() {
         dir.path(),
         &["--style", "systemone", "--base-url", &upstream.base_url],
     );
-    // Not in sorted order anywhere; a noul with no criteria and no
-    // instructions; a structured score level; an `x_` field.
-    let req = r##"{"state":{"zeta":"my card was charged twice","alpha":{"order":"#4471"}},"questions":{"tone":{"type":"choice","instructions":"What is the tone?","criteria":{"neutral":null,"angry":"upset, blaming","calm":"polite"}},"refund":{"type":"noul"},"urgency":{"type":"score","instructions":"How urgent?","criteria":["can wait",{"level":"today","why":"money"}]}},"model":"jev-1.13","x_trace":"t-1"}"##;
+    // Not in sorted order anywhere; a noul with no criteria; a structured
+    // score level; an `x_` field.
+    let req = r##"{"state":{"zeta":"my card was charged twice","alpha":{"order":"#4471"}},"questions":{"tone":{"type":"choice","instructions":"What is the tone?","criteria":{"neutral":null,"angry":"upset, blaming","calm":"polite"}},"refund":{"type":"noul","instructions":"Refund?"},"urgency":{"type":"score","instructions":"How urgent?","criteria":["can wait",{"level":"today","why":"money"}]}},"model":"jev-1.13","x_trace":"t-1"}"##;
     let path = upstream.base_url.trim_end_matches("/v1").to_string();
     let upstream_addr = path.trim_start_matches("http://").to_string();
     let direct = request(&upstream_addr, "POST", "/v1/systemone", &[], req.as_bytes());
@@ -103,7 +103,7 @@ fn serve_forwards_as_sent_and_answers_as_the_upstream_did() {
     );
     assert_eq!(
         keys(&b["questions"]["refund"]),
-        ["type"],
+        ["type", "instructions"],
         "absent stays absent"
     );
     assert_eq!(a.to_string(), b.to_string());

@@ -569,3 +569,91 @@ fn help_says_how_failures_are_answered() {
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("on_error"), "{}", out.stdout);
 }
+
+/// An upstream whose answers are the built-in questions' low-risk answers with
+/// `edit` applied to them.
+fn partial_judge(
+    edit: impl Fn(&mut serde_json::Map<String, Value>) + Send + Sync + 'static,
+) -> Upstream {
+    Upstream::start(move |_| {
+        let mut answers = json!({
+            "destructive": {"type": "noul", "noul": 0.01},
+            "exfiltration": {"type": "noul", "noul": 0.01},
+            "secrets": {"type": "noul", "noul": 0.01},
+            "outside_project": {"type": "noul", "noul": 0.01},
+            "risk": {"type": "score", "score": 0.0, "confidence": 1.0, "probabilities": {
+                "0": 1.0, "1": 0.0, "2": 0.0, "3": 0.0, "4": 0.0}},
+        });
+        edit(answers.as_object_mut().unwrap());
+        let body = format!(r#"{{"model": "jev-partial", "answers": {answers}}}"#);
+        // A raw body, so that a number JSON cannot hold (1e999) reaches the wire.
+        let body = body.replace("\"__overflow__\"", "1e999");
+        (200, vec![], body)
+    })
+}
+
+#[test]
+fn a_partial_or_non_finite_answer_is_on_error_never_allow() {
+    let dir = TempDir::new("guard-partial");
+    let input = hook("Bash", json!({"command": "ls"}));
+    let deny = dir.write(
+        "deny.json",
+        r#"{"toolnexus": "guard-policy", "version": 1, "on_error": "deny"}"#,
+    );
+    type Edit = Box<dyn Fn(&mut serde_json::Map<String, Value>) + Send + Sync>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "a question left unanswered",
+            Box::new(|a| {
+                a.shift_remove("secrets");
+            }),
+            "no answer to \"secrets\"",
+        ),
+        (
+            "every question left unanswered",
+            Box::new(|a| a.clear()),
+            "no answer to",
+        ),
+        (
+            "a noul that is not finite",
+            Box::new(|a| {
+                a.insert(
+                    "destructive".into(),
+                    json!({"type": "noul", "noul": "__overflow__"}),
+                );
+            }),
+            "number out of range",
+        ),
+        (
+            "a score probability that is not finite",
+            Box::new(|a| {
+                a["risk"]["probabilities"]["3"] = json!("__overflow__");
+            }),
+            "number out of range",
+        ),
+    ];
+    for (what, edit, says) in cases {
+        let up = partial_judge(edit);
+        for (policy, want) in [(None, "ask"), (Some(deny.as_str()), "deny")] {
+            let mut args = vec!["--server", up.base_url.as_str()];
+            if let Some(p) = policy {
+                args.extend(["--policy", p]);
+            }
+            let out = guard(&dir, &args, &input, &[]);
+            let (decision, reason) =
+                answer(&out).unwrap_or_else(|| panic!("{what}: allowed in silence: {out:?}"));
+            assert_eq!(decision, want, "{what}: {reason}");
+            assert!(reason.contains(says), "{what}: {reason}");
+            assert!(reason.contains("could not be judged"), "{what}: {reason}");
+        }
+    }
+
+    // A distribution that leaves mass unaccounted for counts it toward the cut.
+    let up = partial_judge(|a| {
+        a["risk"]["probabilities"] = json!({"0": 0.2});
+    });
+    let out = guard(&dir, &["--server", &up.base_url], &input, &[]);
+    let (decision, reason) = answer(&out).expect("an ask is printed");
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("risk P(≥ high) 0.80 ≥ 0.70"), "{reason}");
+}

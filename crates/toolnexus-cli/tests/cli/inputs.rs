@@ -12,7 +12,10 @@ fn input_errors_name_the_real_problem() {
         "q.json",
         r#"{"spam": {"type": "noul", "instructions": "Is this spam?"}}"#,
     );
-    dir.write("bom.json", "\u{feff}{\"spam\": {\"type\": \"noul\"}}");
+    dir.write(
+        "bom.json",
+        "\u{feff}{\"spam\": {\"type\": \"noul\", \"instructions\": \"Spam?\"}}",
+    );
     std::fs::create_dir(dir.join("qdir")).unwrap();
     dir.write(
         "twice.json",

@@ -123,7 +123,7 @@ fn guard_install_creates_a_missing_file_and_directory() {
     assert!(out.stdout.contains("(new file)"), "{}", out.stdout);
     let want = json!({"hooks": {"PreToolUse": [our_group(&format!("{} guard", exe()))]}});
     assert_eq!(h.read(SETTINGS), pretty(&want));
-    assert!(!h.exists(".claude/settings.json.bak"));
+    assert!(!h.exists(".claude/settings.json.toolnexus.bak"));
 }
 
 #[test]
@@ -131,27 +131,29 @@ fn guard_install_keeps_every_other_setting_and_hook_in_order() {
     let h = Home::new("guard-busy");
     let original = serde_json::to_string_pretty(&busy_settings()).unwrap();
     h.write(SETTINGS, &original);
+    // The policy is checked where the hook's shell will find it (`~` is HOME).
+    h.write("p.json", r#"{"toolnexus": "guard-policy", "version": 1}"#);
     let out = h.tn(&[
         "guard",
         "install",
         "claude-code",
         "--user",
         "--guard-args",
-        "--policy /etc/p.json",
+        "--policy ~/p.json",
     ]);
     ok(&out);
     let mut want = busy_settings();
     want["hooks"]["PreToolUse"]
         .as_array_mut()
         .unwrap()
-        .push(our_group(&format!("{} guard --policy /etc/p.json", exe())));
+        .push(our_group(&format!("{} guard --policy ~/p.json", exe())));
     // Exact text: key order kept, two-space indent, trailing newline.
     assert_eq!(h.read(SETTINGS), pretty(&want));
-    assert_eq!(h.read(".claude/settings.json.bak"), original);
+    assert_eq!(h.read(".claude/settings.json.toolnexus.bak"), original);
     assert!(
         out.stdout.contains(&format!(
             "backup: {}",
-            h.path(".claude/settings.json.bak").display()
+            h.path(".claude/settings.json.toolnexus.bak").display()
         )),
         "{}",
         out.stdout
@@ -175,35 +177,271 @@ fn guard_install_twice_changes_nothing_the_second_time() {
         2,
         "{first}"
     );
-    assert!(!h.exists(".claude/settings.json.bak.1"), "no second backup");
+    assert_eq!(
+        h.read(".claude/settings.json.toolnexus.bak"),
+        pretty(&busy_settings()),
+        "nothing changed, so the backup is still the first run's"
+    );
 }
 
-#[test]
-fn an_older_guard_entry_is_replaced_not_duplicated() {
-    let h = Home::new("guard-old");
-    let settings = json!({
+/// A user's settings with toolnexus guard hooks of their own beside the one
+/// `guard install` wrote (`ours`): one for Bash only, one for MCP tools only.
+fn settings_with_the_users_guards(ours: &str) -> Value {
+    json!({
         "hooks": {"PreToolUse": [
             {"matcher": "Bash", "hooks": [
                 {"type": "command", "command": "~/bin/audit.sh"},
-                {"type": "command", "command": "/old/bin/toolnexus guard --server http://127.0.0.1:1"}
+                {"type": "command", "command": "/opt/bin/toolnexus guard --policy /etc/bash-policy.json"}
             ]},
             {"matcher": "*", "hooks": [
-                {"type": "command", "command": "'/old place/toolnexus' guard", "timeout": 3, "note": "mine"}
+                {"type": "command", "command": ours, "timeout": 3, "note": "mine"}
             ]},
-            {"matcher": "Write", "hooks": [{"type": "command", "command": "toolnexus guard"}]}
+            {"matcher": "mcp__.*", "hooks": [{"type": "command", "command": "toolnexus guard --policy mcp.json"}]}
         ]}
-    });
-    h.write(SETTINGS, &pretty(&settings));
-    ok(&h.tn(&["guard", "install", "claude-code"]));
-    let want = json!({
-        "hooks": {"PreToolUse": [
-            {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/audit.sh"}]},
-            {"matcher": "*", "hooks": [
-                {"type": "command", "command": format!("{} guard", exe()), "timeout": 10, "note": "mine"}
-            ]}
-        ]}
+    })
+}
+
+#[test]
+fn guard_install_replaces_only_its_own_hook_and_keeps_the_users_others() {
+    let h = Home::new("guard-old");
+    let old = settings_with_the_users_guards(
+        "TOOLNEXUS_MODEL_DIR='/my models' '/old place/toolnexus' -q guard --server http://127.0.0.1:1",
+    );
+    h.write(SETTINGS, &pretty(&old));
+    let out = h.tn(&["guard", "install", "claude-code"]);
+    ok(&out);
+    // Ours is updated in place: program and arguments new, the user's
+    // environment prefix, flag and note kept; the others untouched.
+    let mut want = old.clone();
+    want["hooks"]["PreToolUse"][1]["hooks"][0] = json!({
+        "type": "command",
+        "command": format!("TOOLNEXUS_MODEL_DIR='/my models' {} -q guard", exe()),
+        "timeout": 10,
+        "note": "mine"
     });
     assert_eq!(h.read(SETTINGS), pretty(&want));
+    assert!(
+        out.stderr
+            .contains("hooks.PreToolUse[0].hooks[1] (matcher \"Bash\")"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("hooks.PreToolUse[2].hooks[0]"),
+        "{}",
+        out.stderr
+    );
+
+    // With no hook of ours, a new group is added and the others stay.
+    let h = Home::new("guard-others");
+    let mut old = settings_with_the_users_guards("x");
+    old["hooks"]["PreToolUse"].as_array_mut().unwrap().remove(1);
+    h.write(SETTINGS, &pretty(&old));
+    ok(&h.tn(&["guard", "install", "claude-code"]));
+    let mut want = old.clone();
+    want["hooks"]["PreToolUse"]
+        .as_array_mut()
+        .unwrap()
+        .push(our_group(&format!("{} guard", exe())));
+    assert_eq!(h.read(SETTINGS), pretty(&want));
+}
+
+#[test]
+fn guard_uninstall_removes_an_edited_hook_of_ours_and_names_what_it_leaves() {
+    for ours in [
+        // An environment prefix, an added flag, both.
+        "TOOLNEXUS_MODEL_DIR=/m /usr/local/bin/toolnexus guard",
+        "toolnexus guard --policy /etc/p.json --quiet",
+        "env RUST_LOG=warn exec /x/toolnexus -q guard",
+    ] {
+        let h = Home::new("guard-edited");
+        let old = settings_with_the_users_guards(ours);
+        h.write(SETTINGS, &pretty(&old));
+        let out = h.tn(&["guard", "uninstall", "claude-code"]);
+        assert_eq!(out.code, 2, "{ours}: {out:?}");
+        assert!(
+            out.stdout.contains("removed the toolnexus guard hook"),
+            "{ours}: {}",
+            out.stdout
+        );
+        let mut want = old.clone();
+        want["hooks"]["PreToolUse"]
+            .as_array_mut()
+            .unwrap()
+            .remove(1);
+        assert_eq!(h.read(SETTINGS), pretty(&want), "{ours}");
+        // Why the user's own were left, each by where it is.
+        assert!(
+            out.stderr
+                .contains("2 toolnexus guard hooks are left in place"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains(
+                "hooks.PreToolUse[0].hooks[1] (matcher \"Bash\"): runs the guard for some tools only"
+            ),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains("hooks.PreToolUse[2].hooks[0] (matcher \"mcp__.*\")"),
+            "{}",
+            out.stderr
+        );
+    }
+
+    // A command line that runs the guard through a shell construct is not
+    // taken for ours: left, and said so.
+    let h = Home::new("guard-wrapped");
+    let old = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": "sh -c 'toolnexus guard || true'"}
+    ]}]}});
+    h.write(SETTINGS, &pretty(&old));
+    let out = h.tn(&["guard", "uninstall", "claude-code"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.contains("nothing to remove"), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("1 toolnexus guard hook is left in place"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("runs `sh` …"), "{}", out.stderr);
+    assert_eq!(h.read(SETTINGS), pretty(&old));
+}
+
+#[test]
+fn concurrent_installs_lose_no_update() {
+    let h = Home::new("concurrent");
+    h.write(".claude.json", "{\"numStartups\": 3}\n");
+    let children: Vec<_> = (0..40)
+        .map(|i| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_toolnexus"));
+            c.args(["mcp", "install", "claude-code", "--name", &format!("s{i}")])
+                .current_dir(h.path("project"))
+                .env("HOME", h.dir.path())
+                .env_remove("CLAUDE_CONFIG_DIR")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    for child in children {
+        ok(&crate::support::collect(child));
+    }
+    let v: Value = serde_json::from_str(&h.read(".claude.json")).unwrap();
+    assert_eq!(v["mcpServers"].as_object().unwrap().len(), 40, "{v}");
+    assert_eq!(v["numStartups"], 3);
+}
+
+#[test]
+fn a_read_only_settings_file_is_refused_not_replaced() {
+    let h = Home::new("read-only");
+    let original = "{\"model\": \"opus\"}\n";
+    let file = h.write(SETTINGS, original);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    for args in [
+        &["guard", "install", "claude-code"][..],
+        &["guard", "install", "claude-code", "--dry-run"],
+    ] {
+        let out = h.tn(args);
+        assert_eq!(out.code, 4, "{args:?}: {out:?}");
+        assert!(
+            out.stderr.contains("read-only (mode 0444)"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains(&file.display().to_string()),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(h.read(SETTINGS), original);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o444);
+        assert!(!h.exists(".claude/settings.json.toolnexus.bak"));
+    }
+}
+
+#[test]
+fn install_checks_the_arguments_as_the_guard_and_the_server_read_them() {
+    let h = Home::new("install-args");
+    let bad_policy = h.write(
+        "bad-policy.json",
+        r#"{"toolnexus": "guard-policy", "version": 1, "on_eror": "ask"}"#,
+    );
+    let bad_rule = h.write(
+        "bad-rule.json",
+        r#"{"toolnexus": "guard-policy", "version": 1, "rules": [{"id": "x", "pattern": "(", "verdict": "ask"}]}"#,
+    );
+    let good = h.write(
+        "good.json",
+        r#"{"toolnexus": "guard-policy", "version": 1}"#,
+    );
+    let missing = h.path("missing.json").display().to_string();
+    let guard = |extra: String| -> Vec<String> {
+        vec![
+            "guard".into(),
+            "install".into(),
+            "claude-code".into(),
+            "--guard-args".into(),
+            extra,
+        ]
+    };
+    let mcp = |agent: &str, extra: String| -> Vec<String> {
+        vec![
+            "mcp".into(),
+            "install".into(),
+            agent.into(),
+            "--mcp-args".into(),
+            extra,
+        ]
+    };
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            guard(format!("--policy {missing}")),
+            format!("--guard-args: --policy {missing}"),
+        ),
+        (
+            guard(format!("--policy {}", bad_policy.display())),
+            "on_eror: unknown key".into(),
+        ),
+        (
+            guard(format!("--policy {}", bad_rule.display())),
+            "rules[0] (x).pattern".into(),
+        ),
+        (
+            guard("--polcy x.json".into()),
+            "--guard-args: unexpected argument '--polcy'".into(),
+        ),
+        (
+            mcp("cursor", "--style nope".into()),
+            "--mcp-args: invalid value 'nope' for '--style".into(),
+        ),
+        (
+            mcp("codex", format!("--policy {missing}")),
+            format!("--mcp-args: --policy {missing}"),
+        ),
+        (
+            mcp("claude-code", format!("--thresholds {missing}")),
+            "--mcp-args: --thresholds".into(),
+        ),
+    ];
+    for (args, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = h.tn(&args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.contains(&says), "{args:?}: {}", out.stderr);
+        for written in [".claude", ".cursor", ".codex", ".claude.json"] {
+            assert!(!h.exists(written), "{args:?}: {written} written");
+        }
+    }
+    let args = format!("--policy {}", good.display());
+    ok(&h.tn(&["guard", "install", "claude-code", "--guard-args", &args]));
+    ok(&h.tn(&["mcp", "install", "cursor", "--mcp-args", "--style local"]));
 }
 
 #[test]
@@ -229,7 +467,11 @@ fn guard_uninstall_removes_only_ours_and_says_when_there_is_nothing() {
     ok(&out);
     assert!(out.stdout.contains("nothing to remove"), "{}", out.stdout);
     assert_eq!(h.read(SETTINGS), original);
-    assert!(!h.exists(".claude/settings.json.bak.2"), "nothing written");
+    assert_ne!(
+        h.read(".claude/settings.json.toolnexus.bak"),
+        original,
+        "nothing written: the backup still holds the installed hook"
+    );
 
     // Containers left empty by the removal go; a missing file is nothing to remove.
     let h = Home::new("guard-uninstall-empty");
@@ -261,7 +503,7 @@ fn an_unparseable_file_is_refused_and_left_untouched() {
         );
         assert!(out.stderr.contains("line 3, column"), "{}", out.stderr);
         assert_eq!(h.read(SETTINGS), bad);
-        assert!(!h.exists(".claude/settings.json.bak"));
+        assert!(!h.exists(".claude/settings.json.toolnexus.bak"));
     }
 
     let bad = "[mcp_servers.x]\ncommand = \"npx\"\nargs = [\n";
@@ -341,37 +583,58 @@ fn a_wrong_typed_key_is_refused_naming_it() {
         );
         assert!(out.stderr.contains(rel), "{}", out.stderr);
         assert_eq!(h.read(rel), *body, "untouched");
-        assert!(!h.exists(&format!("{rel}.bak")));
+        assert!(!h.exists(&format!("{rel}.toolnexus.bak")));
     }
 }
 
 #[test]
-fn a_backup_is_written_beside_the_file_and_never_overwritten() {
+fn one_backup_per_file_holds_the_text_before_the_latest_change() {
     let h = Home::new("backups");
     let original = "{\"model\": \"opus\"}\n";
     h.write(SETTINGS, original);
+    // A backup of the user's own under the plain name is never touched.
+    h.write(".claude/settings.json.bak", "mine");
     ok(&h.tn(&["guard", "install", "claude-code"]));
-    let first = h.read(SETTINGS);
-    let out = h.tn(&[
-        "guard",
-        "install",
-        "claude-code",
-        "--guard-args",
-        "--server http://127.0.0.1:8181",
-    ]);
-    ok(&out);
-    assert!(
-        out.stdout.contains("updated the toolnexus guard hook"),
-        "{}",
-        out.stdout
+    assert_eq!(h.read(".claude/settings.json.toolnexus.bak"), original);
+    let mut before = h.read(SETTINGS);
+    for server in [
+        "http://127.0.0.1:8181",
+        "http://127.0.0.1:8282",
+        "http://127.0.0.1:8383",
+    ] {
+        let args = format!("--server {server}");
+        let out = h.tn(&["guard", "install", "claude-code", "--guard-args", &args]);
+        ok(&out);
+        assert!(
+            out.stdout.contains("updated the toolnexus guard hook"),
+            "{}",
+            out.stdout
+        );
+        assert!(
+            out.stdout.contains("settings.json.toolnexus.bak"),
+            "{}",
+            out.stdout
+        );
+        assert_eq!(h.read(".claude/settings.json.toolnexus.bak"), before);
+        before = h.read(SETTINGS);
+        assert!(before.contains(&format!("guard --server {server}")));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(h.path(".claude"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with("-lock"))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "settings.json",
+            "settings.json.bak",
+            "settings.json.toolnexus.bak"
+        ],
+        "four runs, one backup"
     );
-    assert!(out.stdout.contains("settings.json.bak.1"), "{}", out.stdout);
-    assert_eq!(h.read(".claude/settings.json.bak"), original);
-    assert_eq!(h.read(".claude/settings.json.bak.1"), first);
-    assert!(
-        h.read(SETTINGS)
-            .contains("guard --server http://127.0.0.1:8181")
-    );
+    assert_eq!(h.read(".claude/settings.json.bak"), "mine");
 }
 
 #[test]
@@ -408,7 +671,7 @@ fn dry_run_prints_the_diff_and_writes_nothing() {
     assert!(out.stdout.contains("nothing written"), "{}", out.stdout);
     assert_eq!(h.read(SETTINGS), original);
     assert!(
-        !h.exists(".claude/settings.json.bak"),
+        !h.exists(".claude/settings.json.toolnexus.bak"),
         "no backup on a dry run"
     );
 
@@ -457,7 +720,7 @@ fn mcp_install_into_claude_code_keeps_its_state_and_permissions() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&file), 0o600, "the file keeps its permissions");
     assert_eq!(
-        mode(&h.path(".claude.json.bak")),
+        mode(&h.path(".claude.json.toolnexus.bak")),
         0o600,
         "so does its backup"
     );
@@ -559,7 +822,7 @@ model = \"o4-mini\"
         original,
         "everything else byte for byte"
     );
-    assert_eq!(h.read(".codex/config.toml.bak"), original);
+    assert_eq!(h.read(".codex/config.toml.toolnexus.bak"), original);
 
     // Updating keeps our table where it is; uninstalling restores the file.
     ok(&h.tn(&["mcp", "install", "codex"]));
@@ -568,12 +831,15 @@ model = \"o4-mini\"
         text.contains(&format!("command = \"{}\"\nargs = [\"mcp\"]\n", exe())),
         "{text}"
     );
+    let installed = h.read(".codex/config.toml");
     ok(&h.tn(&["mcp", "uninstall", "codex"]));
     assert_eq!(h.read(".codex/config.toml"), original);
-    assert!(
-        h.exists(".codex/config.toml.bak.2"),
-        "three changes, three backups"
+    assert_eq!(
+        h.read(".codex/config.toml.toolnexus.bak"),
+        installed,
+        "three changes, one backup: the text before the latest"
     );
+    assert!(!h.exists(".codex/config.toml.bak"));
 
     // A missing file is created with just our table.
     let h = Home::new("mcp-codex-new");

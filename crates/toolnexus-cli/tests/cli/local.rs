@@ -253,3 +253,67 @@ async fn serve_answers_with_the_local_style() {
     assert!(!got.calibrated);
     assert_eq!(got.answers, want.answers);
 }
+
+#[test]
+fn a_question_with_nothing_to_read_is_refused_by_its_key() {
+    // The local styles answered a noul with empty instructions p = 1.00.
+    let dir = TempDir::new("local-blank");
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    let model = model.display().to_string();
+    for (questions, says) in [
+        (
+            r#"{"spam": {"type": "noul", "instructions": "  "}}"#,
+            r#"question "spam": a noul needs instructions: there is nothing to read"#,
+        ),
+        (
+            r#"{"spam": {"type": "noul"}}"#,
+            r#"question "spam": a noul needs instructions: there is nothing to read"#,
+        ),
+        (
+            r#"{"desk": {"type": "choice", "instructions": "", "criteria": {"a": null, "b": ""}}}"#,
+            r#"question "desk": a choice needs instructions or an option's description: there is nothing to read"#,
+        ),
+        (
+            r#"{"risk": {"type": "score", "instructions": "", "criteria": ["", " "]}}"#,
+            r#"question "risk": a score needs instructions or a level's text: there is nothing to read"#,
+        ),
+    ] {
+        let out = tn(
+            dir.path(),
+            &[
+                "eval",
+                "--style",
+                "local",
+                "--model-dir",
+                &model,
+                "--questions",
+                questions,
+                "--state",
+                r#"{"message": "hello"}"#,
+                "--json",
+            ],
+        );
+        assert_eq!(out.code, 2, "{questions}: {out:?}");
+        assert!(out.stderr.contains(says), "{questions}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{questions}: {}", out.stdout);
+    }
+
+    // A choice read by its options' descriptions needs no instructions.
+    let out = tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "local",
+            "--model-dir",
+            &model,
+            "--questions",
+            r#"{"desk": {"type": "choice", "criteria": {"billing": "money moved", "shipping": "a parcel is late"}}}"#,
+            "--state",
+            r#"{"message": "my parcel is late"}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -229,7 +229,7 @@ pub struct MetricEvent {
 ///
 /// let rec = RecordedDecision {
 ///     state: json!("hello"),
-///     questions: Questions::from([("spam".to_string(), NoulQuestion::default().into())]),
+///     questions: Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]),
 ///     response: br#"{"model":"m","answers":{"spam":{"type":"noul","noul":0.01}}}"#.to_vec(),
 /// };
 /// # let _ = rec;

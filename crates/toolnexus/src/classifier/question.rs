@@ -467,10 +467,19 @@ pub fn questions_from_wire(v: &Value) -> Result<Questions, ClassifierError> {
 }
 
 /// Checks the client-side limits that hold before anything is sent: a non-empty
-/// set, a choice of 1..=255 options, a score of 2..=10 levels. Errors name the key.
+/// set, a choice of 1..=255 options, a score of 2..=10 levels, and something
+/// to read in every question. Errors name the key.
+///
+/// A question has nothing to read when every text that says what it asks is
+/// blank (empty, whitespace, or an empty JSON object or array): a noul's
+/// instructions and its true criterion; a box's instructions; a choice's
+/// instructions and every option's description (an option's id is its name,
+/// not what the question asks); a score's instructions and every level. Such a
+/// question would get a confident answer to nothing, so it is refused in every
+/// style, before anything is sent.
 ///
 /// ```
-/// use toolnexus::classifier::{Questions, ScoreQuestion, validate_questions};
+/// use toolnexus::classifier::{NoulQuestion, Questions, ScoreQuestion, validate_questions};
 ///
 /// let qs = Questions::from([(
 ///     "risk".to_string(),
@@ -478,6 +487,13 @@ pub fn questions_from_wire(v: &Value) -> Result<Questions, ClassifierError> {
 /// )]);
 /// let e = validate_questions(&qs).unwrap_err();
 /// assert_eq!(e.to_string(), "classifier: question \"risk\": a score needs 2..=10 levels, got 1");
+///
+/// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+/// let e = validate_questions(&qs).unwrap_err();
+/// assert_eq!(
+///     e.to_string(),
+///     "classifier: question \"spam\": a noul needs instructions: there is nothing to read"
+/// );
 /// ```
 pub fn validate_questions(questions: &Questions) -> Result<(), ClassifierError> {
     if questions.is_empty() {
@@ -485,13 +501,33 @@ pub fn validate_questions(questions: &Questions) -> Result<(), ClassifierError> 
     }
     for (key, q) in questions {
         match q {
-            Question::Noul(_) | Question::Box(_) => {}
+            Question::Noul(n) => {
+                let criterion = n.criteria.as_ref().is_some_and(|c| !c.when_true.is_blank());
+                if n.instructions.is_blank() && !criterion {
+                    return Err(msg::nothing_to_read(key, "a noul needs instructions"));
+                }
+            }
+            Question::Box(b) => {
+                if b.instructions.is_blank() {
+                    return Err(msg::nothing_to_read(key, "a box needs instructions"));
+                }
+            }
             Question::Choice(c) => {
                 let n = c.criteria.len();
                 if !(1..=MAX_CHOICE_OPTIONS).contains(&n) {
                     return Err(msg::question(
                         key,
                         format!("a choice needs 1..={MAX_CHOICE_OPTIONS} options, got {n}"),
+                    ));
+                }
+                let described = c
+                    .criteria
+                    .values()
+                    .any(|d| d.as_ref().is_some_and(|d| !d.is_blank()));
+                if c.instructions.is_blank() && !described {
+                    return Err(msg::nothing_to_read(
+                        key,
+                        "a choice needs instructions or an option's description",
                     ));
                 }
             }
@@ -503,6 +539,12 @@ pub fn validate_questions(questions: &Questions) -> Result<(), ClassifierError> 
                         format!(
                             "a score needs {MIN_SCORE_LEVELS}..={MAX_SCORE_LEVELS} levels, got {n}"
                         ),
+                    ));
+                }
+                if s.instructions.is_blank() && s.criteria.iter().all(Content::is_blank) {
+                    return Err(msg::nothing_to_read(
+                        key,
+                        "a score needs instructions or a level's text",
                     ));
                 }
             }

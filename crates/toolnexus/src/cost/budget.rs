@@ -56,7 +56,7 @@
 //! })?;
 //! let budget = Budget::new(BudgetOptions { max_usd: Some(0.025), ..Default::default() });
 //! let judge = budgeted(billed, budget.clone(), |_req: &EvalRequest| Spend::tokens(300));
-//! let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+//! let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
 //! for _ in 0..3 {
 //!     judge.evaluate(json!("WIN"), &qs).await?; // $0.01 each: the third takes it to $0.03
 //! }
@@ -729,7 +729,14 @@ mod tests {
     }
 
     fn qs() -> Questions {
-        Questions::from([("spam".to_string(), NoulQuestion::default().into())])
+        Questions::from([(
+            "spam".to_string(),
+            NoulQuestion {
+                instructions: "Is it spam?".into(),
+                criteria: None,
+            }
+            .into(),
+        )])
     }
 
     /// A backend billing `tokens` and `cost` per call after `delay_ms`,

@@ -17,7 +17,14 @@ use toolnexus::classifier::*;
 use crate::support::{Dir, Reply, Server};
 
 fn spam() -> Questions {
-    Questions::from([("spam".to_string(), NoulQuestion::default().into())])
+    Questions::from([(
+        "spam".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )])
 }
 
 fn entry(i: u64) -> Cached {
@@ -403,7 +410,14 @@ async fn a_hit_gives_back_the_extras_the_answer_came_with() {
         Arc::new(MemoryCache::new()),
         Arc::new(SqliteCache::open(dir.join("c.db"), SqliteOptions::default()).unwrap()),
     ];
-    let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    let qs = Questions::from([(
+        "spam".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )]);
     for store in stores {
         let calls = Arc::new(AtomicUsize::new(0));
         let judge = caching(

@@ -518,6 +518,113 @@ async fn limits_are_checked_before_anything_is_sent() {
     assert_eq!(e.kind(), ErrorKind::InvalidQuestion);
 }
 
+/// A question whose every text is blank would be answered with confidence
+/// about nothing (the local styles answered such a noul p = 1.00): it is
+/// refused by its key before the backend is called, whatever the style.
+#[tokio::test]
+async fn a_question_with_nothing_to_read_is_refused_before_anything_is_sent() {
+    let calls = Arc::new(Mutex::new(0usize));
+    let seen = calls.clone();
+    let judge = create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
+            *seen.lock().unwrap() += 1;
+            Box::pin(async {
+                Decision::from_slice(br#"{"model":"m","answers":{}}"#).map_err(|e| e.to_string())
+            })
+        })),
+        ..Default::default()
+    })
+    .unwrap();
+    let blank_json = Content::structured(json!({})).unwrap();
+    let noul = |instructions: Content, criteria: Option<(&str, &str)>| -> Question {
+        NoulQuestion {
+            instructions,
+            criteria: criteria.map(|(t, f)| NoulCriteria {
+                when_true: t.into(),
+                when_false: f.into(),
+            }),
+        }
+        .into()
+    };
+    let refused: Vec<(Question, &str)> = vec![
+        (noul("".into(), None), "a noul needs instructions"),
+        (noul(" \n\t".into(), None), "a noul needs instructions"),
+        (noul(blank_json.clone(), None), "a noul needs instructions"),
+        (
+            noul("".into(), Some(("", "not spam"))),
+            "a noul needs instructions",
+        ),
+        (
+            ChoiceQuestion {
+                instructions: "  ".into(),
+                criteria: [
+                    ("billing".to_string(), None),
+                    ("shipping".to_string(), Some(Content::from(""))),
+                ]
+                .into(),
+            }
+            .into(),
+            "a choice needs instructions or an option's description",
+        ),
+        (
+            ScoreQuestion {
+                instructions: "".into(),
+                criteria: vec!["".into(), " ".into(), blank_json.clone()],
+            }
+            .into(),
+            "a score needs instructions or a level's text",
+        ),
+        (
+            BoxQuestion {
+                instructions: "".into(),
+            }
+            .into(),
+            "a box needs instructions",
+        ),
+    ];
+    for (q, needs) in refused {
+        let qs = Questions::from([("fine".to_string(), desk()), ("k".to_string(), q.clone())]);
+        let e = judge.evaluate(json!("s"), &qs).await.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("classifier: question \"k\": {needs}: there is nothing to read"),
+            "{q:?}"
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidQuestion);
+        assert_eq!(
+            validate_questions(&qs).unwrap_err().to_string(),
+            e.to_string()
+        );
+    }
+    assert_eq!(*calls.lock().unwrap(), 0, "nothing was sent");
+
+    // Something to read anywhere is enough: a true criterion, one option's
+    // description, one level's text, structured instructions.
+    let read: Vec<Question> = vec![
+        noul("".into(), Some(("the customer wants money back", ""))),
+        noul(Content::structured(json!({"ask": "spam?"})).unwrap(), None),
+        ChoiceQuestion {
+            instructions: "".into(),
+            criteria: [
+                ("billing".to_string(), Some(Content::from("money moved"))),
+                ("shipping".to_string(), None),
+            ]
+            .into(),
+        }
+        .into(),
+        ScoreQuestion {
+            instructions: "".into(),
+            criteria: vec!["".into(), "urgent".into()],
+        }
+        .into(),
+    ];
+    for q in read {
+        let qs = Questions::from([("k".to_string(), q.clone())]);
+        assert!(validate_questions(&qs).is_ok(), "{q:?}");
+    }
+}
+
 #[test]
 fn question_wire_form_round_trips_and_absent_is_not_empty() {
     let cases = vec![
@@ -711,7 +818,14 @@ async fn static_hits_on_canonical_equality_and_misses_otherwise() {
     assert_eq!(e.to_string(), miss);
     assert!(e.is_miss());
     let mut other_questions = risk_questions();
-    other_questions.insert("extra".into(), NoulQuestion::default().into());
+    other_questions.insert(
+        "extra".into(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    );
     let e = judge
         .evaluate(
             json!({"cmd": "rm -rf ./build", "cwd": "/repo"}),

@@ -13,7 +13,14 @@ use toolnexus::limit::{Limiter, LimiterOptions};
 use crate::support::{Reply, Server};
 
 fn spam() -> Questions {
-    Questions::from([("spam".to_string(), NoulQuestion::default().into())])
+    Questions::from([(
+        "spam".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )])
 }
 
 fn answer(n: u64) -> String {

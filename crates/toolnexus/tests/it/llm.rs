@@ -773,7 +773,14 @@ async fn logprob_mode_needs_logprobs_in_the_reply() {
         ..options(&server.base_url(), Style::OpenAi, "")
     })
     .unwrap();
-    let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    let qs = Questions::from([(
+        "spam".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )]);
     let e = llm(client).evaluate(json!("hi"), &qs).await.unwrap_err();
     assert_eq!(
         e.to_string(),

@@ -279,7 +279,14 @@ async fn an_unknown_type_under_a_key_nobody_asked_is_dropped_with_a_warning() {
         ..Default::default()
     })
     .unwrap();
-    let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    let qs = Questions::from([(
+        "q".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )]);
     let out = judge
         .evaluate_request(EvalContext::new(), EvalRequest::new(json!("x"), qs.clone()))
         .await
@@ -301,7 +308,14 @@ async fn an_unknown_type_under_a_key_nobody_asked_is_dropped_with_a_warning() {
 
 #[tokio::test]
 async fn static_recordings_drop_unasked_answers_whatever_their_type() {
-    let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    let qs = Questions::from([(
+        "q".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )]);
     let judge = create_classifier(ClassifierOptions {
         style: ClassifierStyle::Static,
         decisions: vec![RecordedDecision {
@@ -354,7 +368,14 @@ async fn styles_that_cannot_honour_a_part_refuse_it_by_name() {
         ..Default::default()
     })
     .unwrap();
-    let qs = Questions::from([("q".to_string(), NoulQuestion::default().into())]);
+    let qs = Questions::from([(
+        "q".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )]);
     let cases = [
         (
             EvalRequest::new(json!(1), qs.clone()).with_model("jev-latest"),
@@ -422,7 +443,13 @@ async fn styles_that_cannot_honour_a_part_refuse_it_by_name() {
 
 #[test]
 fn box_answers_are_checked_against_the_unit_square() {
-    let qs = Questions::from([("b".to_string(), BoxQuestion::default().into())]);
+    let qs = Questions::from([(
+        "b".to_string(),
+        BoxQuestion {
+            instructions: "Where is the dent?".into(),
+        }
+        .into(),
+    )]);
     let cases = [
         (
             r#"{"type":"box","box":{"top":0.1,"bottom":1.2,"left":0,"right":1},"confidence":null}"#,

@@ -13,7 +13,14 @@ use crate::support::{Reply, Server};
 const OK: &str = r#"{"model":"jev-1.13","answers":{"q":{"type":"noul","noul":0.7}}}"#;
 
 fn qs() -> Questions {
-    Questions::from([("q".to_string(), NoulQuestion::default().into())])
+    Questions::from([(
+        "q".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )])
 }
 
 fn options(server: &Server) -> ClassifierOptions {

@@ -19,7 +19,14 @@ use toolnexus::classifier::*;
 use crate::support::{Dir, Reply, Server};
 
 fn spam() -> Questions {
-    Questions::from([("spam".to_string(), NoulQuestion::default().into())])
+    Questions::from([(
+        "spam".to_string(),
+        NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into(),
+    )])
 }
 
 /// An upstream answering as jev-1.13 until `moved` is set, then as jev-1.14

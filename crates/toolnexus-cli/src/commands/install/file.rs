@@ -1,8 +1,9 @@
-//! Reading and replacing an agent's configuration file safely: a backup that
-//! never overwrites an older one, and an atomic replacement (a temporary file
-//! in the same directory, fsync'd, renamed over the file) that keeps the
-//! file's permissions. A crash at any point leaves the old file or the new one,
-//! never a torn one.
+//! Reading and replacing an agent's configuration file safely: a lock that
+//! makes concurrent changes wait for each other, one backup per file (the text
+//! before the latest change), a refusal to replace a read-only file, and an
+//! atomic replacement (a temporary file in the same directory, fsync'd,
+//! renamed over the file) that keeps the file's permissions. A crash at any
+//! point leaves the old file or the new one, never a torn one.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
@@ -84,43 +85,78 @@ fn link_target(link: &Path) -> PathBuf {
     }
 }
 
-/// Copies the file's old text beside it as `<file>.bak`, or `<file>.bak.N`
-/// (the first N free) when that exists: an older backup is never overwritten.
-/// The copy has the file's permissions and is fsync'd before returning.
+/// Where the file's one backup is: `<file>.toolnexus.bak` beside it. A name of
+/// toolnexus's own, so a user's `<file>.bak` is never touched.
+pub fn backup_path(config: &Config) -> PathBuf {
+    let mut name = config.path.as_os_str().to_owned();
+    name.push(".toolnexus.bak");
+    PathBuf::from(name)
+}
+
+/// Writes the file's old text to its one backup ([`backup_path`]), replacing
+/// the backup of an earlier change atomically: the backup always holds the
+/// file as it was before the latest change, and a file has one backup however
+/// many runs change it. The copy has the file's permissions and is fsync'd.
 pub fn backup(config: &Config, old: &str) -> io::Result<PathBuf> {
-    let base = config.path.as_os_str().to_owned();
-    let mode = config.mode.unwrap_or(0o600);
-    for n in 0u32.. {
-        let mut name = base.clone();
-        name.push(if n == 0 {
-            ".bak".to_string()
-        } else {
-            format!(".bak.{n}")
-        });
-        let path = PathBuf::from(name);
-        let mut f = match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode & 0o777)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        };
-        let written = f
-            .write_all(old.as_bytes())
-            .and_then(|()| f.set_permissions(fs::Permissions::from_mode(mode)))
-            .and_then(|()| f.sync_all());
-        if let Err(e) = written {
-            drop(f);
-            let _ = fs::remove_file(&path);
-            return Err(e);
-        }
-        sync_dir(&path);
-        return Ok(path);
+    let path = backup_path(config);
+    let copy = Config {
+        path: path.clone(),
+        text: None,
+        mode: Some(config.mode.unwrap_or(0o600)),
+    };
+    replace(&copy, old)?;
+    Ok(path)
+}
+
+/// Why the file cannot be changed in place, if it cannot: read-only
+/// permission bits (refused even where the directory would let a rename
+/// replace it), or a file this process may not open for writing.
+pub fn refuse_read_only(config: &Config) -> Option<String> {
+    config.text.as_ref()?;
+    let mode = config.mode?;
+    if mode & 0o222 == 0 {
+        return Some(format!("it is read-only (mode {:04o})", mode & 0o7777));
     }
-    unreachable!("u32 backups exhausted")
+    match OpenOptions::new().write(true).open(&config.path) {
+        Ok(_) => None,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            Some("this user may not write it".to_string())
+        }
+        Err(_) => None,
+    }
+}
+
+/// Takes an exclusive advisory lock for changing the file at `path`, held
+/// until the returned handle is dropped: a sidecar lock file
+/// (`.<name>.toolnexus-lock`) beside it, because the file itself is replaced
+/// by a rename and a lock on it would be left on the old copy. Another
+/// toolnexus changing the same file waits. The directory is created when
+/// `create`; without it, a missing directory is no lock (`None`: there is no
+/// file to change).
+pub fn lock(path: &Path, create: bool) -> io::Result<Option<File>> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        if !create {
+            return Ok(None);
+        }
+        fs::create_dir_all(dir)?;
+    }
+    let name = path
+        .file_name()
+        .map_or("config".into(), |n| n.to_string_lossy());
+    let lock = dir.join(format!(".{}.toolnexus-lock", name.trim_start_matches('.')));
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(lock)?;
+    f.lock()?;
+    Ok(Some(f))
 }
 
 /// Replaces the file with `text` atomically, keeping its permissions (a new

@@ -429,7 +429,7 @@ mod tests {
             "c": {"type": "choice", "criteria": 5},
             "d": {"type": "score", "criteria": ["only"]},
             "e": {"type": "noul", "instructions": 5},
-            "f": {"type": "choice", "criteria": {"x": null}},
+            "f": {"type": "choice", "instructions": "Which?", "criteria": {"x": null}},
         }});
         assert_eq!(
             locs(parse(bad, &[])),

@@ -357,7 +357,11 @@ mod tests {
         assert_eq!(s.score, 1.0);
         assert!((s.confidence - 0.25).abs() < 1e-12, "{}", s.confidence);
         assert_eq!(s.levels(), ["l", "m", "h"]);
-        let q: Question = NoulQuestion::default().into();
+        let q: Question = NoulQuestion {
+            instructions: "Is it spam?".into(),
+            criteria: None,
+        }
+        .into();
         let DecisionAnswer::Noul(n) = answer_from(&q, &[0.8, 0.2]) else {
             panic!()
         };
