@@ -645,6 +645,8 @@ pub fn budgeted(
     budget: Budget,
     estimate: impl Fn(&EvalRequest) -> Spend + Send + Sync + 'static,
 ) -> Classifier {
+    // A budget changes no answer: the stack's fingerprint passes on.
+    let beneath = inner.clone();
     Classifier::from_evaluator(
         inner.model().to_string(),
         Budgeted {
@@ -653,6 +655,7 @@ pub fn budgeted(
             estimate: Arc::new(estimate),
         },
     )
+    .layered_over(&beneath)
 }
 
 #[cfg(test)]
