@@ -330,3 +330,107 @@ fn kill_9_while_writing_the_cache_loses_nothing_and_corrupts_nothing() {
         );
     }
 }
+
+/// `batch` over the first `n` demo states on the demo tape, through `cache`,
+/// with `extra` flags: the out file's lines.
+fn demo_batch(dir: &TempDir, name: &str, cache: &str, n: usize, extra: &[&str]) -> Vec<Value> {
+    let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
+    let states: String = labels
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .take(n)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].to_string() + "\n")
+        .collect();
+    let states = dir.write(&format!("{name}.states.jsonl"), &states);
+    let out = dir.join(&format!("{name}.jsonl")).display().to_string();
+    let (tape, questions) = (
+        crate::support::demo("tape.json"),
+        crate::support::demo("questions.json"),
+    );
+    let mut args = vec![
+        "batch",
+        "--style",
+        "tape",
+        "--tape",
+        &tape,
+        "--questions",
+        &questions,
+        "--states",
+        &states,
+        "--out",
+        &out,
+        "--cache",
+        cache,
+        "--no-progress",
+    ];
+    args.extend(extra);
+    let run = tn(dir.path(), &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let mut lines = out_lines(std::path::Path::new(&out));
+    lines.sort_by_key(|l| l["line"].as_u64());
+    assert_eq!(lines.len(), n);
+    lines
+}
+
+#[test]
+fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-calibration");
+    // A calibration of the demo tape, as `assess calibrate` writes it.
+    let run = dir.join("run.jsonl").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "assess",
+            "run",
+            "--style",
+            "tape",
+            "--tape",
+            &crate::support::demo("tape.json"),
+            "--questions",
+            &crate::support::demo("questions.json"),
+            "--examples",
+            &crate::support::demo("labels.jsonl"),
+            "--out",
+            &run,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let cal = dir.join("cal.json").display().to_string();
+    let out = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let cache = dir.join("c.db").display().to_string();
+    let decision = |l: &Value| l["decision"].clone();
+
+    // Calibrated first, then the same batch without --calibration.
+    let calibrated = demo_batch(&dir, "calibrated", &cache, 6, &["--calibration", &cal]);
+    assert!(
+        calibrated.iter().all(|l| decision(l)["calibrated"] == true),
+        "{calibrated:?}"
+    );
+    let plain = demo_batch(&dir, "plain", &cache, 6, &[]);
+    assert!(
+        plain
+            .iter()
+            .all(|l| decision(l)["calibrated"] == false && l["cached"] != true),
+        "the plain run is never served the calibrated answers: {plain:?}"
+    );
+    for (c, p) in calibrated.iter().zip(&plain) {
+        assert_ne!(
+            decision(c)["answers"]["refund_requested"],
+            decision(p)["answers"]["refund_requested"]
+        );
+    }
+    // Each stack is served its own answers from then on.
+    let again = demo_batch(&dir, "calibrated-again", &cache, 6, &["--calibration", &cal]);
+    assert!(again.iter().all(|l| l["cached"] == true), "{again:?}");
+    for (a, c) in again.iter().zip(&calibrated) {
+        assert_eq!(decision(a)["answers"], decision(c)["answers"]);
+    }
+    let plain_again = demo_batch(&dir, "plain-again", &cache, 6, &[]);
+    assert!(
+        plain_again
+            .iter()
+            .all(|l| l["cached"] == true && decision(l)["calibrated"] == false),
+        "{plain_again:?}"
+    );
+}
