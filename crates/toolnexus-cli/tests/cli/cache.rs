@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{TempDir, Upstream, out_lines, spam_questions, tn};
+use crate::support::{TempDir, Upstream, demo_student, out_lines, spam_questions, tn};
 
 fn upstream() -> Upstream {
     Upstream::start(|got| {
@@ -332,8 +332,23 @@ fn kill_9_while_writing_the_cache_loses_nothing_and_corrupts_nothing() {
 }
 
 /// `batch` over the first `n` demo states on the demo tape, through `cache`,
-/// with `extra` flags: the out file's lines.
+/// with `extra` flags: the out file's lines, in input order.
 fn demo_batch(dir: &TempDir, name: &str, cache: &str, n: usize, extra: &[&str]) -> Vec<Value> {
+    let tape = crate::support::demo("tape.json");
+    let mut style = vec!["--style", "tape", "--tape", &tape];
+    style.extend(extra);
+    demo_batch_as(dir, name, cache, n, &style)
+}
+
+/// `batch` over the first `n` demo states with the `style` flags, through
+/// `cache`: the out file's lines, in input order.
+fn demo_batch_as(
+    dir: &TempDir,
+    name: &str,
+    cache: &str,
+    n: usize,
+    style: &[&str],
+) -> Vec<Value> {
     let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
     let states: String = labels
         .lines()
@@ -343,16 +358,10 @@ fn demo_batch(dir: &TempDir, name: &str, cache: &str, n: usize, extra: &[&str]) 
         .collect();
     let states = dir.write(&format!("{name}.states.jsonl"), &states);
     let out = dir.join(&format!("{name}.jsonl")).display().to_string();
-    let (tape, questions) = (
-        crate::support::demo("tape.json"),
-        crate::support::demo("questions.json"),
-    );
-    let mut args = vec![
-        "batch",
-        "--style",
-        "tape",
-        "--tape",
-        &tape,
+    let questions = crate::support::demo("questions.json");
+    let mut args = vec!["batch"];
+    args.extend(style);
+    args.extend([
         "--questions",
         &questions,
         "--states",
@@ -362,8 +371,7 @@ fn demo_batch(dir: &TempDir, name: &str, cache: &str, n: usize, extra: &[&str]) 
         "--cache",
         cache,
         "--no-progress",
-    ];
-    args.extend(extra);
+    ]);
     let run = tn(dir.path(), &args);
     assert_eq!(run.code, 0, "{run:?}");
     let mut lines = out_lines(std::path::Path::new(&out));
@@ -433,4 +441,158 @@ fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other()
             .all(|l| l["cached"] == true && decision(l)["calibrated"] == false),
         "{plain_again:?}"
     );
+}
+
+/// Whether no line of a run was served from the cache.
+fn none_cached(lines: &[Value]) -> bool {
+    lines.iter().all(|l| l["cached"] != true)
+}
+
+/// Whether every line of a run was served from the cache.
+fn all_cached(lines: &[Value]) -> bool {
+    lines.iter().all(|l| l["cached"] == true)
+}
+
+#[test]
+fn two_tapes_and_two_calls_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-tapes");
+    let cache = dir.join("c.db").display().to_string();
+    // The demo tape with every refund answer turned around: same calls, same
+    // states, same model, other answers.
+    let text = std::fs::read_to_string(crate::support::demo("tape.json")).unwrap();
+    let original: Value = serde_json::from_str(&text).unwrap();
+    let mut tape = original.clone();
+    for call in tape["calls"].as_object_mut().unwrap().values_mut() {
+        for e in call.as_array_mut().unwrap() {
+            if let Some(p) = e["decision"]["answers"]["refund_requested"]["noul"].as_f64() {
+                e["decision"]["answers"]["refund_requested"]["noul"] = (1.0 - p).into();
+            }
+        }
+    }
+    let other = dir.write("other.tape.json", &tape.to_string());
+    let first = demo_batch(&dir, "first", &cache, 4, &[]);
+    assert!(none_cached(&first), "{first:?}");
+    let second = demo_batch_as(
+        &dir,
+        "second",
+        &cache,
+        4,
+        &["--style", "tape", "--tape", &other],
+    );
+    assert!(none_cached(&second), "another tape's answers: {second:?}");
+    for (a, b) in first.iter().zip(&second) {
+        assert_ne!(
+            a["decision"]["answers"]["refund_requested"],
+            b["decision"]["answers"]["refund_requested"]
+        );
+    }
+    assert!(all_cached(&demo_batch(&dir, "again", &cache, 4, &[])));
+
+    // One tape holding both under two call names: each --call is its own stack.
+    let (name, calls) = original["calls"].as_object().unwrap().iter().next().unwrap();
+    let mut both = original.clone();
+    both["calls"]["turned"] = tape["calls"][name].clone();
+    assert!(calls.is_array());
+    let both = dir.write("both.tape.json", &both.to_string());
+    let call = |run: &str, call: &str| {
+        demo_batch_as(
+            &dir,
+            run,
+            &cache,
+            4,
+            &["--style", "tape", "--tape", &both, "--call", call],
+        )
+    };
+    assert!(none_cached(&call("call-a", name)));
+    let turned = call("call-b", "turned");
+    assert!(none_cached(&turned), "another call name: {turned:?}");
+    assert!(all_cached(&call("call-a-again", name)));
+}
+
+#[test]
+fn two_model_dirs_two_students_and_two_cascades_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-local");
+    let cache = dir.join("c.db").display().to_string();
+    // Two tiny models, the second with one weight nudged: another weights hash.
+    let a = dir.join("model-a");
+    toolnexus_local::tiny_model_for_tests(&a).unwrap();
+    let b = dir.join("model-b");
+    toolnexus_local::tiny_model_for_tests(&b).unwrap();
+    let weights = b.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let at = bytes.len() - 4;
+    bytes[at] ^= 1;
+    std::fs::write(&weights, bytes).unwrap();
+    let (a, b) = (a.display().to_string(), b.display().to_string());
+
+    let local = |name: &str, model: &str| {
+        demo_batch_as(
+            &dir,
+            name,
+            &cache,
+            4,
+            &["--style", "local", "--model-dir", model],
+        )
+    };
+    assert!(none_cached(&local("local-a", &a)));
+    assert!(
+        none_cached(&local("local-b", &b)),
+        "another model directory is another stack"
+    );
+    assert!(all_cached(&local("local-a-again", &a)));
+
+    // Two students of the same teacher on model A: the second another seed
+    // and another target (so another cascade threshold).
+    let (s1, _) = demo_student(&dir, &a);
+    let s2 = dir.join("student-2.json").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "distill",
+            "--labels",
+            &crate::support::demo("labels.jsonl"),
+            "--questions",
+            &crate::support::demo("questions.json"),
+            "--model-dir",
+            &a,
+            "--seed",
+            "7",
+            "--target-agreement",
+            "0.6",
+            "--out",
+            &s2,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let student = |name: &str, file: &str| {
+        demo_batch_as(
+            &dir,
+            name,
+            &cache,
+            4,
+            &["--style", "student", "--student", file, "--model-dir", &a],
+        )
+    };
+    assert!(none_cached(&student("student-1", &s1)));
+    assert!(
+        none_cached(&student("student-2", &s2)),
+        "another student is another stack"
+    );
+    assert!(all_cached(&student("student-1-again", &s1)));
+
+    let cascade = |name: &str, file: &str| {
+        demo_batch(
+            &dir,
+            name,
+            &cache,
+            4,
+            &["--cascade", "--student", file, "--model-dir", &a],
+        )
+    };
+    assert!(none_cached(&cascade("cascade-1", &s1)));
+    assert!(
+        none_cached(&cascade("cascade-2", &s2)),
+        "a cascade with another student and threshold is another stack"
+    );
+    assert!(all_cached(&cascade("cascade-1-again", &s1)));
 }
