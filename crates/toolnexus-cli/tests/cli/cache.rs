@@ -453,12 +453,9 @@ fn all_cached(lines: &[Value]) -> bool {
     lines.iter().all(|l| l["cached"] == true)
 }
 
-#[test]
-fn two_tapes_and_two_calls_on_one_cache_never_answer_for_each_other() {
-    let dir = TempDir::new("cache-tapes");
-    let cache = dir.join("c.db").display().to_string();
-    // The demo tape with every refund answer turned around: same calls, same
-    // states, same model, other answers.
+/// The demo tape, and the same with every refund answer turned around: same
+/// calls, same states, same model, other answers.
+fn demo_tape_turned() -> (Value, Value) {
     let text = std::fs::read_to_string(crate::support::demo("tape.json")).unwrap();
     let original: Value = serde_json::from_str(&text).unwrap();
     let mut tape = original.clone();
@@ -469,6 +466,14 @@ fn two_tapes_and_two_calls_on_one_cache_never_answer_for_each_other() {
             }
         }
     }
+    (original, tape)
+}
+
+#[test]
+fn two_tapes_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-tapes");
+    let cache = dir.join("c.db").display().to_string();
+    let (_, tape) = demo_tape_turned();
     let other = dir.write("other.tape.json", &tape.to_string());
     let first = demo_batch(&dir, "first", &cache, 4, &[]);
     assert!(none_cached(&first), "{first:?}");
@@ -487,33 +492,11 @@ fn two_tapes_and_two_calls_on_one_cache_never_answer_for_each_other() {
         );
     }
     assert!(all_cached(&demo_batch(&dir, "again", &cache, 4, &[])));
-
-    // One tape holding both under two call names: each --call is its own stack.
-    let (name, calls) = original["calls"].as_object().unwrap().iter().next().unwrap();
-    let mut both = original.clone();
-    both["calls"]["turned"] = tape["calls"][name].clone();
-    assert!(calls.is_array());
-    let both = dir.write("both.tape.json", &both.to_string());
-    let call = |run: &str, call: &str| {
-        demo_batch_as(
-            &dir,
-            run,
-            &cache,
-            4,
-            &["--style", "tape", "--tape", &both, "--call", call],
-        )
-    };
-    assert!(none_cached(&call("call-a", name)));
-    let turned = call("call-b", "turned");
-    assert!(none_cached(&turned), "another call name: {turned:?}");
-    assert!(all_cached(&call("call-a-again", name)));
 }
 
-#[test]
-fn two_model_dirs_two_students_and_two_cascades_on_one_cache_never_answer_for_each_other() {
-    let dir = TempDir::new("cache-local");
-    let cache = dir.join("c.db").display().to_string();
-    // Two tiny models, the second with one weight nudged: another weights hash.
+/// Two tiny models in `dir`, the second with one weight nudged (another
+/// weights hash): their paths.
+fn two_models(dir: &TempDir) -> (String, String) {
     let a = dir.join("model-a");
     toolnexus_local::tiny_model_for_tests(&a).unwrap();
     let b = dir.join("model-b");
@@ -523,8 +506,41 @@ fn two_model_dirs_two_students_and_two_cascades_on_one_cache_never_answer_for_ea
     let at = bytes.len() - 4;
     bytes[at] ^= 1;
     std::fs::write(&weights, bytes).unwrap();
-    let (a, b) = (a.display().to_string(), b.display().to_string());
+    (a.display().to_string(), b.display().to_string())
+}
 
+/// Two students of the demo labels on `model`, the second with another seed
+/// and another target (so another cascade threshold): their paths.
+fn two_students(dir: &TempDir, model: &str) -> (String, String) {
+    let (s1, _) = demo_student(dir, model);
+    let s2 = dir.join("student-2.json").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "distill",
+            "--labels",
+            &crate::support::demo("labels.jsonl"),
+            "--questions",
+            &crate::support::demo("questions.json"),
+            "--model-dir",
+            model,
+            "--seed",
+            "7",
+            "--target-agreement",
+            "0.6",
+            "--out",
+            &s2,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    (s1, s2)
+}
+
+#[test]
+fn two_model_dirs_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-model-dirs");
+    let cache = dir.join("c.db").display().to_string();
+    let (a, b) = two_models(&dir);
     let local = |name: &str, model: &str| {
         demo_batch_as(
             &dir,
@@ -540,30 +556,14 @@ fn two_model_dirs_two_students_and_two_cascades_on_one_cache_never_answer_for_ea
         "another model directory is another stack"
     );
     assert!(all_cached(&local("local-a-again", &a)));
+}
 
-    // Two students of the same teacher on model A: the second another seed
-    // and another target (so another cascade threshold).
-    let (s1, _) = demo_student(&dir, &a);
-    let s2 = dir.join("student-2.json").display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "distill",
-            "--labels",
-            &crate::support::demo("labels.jsonl"),
-            "--questions",
-            &crate::support::demo("questions.json"),
-            "--model-dir",
-            &a,
-            "--seed",
-            "7",
-            "--target-agreement",
-            "0.6",
-            "--out",
-            &s2,
-        ],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+#[test]
+fn two_students_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-students");
+    let cache = dir.join("c.db").display().to_string();
+    let (a, _) = two_models(&dir);
+    let (s1, s2) = two_students(&dir, &a);
     let student = |name: &str, file: &str| {
         demo_batch_as(
             &dir,
@@ -579,7 +579,14 @@ fn two_model_dirs_two_students_and_two_cascades_on_one_cache_never_answer_for_ea
         "another student is another stack"
     );
     assert!(all_cached(&student("student-1-again", &s1)));
+}
 
+#[test]
+fn two_cascades_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-cascades");
+    let cache = dir.join("c.db").display().to_string();
+    let (a, _) = two_models(&dir);
+    let (s1, s2) = two_students(&dir, &a);
     let cascade = |name: &str, file: &str| {
         demo_batch(
             &dir,
@@ -595,4 +602,30 @@ fn two_model_dirs_two_students_and_two_cascades_on_one_cache_never_answer_for_ea
         "a cascade with another student and threshold is another stack"
     );
     assert!(all_cached(&cascade("cascade-1-again", &s1)));
+}
+
+#[test]
+fn two_calls_of_one_tape_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-calls");
+    let cache = dir.join("c.db").display().to_string();
+    // One tape holding the demo's call and its turned copy under another
+    // name: each --call is its own stack.
+    let (original, turned) = demo_tape_turned();
+    let name = original["calls"].as_object().unwrap().keys().next().unwrap();
+    let mut both = original.clone();
+    both["calls"]["turned"] = turned["calls"][name].clone();
+    let both = dir.write("both.tape.json", &both.to_string());
+    let call = |run: &str, call: &str| {
+        demo_batch_as(
+            &dir,
+            run,
+            &cache,
+            4,
+            &["--style", "tape", "--tape", &both, "--call", call],
+        )
+    };
+    assert!(none_cached(&call("call-a", name)));
+    let other = call("call-b", "turned");
+    assert!(none_cached(&other), "another call name: {other:?}");
+    assert!(all_cached(&call("call-a-again", name)));
 }
