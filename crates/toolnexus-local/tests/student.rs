@@ -323,7 +323,11 @@ async fn one_cache_keeps_apart_two_cascade_thresholds_and_two_students() {
         .evaluate(json!("hello"), &spam())
         .await
         .unwrap();
-    assert!(first.model.starts_with("toolnexus-student"), "{}", first.model);
+    assert!(
+        first.model.starts_with("toolnexus-student"),
+        "{}",
+        first.model
+    );
     let e = caching(unsure, store.clone())
         .evaluate_request(EvalContext::new(), EvalRequest::new(json!("hello"), spam()))
         .await

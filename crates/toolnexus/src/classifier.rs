@@ -753,7 +753,9 @@ fn engine_fingerprint(engine: &Engine, options: &ClassifierOptions, model: &str)
                 .with_part("static", Fingerprint::digest(&bytes))
         }
         #[cfg(feature = "http")]
-        Engine::Llm(c) => Fingerprint::new(options.style.as_str()).with_part("llm", c.fingerprint()),
+        Engine::Llm(c) => {
+            Fingerprint::new(options.style.as_str()).with_part("llm", c.fingerprint())
+        }
         _ => Fingerprint::new(options.style.as_str()),
     }
 }

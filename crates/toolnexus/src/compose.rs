@@ -356,7 +356,12 @@ impl Fallback {
         }
         let mut text = String::new();
         for (i, b) in self.backends.iter().enumerate().skip(1) {
-            text.push_str(&format!("[{}] {} model={}; ", i + 1, b.fingerprint(), b.model()));
+            text.push_str(&format!(
+                "[{}] {} model={}; ",
+                i + 1,
+                b.fingerprint(),
+                b.model()
+            ));
         }
         let kinds: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).collect();
         text.push_str(&format!(

@@ -393,11 +393,7 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         };
         let shape = Shape::of(&state, &questions);
         if let Some(c) = &cache {
-            let key = cache_key_for(
-                &stack,
-                &model,
-                &EvalRequest::new(state, questions.clone()),
-            );
+            let key = cache_key_for(&stack, &model, &EvalRequest::new(state, questions.clone()));
             let stored = c
                 .get(&key)
                 .map_err(crate::commands::cache::failed)?

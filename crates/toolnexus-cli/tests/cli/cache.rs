@@ -342,13 +342,7 @@ fn demo_batch(dir: &TempDir, name: &str, cache: &str, n: usize, extra: &[&str]) 
 
 /// `batch` over the first `n` demo states with the `style` flags, through
 /// `cache`: the out file's lines, in input order.
-fn demo_batch_as(
-    dir: &TempDir,
-    name: &str,
-    cache: &str,
-    n: usize,
-    style: &[&str],
-) -> Vec<Value> {
+fn demo_batch_as(dir: &TempDir, name: &str, cache: &str, n: usize, style: &[&str]) -> Vec<Value> {
     let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
     let states: String = labels
         .lines()
@@ -429,7 +423,13 @@ fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other()
         );
     }
     // Each stack is served its own answers from then on.
-    let again = demo_batch(&dir, "calibrated-again", &cache, 6, &["--calibration", &cal]);
+    let again = demo_batch(
+        &dir,
+        "calibrated-again",
+        &cache,
+        6,
+        &["--calibration", &cal],
+    );
     assert!(again.iter().all(|l| l["cached"] == true), "{again:?}");
     for (a, c) in again.iter().zip(&calibrated) {
         assert_eq!(decision(a)["answers"], decision(c)["answers"]);
@@ -611,7 +611,12 @@ fn two_calls_of_one_tape_on_one_cache_never_answer_for_each_other() {
     // One tape holding the demo's call and its turned copy under another
     // name: each --call is its own stack.
     let (original, turned) = demo_tape_turned();
-    let name = original["calls"].as_object().unwrap().keys().next().unwrap();
+    let name = original["calls"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap();
     let mut both = original.clone();
     both["calls"]["turned"] = turned["calls"][name].clone();
     let both = dir.write("both.tape.json", &both.to_string());

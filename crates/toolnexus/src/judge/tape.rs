@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::classifier::{
     Classifier, ClassifierError, Decision, ErrorKind, EvalContext, EvalRequest, Evaluated,
-    Evaluator, Fingerprint, FullEvaluator, Questions, canonical_json, questions_from_wire, questions_wire,
-    write_canonical,
+    Evaluator, Fingerprint, FullEvaluator, Questions, canonical_json, questions_from_wire,
+    questions_wire, write_canonical,
 };
 use crate::context::BoxFuture;
 

@@ -475,7 +475,11 @@ async fn kept_apart(first: Classifier, second: Classifier) -> ((f64, bool), (f64
     let (a1, b1) = (ask(&a).await, ask(&b).await);
     assert!(!a1.1 && !b1.1, "one stack served the other's answer");
     let (a2, b2) = (ask(&a).await, ask(&b).await);
-    assert_eq!((a2, b2), ((a1.0, true), (b1.0, true)), "each its own, from the store");
+    assert_eq!(
+        (a2, b2),
+        ((a1.0, true), (b1.0, true)),
+        "each its own, from the store"
+    );
     (a1, b1)
 }
 
