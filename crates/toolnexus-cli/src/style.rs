@@ -170,7 +170,11 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 offline_reason.is_some(),
             )?;
             let classifier = match style {
-                StyleName::Tape => tape.replayer_with(args.tape_match.unwrap_or_default()),
+                // The replayer answers by call name: another --call on the
+                // same tape is another stack to a cache.
+                StyleName::Tape => tape
+                    .replayer_with(args.tape_match.unwrap_or_default())
+                    .with_fingerprint_part("call", call.as_str()),
                 _ => static_classifier(&tape, &label, live)?,
             };
             Ok(Built {

@@ -417,8 +417,14 @@ impl Evaluator for DecisionTune {
 
 /// A classifier that answers with [`DecisionTune`] (uncalibrated: no
 /// temperatures ship with it).
+///
+/// Its [`fingerprint`](Classifier::fingerprint) names the checkpoint by its
+/// `manifest.json`, which pins every model file's SHA-256 (checked at load):
+/// a cache never serves one checkpoint's answer for another's.
 pub fn decisiontune(model: DecisionTune) -> Classifier {
+    let files = crate::laya::files_fingerprint(&model.inner.dir, &["manifest.json"]);
     Classifier::from_evaluator(DECISIONTUNE_MODEL, model)
+        .with_fingerprint_part(DECISIONTUNE_STYLE, files)
 }
 
 #[cfg(test)]

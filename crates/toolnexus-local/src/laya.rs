@@ -941,8 +941,41 @@ impl FullEvaluator for Laya {
 /// evaluator, its model [`LAYA_MODEL`]. Its decisions are `calibrated = true`
 /// only in the sense that the checkpoint ships fitted temperatures (clamped
 /// to [0.5, 5]); check them on your own data with `toolnexus assess`.
+///
+/// Its [`fingerprint`](Classifier::fingerprint) names the checkpoint's
+/// contents (the SHA-256 of its config, encoder config, tokenizer files and
+/// weights, read once here), so a cache never serves one checkpoint's answer
+/// for another's.
 pub fn laya(model: Laya) -> Classifier {
-    Classifier::from_evaluator(LAYA_MODEL, model)
+    let files = files_fingerprint(
+        model.dir(),
+        &[
+            LAYA_CONFIG_FILE,
+            "encoder/config.json",
+            "tokenizer/tokenizer.json",
+            "tokenizer/tokenizer_config.json",
+            "model.safetensors",
+        ],
+    );
+    Classifier::from_evaluator(LAYA_MODEL, model).with_fingerprint_part(LAYA_STYLE, files)
+}
+
+/// One SHA-256 over the SHA-256 of each of `files` in `dir` (a file that
+/// cannot be read, or is not a regular file, counts by its path alone): what a
+/// checkpoint style's fingerprint names. Called after the checkpoint loaded,
+/// so each file was read once already and is a regular file.
+pub(crate) fn files_fingerprint(dir: &Path, files: &[&str]) -> String {
+    let mut all = String::new();
+    for name in files {
+        let path = dir.join(name);
+        let hash = match fs::metadata(&path) {
+            Ok(m) if m.is_file() => crate::embed::file_sha256(&path)
+                .unwrap_or_else(|_| format!("unreadable {}", path.display())),
+            _ => format!("absent {}", path.display()),
+        };
+        all.push_str(&format!("{name}={hash}\n"));
+    }
+    toolnexus::classifier::Fingerprint::digest(all)
 }
 
 #[cfg(test)]

@@ -1255,8 +1255,26 @@ impl toolnexus::classifier::Evaluator for LocalStudent {
 /// The `student` style: every asked question answered by its head (a question
 /// without one, or changed since training, is `Unsupported` naming the key).
 /// `calibrated = false`.
+///
+/// Its [`fingerprint`](toolnexus::classifier::Classifier::fingerprint) names
+/// the student file's contents and the embedder's weights, so a cache never
+/// serves one student's answer for another's.
 pub fn student(local: LocalStudent) -> toolnexus::classifier::Classifier {
+    let part = local.fingerprint();
     toolnexus::classifier::Classifier::from_evaluator(local.model(), local)
+        .with_fingerprint_part(STUDENT_STYLE, part)
+}
+
+impl LocalStudent {
+    /// The student's contents (its file's text, hashed) and the weights it
+    /// reads embeddings from: what a `student` or cascade fingerprint names.
+    fn fingerprint(&self) -> String {
+        format!(
+            "{} weights=sha256:{}",
+            toolnexus::classifier::Fingerprint::digest(self.student.to_json()),
+            self.embedder.model_hash()
+        )
+    }
 }
 
 /// How many calls a [`cascade`] answered where.
@@ -1340,6 +1358,10 @@ pub fn cascade(
     let threshold = threshold.unwrap_or(local.student.threshold);
     let stats = CascadeStats::default();
     let model = format!("cascade ({} / {})", local.model(), teacher.model());
+    // The teacher's fingerprint, then the student and the threshold that
+    // decides which of the two answers.
+    let part = format!("{} threshold={threshold:?}", local.fingerprint());
+    let beneath = teacher.clone();
     let c = Cascade {
         local,
         teacher,
@@ -1347,7 +1369,9 @@ pub fn cascade(
         stats: stats.clone(),
     };
     (
-        toolnexus::classifier::Classifier::from_evaluator(model, c),
+        toolnexus::classifier::Classifier::from_evaluator(model, c)
+            .layered_over(&beneath)
+            .with_fingerprint_part("cascade", part),
         stats,
     )
 }

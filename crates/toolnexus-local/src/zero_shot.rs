@@ -702,7 +702,11 @@ impl Evaluator for ZeroShot {
 /// # }
 /// ```
 pub fn zero_shot(embedder: Embedder) -> Classifier {
+    // The weights' hash, worked out at load: another model directory is
+    // another fingerprint, so a cache keeps their answers apart.
+    let weights = format!("weights=sha256:{}", embedder.model_hash());
     Classifier::from_evaluator(ZERO_SHOT_MODEL, ZeroShot::new(embedder))
+        .with_fingerprint_part("zero-shot", weights)
 }
 
 /// The texts to compare the state with, per question kind.

@@ -320,3 +320,47 @@ async fn a_student_reads_states_the_way_its_file_says() {
     );
     assert_eq!(Student::load(&path).unwrap(), json_reader);
 }
+
+#[tokio::test]
+async fn one_cache_keeps_apart_two_cascade_thresholds_and_two_students() {
+    use toolnexus::cache::{MemoryCache, caching};
+    let (_dir, embedder) = tiny("cascade-cache");
+    let local = LocalStudent::new(embedder.clone(), constant_student(&embedder, 4.0)).unwrap();
+    let (teacher, calls) = counting_teacher();
+    let store = Arc::new(MemoryCache::new());
+
+    // Sure at 0.9: the student's answer is stored; unsure at 0.99, the same
+    // request must reach the teacher, not the student's stored answer.
+    let (sure, _) = cascade(local.clone(), teacher.clone(), Some(0.9));
+    let (unsure, _) = cascade(local.clone(), teacher.clone(), Some(0.99));
+    let first = caching(sure, store.clone())
+        .evaluate(json!("hello"), &spam())
+        .await
+        .unwrap();
+    assert!(
+        first.model.starts_with("toolnexus-student"),
+        "{}",
+        first.model
+    );
+    let e = caching(unsure, store.clone())
+        .evaluate_request(EvalContext::new(), EvalRequest::new(json!("hello"), spam()))
+        .await
+        .unwrap();
+    assert!(!e.cache_hit, "another threshold is another stack");
+    assert_eq!(e.decision.model, "teacher-1");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // Two students of one teacher answer under one model name: kept apart.
+    let other = LocalStudent::new(embedder.clone(), constant_student(&embedder, -4.0)).unwrap();
+    let a = caching(student(local), store.clone())
+        .evaluate(json!("hello"), &spam())
+        .await
+        .unwrap();
+    let b = caching(student(other), store.clone())
+        .evaluate_request(EvalContext::new(), EvalRequest::new(json!("hello"), spam()))
+        .await
+        .unwrap();
+    assert!(!b.cache_hit, "another student is another stack");
+    assert_eq!(a.model, b.decision.model);
+    assert!(a.noul("spam").unwrap().noul > 0.9 && b.decision.noul("spam").unwrap().noul < 0.1);
+}

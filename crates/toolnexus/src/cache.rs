@@ -8,7 +8,12 @@
 //! - [`cache_key`] is SHA-256 over the endpoint, the model, the canonical
 //!   request (questions), the canonical state, the extra wire fields and the
 //!   assets' bytes: two requests share a key only when a backend would see the
-//!   same thing.
+//!   same thing. [`cache_key_for`] adds the stack's
+//!   [`Fingerprint`](crate::classifier::Fingerprint): **a cache key covers the
+//!   stack's fingerprint** — calibration, cascade and student, fallback,
+//!   tape, model directory, engine parameters — so an answer made under one
+//!   stack is never served to another; a plain stack keeps the key it always
+//!   had.
 //! - [`single_flight`] sends concurrent identical requests once and keeps
 //!   nothing; [`caching`] wraps a classifier: a hit returns the stored decision with
 //!   [`Evaluated::cache_hit`] set (metrics count it as no spend); a miss asks
@@ -68,8 +73,8 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::canonical_json;
 use crate::classifier::{
-    Classifier, ClassifierError, Decision, EvalContext, EvalRequest, Evaluated, FullEvaluator,
-    canonical_request,
+    Classifier, ClassifierError, Decision, EvalContext, EvalRequest, Evaluated, Fingerprint,
+    FullEvaluator, canonical_request,
 };
 use crate::context::BoxFuture;
 use crate::pinning::{DEFAULT_ALIAS_TTL, Resolution, is_floating, now_ms};
@@ -113,6 +118,10 @@ impl fmt::Debug for CacheKey {
 /// name, format and bytes, every part length-prefixed so no two requests
 /// collide by concatenation.
 ///
+/// This is the key of a plain stack, one whose [`Fingerprint`] has no parts;
+/// [`caching`] keys with [`cache_key_for`], which is this key for such a
+/// stack and covers the fingerprint's parts for any other.
+///
 /// ```
 /// use serde_json::json;
 /// use toolnexus::cache::cache_key;
@@ -125,13 +134,64 @@ impl fmt::Debug for CacheKey {
 /// assert_ne!(cache_key("e", "m", &a), cache_key("e", "n", &a));
 /// ```
 pub fn cache_key(endpoint: &str, model: &str, request: &EvalRequest) -> CacheKey {
+    key_of(endpoint, &[], model, request)
+}
+
+/// The key of `request` to a classifier whose [`Fingerprint`] is
+/// `fingerprint` and whose model is `model` (when the request names none):
+/// what [`caching`] stores and looks decisions up under.
+///
+/// **A cache key covers the stack's fingerprint**: everything beneath the
+/// cache that can change an answer (a calibration's maps, a cascade's student
+/// and threshold, a fallback chain, a tape's contents, a local model's
+/// weights, an engine's parameters) is in the key, so an answer made under one
+/// stack is never served to another. A plain fingerprint (no parts) gives
+/// exactly [`cache_key`] of its origin, the key every version of toolnexus
+/// computed, so entries written before still answer a plain stack. Any part
+/// changes the format tag (`toolnexus.cache/2`) and adds the parts, each
+/// length-prefixed, before the request: an entry written before
+/// fingerprints, by whatever stack, is never served to a stack with layers.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus::cache::{cache_key, cache_key_for};
+/// use toolnexus::classifier::{EvalRequest, Fingerprint, Questions};
+/// let r = EvalRequest::new(json!("hi"), Questions::new());
+/// let plain = Fingerprint::new("http://x/v1/systemone");
+/// assert_eq!(cache_key_for(&plain, "m", &r), cache_key("http://x/v1/systemone", "m", &r));
+/// let calibrated = plain.clone().with_part("calibration", Fingerprint::digest(b"maps"));
+/// assert_ne!(cache_key_for(&calibrated, "m", &r), cache_key_for(&plain, "m", &r));
+/// ```
+///
+/// [`Fingerprint`]: crate::classifier::Fingerprint
+pub fn cache_key_for(fingerprint: &Fingerprint, model: &str, request: &EvalRequest) -> CacheKey {
+    key_of(fingerprint.origin(), fingerprint.parts(), model, request)
+}
+
+/// [`cache_key`] with the fingerprint's `layers` (none: format 1, the key of
+/// every earlier version).
+fn key_of(
+    endpoint: &str,
+    layers: &[(String, String)],
+    model: &str,
+    request: &EvalRequest,
+) -> CacheKey {
     let model = request.model.as_deref().unwrap_or(model);
     let mut h = Sha256::new();
     let mut part = |bytes: &[u8]| {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    part(b"toolnexus.cache/1");
+    if layers.is_empty() {
+        part(b"toolnexus.cache/1");
+    } else {
+        part(b"toolnexus.cache/2");
+        part(&(layers.len() as u64).to_le_bytes());
+        for (layer, value) in layers {
+            part(layer.as_bytes());
+            part(value.as_bytes());
+        }
+    }
     part(endpoint.as_bytes());
     part(model.as_bytes());
     part(canonical_request(model, &request.questions).as_bytes());
@@ -550,7 +610,8 @@ type Flight = Shared<SharedBox<'static, Result<Evaluated, Arc<ClassifierError>>>
 struct Caching {
     inner: Classifier,
     cache: Arc<dyn Cache>,
-    endpoint: String,
+    /// What the keys cover beneath the cache ([`cache_key_for`]).
+    fingerprint: Fingerprint,
     flights: Arc<Mutex<HashMap<CacheKey, Flight>>>,
     pins: Arc<Pins>,
 }
@@ -674,7 +735,7 @@ impl FullEvaluator for Caching {
         ctx: EvalContext,
         request: EvalRequest,
     ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
-        let key = cache_key(&self.endpoint, self.inner.model(), &request);
+        let key = cache_key_for(&self.fingerprint, self.inner.model(), &request);
         let requested = request
             .model
             .clone()
@@ -747,9 +808,15 @@ impl FullEvaluator for Caching {
 /// `inner` behind `cache`: hits answer from the store, concurrent identical
 /// misses send one request, successes are stored and errors never are.
 ///
-/// Keys come from [`cache_key`] with `inner`'s endpoint (its style's name when
-/// it has none, e.g. `static`) and model. A waiter that shared another call's
-/// answer is reported as a cache hit too: it sent nothing.
+/// Keys come from [`cache_key_for`] with `inner`'s [`Fingerprint`] (its
+/// origin — the endpoint, or the style's name when it has none, e.g.
+/// `custom` — and every layer beneath that can change an answer) and model:
+/// the same store shared by two stacks never serves one's answer to the
+/// other. The cache itself passes the fingerprint on unchanged. A waiter that
+/// shared another call's answer is reported as a cache hit too: it sent
+/// nothing.
+///
+/// [`Fingerprint`]: crate::classifier::Fingerprint
 ///
 /// ```
 /// use std::sync::Arc;
@@ -844,24 +911,25 @@ fn wrap(
     alias_ttl: Duration,
     pinning: bool,
 ) -> Classifier {
-    let endpoint = inner
-        .endpoint()
-        .map_or_else(|| inner.style().as_str().to_string(), str::to_string);
-    Classifier::from_evaluator(
+    // The cache changes no answer: the stack's fingerprint passes through it.
+    let fingerprint = inner.fingerprint().clone();
+    let endpoint = fingerprint.origin().to_string();
+    let layer = Classifier::from_evaluator(
         inner.model().to_string(),
         Caching {
-            inner,
+            inner: inner.clone(),
             cache,
             pins: Arc::new(Pins {
-                endpoint: endpoint.clone(),
+                endpoint,
                 alias_ttl,
                 own: Resolutions::default(),
                 on: pinning,
             }),
-            endpoint,
+            fingerprint,
             flights: Arc::new(Mutex::new(HashMap::new())),
         },
-    )
+    );
+    layer.layered_over(&inner)
 }
 
 /// A store that keeps nothing: [`single_flight`] without a cache.

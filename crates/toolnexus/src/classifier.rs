@@ -62,6 +62,7 @@ mod canonical;
 mod choice_options;
 mod content;
 mod decision;
+mod fingerprint;
 mod options;
 mod question;
 mod wire;
@@ -94,6 +95,7 @@ pub use decision::{
     BoxAnswer, BoxCoordinates, ChoiceAnswer, Decision, DecisionAnswer, NEAR_UNIFORM_TOLERANCE,
     NoulAnswer, ScoreAnswer, choice_confidence, near_uniform, score_confidence,
 };
+pub use fingerprint::Fingerprint;
 pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,
     MetricFn, RecordedDecision,
@@ -620,6 +622,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Classifier {
     inner: Arc<Inner>,
+    /// Beside `inner`, so a layer can add its part to a built classifier.
+    fingerprint: Arc<Fingerprint>,
 }
 
 impl std::fmt::Debug for Classifier {
@@ -696,7 +700,9 @@ pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, Class
         Engine::Llm(c) if options.model.trim().is_empty() => c.model().to_string(),
         _ => r.model.clone(),
     };
+    let fingerprint = engine_fingerprint(&engine, &options, &model);
     Ok(Classifier {
+        fingerprint: Arc::new(fingerprint),
         inner: Arc::new(Inner {
             style: options.style,
             model,
@@ -707,6 +713,51 @@ pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, Class
             pricing: options.pricing.clone(),
         }),
     })
+}
+
+/// What a style's own settings add to its [`Fingerprint`]: a System One
+/// endpoint with its `request_params` and body transform, the recorded
+/// decisions of a Static classifier, the chat client of an Llm one. A Custom
+/// classifier adds nothing: its closure is the caller's to name
+/// ([`Classifier::with_fingerprint_part`]).
+fn engine_fingerprint(engine: &Engine, options: &ClassifierOptions, model: &str) -> Fingerprint {
+    match engine {
+        #[cfg(feature = "http")]
+        Engine::SystemOne(b) => {
+            let mut fp = Fingerprint::new(b.endpoint());
+            if !options.request_params.is_empty() {
+                fp = fp.with_part(
+                    "request_params",
+                    canonical_json(&Value::Object(options.request_params.clone())),
+                );
+            }
+            if options.body_transform.is_some() {
+                // A closure cannot be read: every transformed stack is told
+                // apart from the plain one, and the caller names its own.
+                fp = fp.with_part("body_transform", "unnamed");
+            }
+            fp
+        }
+        Engine::Static(_) => {
+            let mut bytes = Vec::new();
+            let mut part = |b: &[u8]| {
+                bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                bytes.extend_from_slice(b);
+            };
+            for d in &options.decisions {
+                part(canonical_request(model, &d.questions).as_bytes());
+                part(canonical_json(&d.state).as_bytes());
+                part(&d.response);
+            }
+            Fingerprint::new(options.style.as_str())
+                .with_part("static", Fingerprint::digest(&bytes))
+        }
+        #[cfg(feature = "http")]
+        Engine::Llm(c) => {
+            Fingerprint::new(options.style.as_str()).with_part("llm", c.fingerprint())
+        }
+        _ => Fingerprint::new(options.style.as_str()),
+    }
 }
 
 impl Classifier {
@@ -762,6 +813,130 @@ impl Classifier {
         })
         // The Custom style with an evaluator and a model has nothing left to refuse.
         .expect("a Custom classifier with an evaluator always builds")
+    }
+
+    /// This classifier as a layer over `inner`: it takes `inner`'s
+    /// [`Fingerprint`] (its origin and parts) as the start of its own, so a
+    /// cache in front of it keys on everything beneath. Call it on every
+    /// wrapper built with [`from_evaluator`](Classifier::from_evaluator) around
+    /// another classifier; then add the wrapper's own part with
+    /// [`with_fingerprint_part`](Classifier::with_fingerprint_part) when it can
+    /// change an answer. A wrapper built without it fingerprints as a plain
+    /// Custom classifier, as if nothing were beneath it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::json;
+    /// use toolnexus::cache::{MemoryCache, caching};
+    /// use toolnexus::classifier::*;
+    ///
+    /// /// Halves every noul answer: a layer that changes answers.
+    /// struct Halved(Classifier);
+    ///
+    /// impl FullEvaluator for Halved {
+    ///     fn call_full(&self, ctx: EvalContext, request: EvalRequest) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+    ///         let inner = self.0.clone();
+    ///         Box::pin(async move {
+    ///             let mut e = inner.evaluate_request(ctx, request).await?;
+    ///             for a in e.decision.answers.values_mut() {
+    ///                 if let DecisionAnswer::Noul(n) = a { n.noul /= 2.0; }
+    ///             }
+    ///             Ok(e)
+    ///         })
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ClassifierError> {
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let base = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Static,
+    ///     decisions: vec![RecordedDecision {
+    ///         state: json!("hi"),
+    ///         questions: qs.clone(),
+    ///         response: br#"{"model":"jev-1.13","answers":{"spam":{"type":"noul","noul":0.8}}}"#.to_vec(),
+    ///     }],
+    ///     ..Default::default()
+    /// })?;
+    /// let halved = Classifier::from_evaluator(base.model(), Halved(base.clone()))
+    ///     .layered_over(&base)
+    ///     .with_fingerprint_part("halved", "v1");
+    /// assert_eq!(halved.fingerprint().parts().len(), 2, "the recordings, then the halving");
+    ///
+    /// // One store, two stacks: neither is served the other's answer.
+    /// let store = Arc::new(MemoryCache::new());
+    /// let plain = caching(base, store.clone()).evaluate(json!("hi"), &qs).await?;
+    /// let half = caching(halved, store.clone()).evaluate(json!("hi"), &qs).await?;
+    /// assert_eq!((plain.noul("spam")?.noul, half.noul("spam")?.noul), (0.8, 0.4));
+    /// assert_eq!(store.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn layered_over(mut self, inner: &Classifier) -> Classifier {
+        let own = Fingerprint::clone(&self.fingerprint);
+        self.fingerprint = Arc::new(own.over(&inner.fingerprint));
+        self
+    }
+
+    /// This classifier with one more part on its [`Fingerprint`]: `layer` names
+    /// what can change an answer (a rescaler, a prompt, a threshold) and
+    /// `value` its setting or the hash of its contents
+    /// ([`Fingerprint::digest`]). A cache in front then keeps its answers
+    /// apart from those of the same stack with another value, or without the
+    /// part. The classifier itself is shared, not copied: only the
+    /// fingerprint differs.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::json;
+    /// use toolnexus::cache::{MemoryCache, caching};
+    /// use toolnexus::classifier::*;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ClassifierError> {
+    /// let rules = |p: f64| create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Custom,
+    ///     evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
+    ///         Box::pin(async move {
+    ///             Decision::from_value(&json!({"model": "rules", "answers": {"spam": {"type": "noul", "noul": p}}}))
+    ///                 .map_err(|e| e.to_string())
+    ///         })
+    ///     })),
+    ///     ..Default::default()
+    /// });
+    /// // Two rule sets behind one model name: the part keeps them apart.
+    /// let strict = rules(0.9)?.with_fingerprint_part("rules", "strict");
+    /// let lenient = rules(0.1)?.with_fingerprint_part("rules", "lenient");
+    /// let store = Arc::new(MemoryCache::new());
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// caching(strict, store.clone()).evaluate(json!("hi"), &qs).await?;
+    /// let d = caching(lenient, store.clone()).evaluate(json!("hi"), &qs).await?;
+    /// assert_eq!(d.noul("spam")?.noul, 0.1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_fingerprint_part(
+        mut self,
+        layer: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Classifier {
+        let own = Fingerprint::clone(&self.fingerprint);
+        self.fingerprint = Arc::new(own.with_part(layer, value));
+        self
+    }
+
+    /// Everything beneath this classifier that can change an answer (see
+    /// [`Fingerprint`]); what a cache in front of it keys on.
+    ///
+    /// ```
+    /// use toolnexus::classifier::{ClassifierOptions, create_classifier};
+    /// let judge = create_classifier(ClassifierOptions::default())?;
+    /// assert!(judge.fingerprint().origin().ends_with("/systemone"));
+    /// assert!(judge.fingerprint().is_plain());
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
     }
 
     /// The style this classifier runs.

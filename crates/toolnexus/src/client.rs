@@ -509,6 +509,24 @@ impl Client {
         self.inner.logprobs
     }
 
+    /// The settings that can change what the chat model answers, for the Llm
+    /// style's [`Fingerprint`](crate::classifier::Fingerprint): the wire,
+    /// the endpoint (credentials removed), the sampling and log-probability
+    /// settings and the extra body fields. Never a header or a key.
+    pub(crate) fn fingerprint(&self) -> String {
+        let i = &self.inner;
+        format!(
+            "{} {} max_tokens={} temperature={:?} logprobs={} top_logprobs={} request_params={}",
+            i.style.as_str(),
+            i.transport.shown(),
+            i.max_tokens,
+            i.temperature,
+            i.logprobs,
+            i.top_logprobs,
+            crate::canonical::canonical_json(&Value::Object(i.request_params.clone())),
+        )
+    }
+
     /// `text` without this client's secrets (see [`Transport::scrub`]).
     pub(crate) fn scrub(&self, text: &str) -> String {
         self.inner.transport.scrub(text)

@@ -331,12 +331,45 @@ impl Fallback {
     /// ```
     pub fn build(self) -> Classifier {
         let model = self.backends[0].model().to_string();
-        Classifier::from_evaluator(
+        let primary = self.backends[0].clone();
+        let chain = self.chain_fingerprint();
+        let built = Classifier::from_evaluator(
             model,
             Chain {
                 inner: Arc::new(self),
             },
         )
+        .layered_over(&primary);
+        // A chain of one answers as its primary does.
+        match chain {
+            Some(chain) => built.with_fingerprint_part("fallback", chain),
+            None => built,
+        }
+    }
+
+    /// What the backends after the primary add to the chain's fingerprint:
+    /// each one's whole fingerprint and model, in order, and what moves the
+    /// chain on beyond unavailability; `None` for a chain of one.
+    fn chain_fingerprint(&self) -> Option<String> {
+        if self.backends.len() < 2 {
+            return None;
+        }
+        let mut text = String::new();
+        for (i, b) in self.backends.iter().enumerate().skip(1) {
+            text.push_str(&format!(
+                "[{}] {} model={}; ",
+                i + 1,
+                b.fingerprint(),
+                b.model()
+            ));
+        }
+        let kinds: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).collect();
+        text.push_str(&format!(
+            "also_on={} also_on_status={:?}",
+            kinds.join(","),
+            self.statuses
+        ));
+        Some(text)
     }
 }
 
@@ -1299,6 +1332,8 @@ pub fn shadow(primary: Classifier, candidate: Classifier, options: ShadowOptions
     };
     let model = primary.model().to_string();
     let permits = Arc::new(Semaphore::new(options.max_in_flight.max(1)));
+    // Every answer is the primary's: its fingerprint passes on unchanged.
+    let beneath = primary.clone();
     Classifier::from_evaluator(
         model,
         Shadow {
@@ -1315,6 +1350,7 @@ pub fn shadow(primary: Classifier, candidate: Classifier, options: ShadowOptions
             }),
         },
     )
+    .layered_over(&beneath)
 }
 
 /// What a shadow's calls and candidate tasks share.

@@ -401,6 +401,7 @@ pub fn pricing_with_metrics(
     on_metric: Option<MetricFn>,
 ) -> Classifier {
     let model = inner.model().to_string();
+    let beneath = inner.clone();
     create_classifier(ClassifierOptions {
         style: ClassifierStyle::Custom,
         model,
@@ -411,4 +412,6 @@ pub fn pricing_with_metrics(
     })
     // The Custom style with an evaluator and a model has nothing left to refuse.
     .expect("a Custom classifier with an evaluator always builds")
+    // Pricing changes no answer: the stack's fingerprint passes on.
+    .layered_over(&beneath)
 }

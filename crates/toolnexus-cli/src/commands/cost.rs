@@ -21,7 +21,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::{Value, json};
 use toolnexus::assess::{Run, read_examples};
-use toolnexus::cache::{Cache as _, cache_key};
+use toolnexus::cache::{Cache as _, cache_key_for};
 use toolnexus::classifier::{EvalRequest, Questions};
 use toolnexus::cost::{Cost, Estimate, Estimator, Prices, Pricing, Sample, Shape, usd_text};
 
@@ -459,10 +459,8 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         }
         _ => None,
     };
-    let endpoint = built.classifier.endpoint().map_or_else(
-        || built.classifier.style().as_str().to_string(),
-        str::to_string,
-    );
+    // The run's cache keys on the stack's fingerprint: so does the count.
+    let stack = built.classifier.fingerprint().clone();
     let model = built.classifier.model().to_string();
     // The lines a resumed run would not ask again.
     let fingerprint = crate::commands::batch::out::Fingerprint::new(
@@ -500,11 +498,7 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         };
         let shape = Shape::of(&state, &questions);
         if let Some(c) = &cache {
-            let key = cache_key(
-                &endpoint,
-                &model,
-                &EvalRequest::new(state, questions.clone()),
-            );
+            let key = cache_key_for(&stack, &model, &EvalRequest::new(state, questions.clone()));
             let stored = c
                 .get(&key)
                 .map_err(crate::commands::cache::failed)?

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{TempDir, Upstream, out_lines, spam_questions, tn};
+use crate::support::{TempDir, Upstream, demo_student, out_lines, spam_questions, tn};
 
 fn upstream() -> Upstream {
     Upstream::start(|got| {
@@ -329,4 +329,308 @@ fn kill_9_while_writing_the_cache_loses_nothing_and_corrupts_nothing() {
             "{line}"
         );
     }
+}
+
+/// `batch` over the first `n` demo states on the demo tape, through `cache`,
+/// with `extra` flags: the out file's lines, in input order.
+fn demo_batch(dir: &TempDir, name: &str, cache: &str, n: usize, extra: &[&str]) -> Vec<Value> {
+    let tape = crate::support::demo("tape.json");
+    let mut style = vec!["--style", "tape", "--tape", &tape];
+    style.extend(extra);
+    demo_batch_as(dir, name, cache, n, &style)
+}
+
+/// `batch` over the first `n` demo states with the `style` flags, through
+/// `cache`: the out file's lines, in input order.
+fn demo_batch_as(dir: &TempDir, name: &str, cache: &str, n: usize, style: &[&str]) -> Vec<Value> {
+    let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
+    let states: String = labels
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .take(n)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].to_string() + "\n")
+        .collect();
+    let states = dir.write(&format!("{name}.states.jsonl"), &states);
+    let out = dir.join(&format!("{name}.jsonl")).display().to_string();
+    let questions = crate::support::demo("questions.json");
+    let mut args = vec!["batch"];
+    args.extend(style);
+    args.extend([
+        "--questions",
+        &questions,
+        "--states",
+        &states,
+        "--out",
+        &out,
+        "--cache",
+        cache,
+        "--no-progress",
+    ]);
+    let run = tn(dir.path(), &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let mut lines = out_lines(std::path::Path::new(&out));
+    lines.sort_by_key(|l| l["line"].as_u64());
+    assert_eq!(lines.len(), n);
+    lines
+}
+
+#[test]
+fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-calibration");
+    // A calibration of the demo tape, as `assess calibrate` writes it.
+    let run = dir.join("run.jsonl").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "assess",
+            "run",
+            "--style",
+            "tape",
+            "--tape",
+            &crate::support::demo("tape.json"),
+            "--questions",
+            &crate::support::demo("questions.json"),
+            "--examples",
+            &crate::support::demo("labels.jsonl"),
+            "--out",
+            &run,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let cal = dir.join("cal.json").display().to_string();
+    let out = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let cache = dir.join("c.db").display().to_string();
+    let decision = |l: &Value| l["decision"].clone();
+
+    // Calibrated first, then the same batch without --calibration.
+    let calibrated = demo_batch(&dir, "calibrated", &cache, 6, &["--calibration", &cal]);
+    assert!(
+        calibrated.iter().all(|l| decision(l)["calibrated"] == true),
+        "{calibrated:?}"
+    );
+    let plain = demo_batch(&dir, "plain", &cache, 6, &[]);
+    assert!(
+        plain
+            .iter()
+            .all(|l| decision(l)["calibrated"] == false && l["cached"] != true),
+        "the plain run is never served the calibrated answers: {plain:?}"
+    );
+    for (c, p) in calibrated.iter().zip(&plain) {
+        assert_ne!(
+            decision(c)["answers"]["refund_requested"],
+            decision(p)["answers"]["refund_requested"]
+        );
+    }
+    // Each stack is served its own answers from then on.
+    let again = demo_batch(
+        &dir,
+        "calibrated-again",
+        &cache,
+        6,
+        &["--calibration", &cal],
+    );
+    assert!(again.iter().all(|l| l["cached"] == true), "{again:?}");
+    for (a, c) in again.iter().zip(&calibrated) {
+        assert_eq!(decision(a)["answers"], decision(c)["answers"]);
+    }
+    let plain_again = demo_batch(&dir, "plain-again", &cache, 6, &[]);
+    assert!(
+        plain_again
+            .iter()
+            .all(|l| l["cached"] == true && decision(l)["calibrated"] == false),
+        "{plain_again:?}"
+    );
+}
+
+/// Whether no line of a run was served from the cache.
+fn none_cached(lines: &[Value]) -> bool {
+    lines.iter().all(|l| l["cached"] != true)
+}
+
+/// Whether every line of a run was served from the cache.
+fn all_cached(lines: &[Value]) -> bool {
+    lines.iter().all(|l| l["cached"] == true)
+}
+
+/// The demo tape, and the same with every refund answer turned around: same
+/// calls, same states, same model, other answers.
+fn demo_tape_turned() -> (Value, Value) {
+    let text = std::fs::read_to_string(crate::support::demo("tape.json")).unwrap();
+    let original: Value = serde_json::from_str(&text).unwrap();
+    let mut tape = original.clone();
+    for call in tape["calls"].as_object_mut().unwrap().values_mut() {
+        for e in call.as_array_mut().unwrap() {
+            if let Some(p) = e["decision"]["answers"]["refund_requested"]["noul"].as_f64() {
+                e["decision"]["answers"]["refund_requested"]["noul"] = (1.0 - p).into();
+            }
+        }
+    }
+    (original, tape)
+}
+
+#[test]
+fn two_tapes_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-tapes");
+    let cache = dir.join("c.db").display().to_string();
+    let (_, tape) = demo_tape_turned();
+    let other = dir.write("other.tape.json", &tape.to_string());
+    let first = demo_batch(&dir, "first", &cache, 4, &[]);
+    assert!(none_cached(&first), "{first:?}");
+    let second = demo_batch_as(
+        &dir,
+        "second",
+        &cache,
+        4,
+        &["--style", "tape", "--tape", &other],
+    );
+    assert!(none_cached(&second), "another tape's answers: {second:?}");
+    for (a, b) in first.iter().zip(&second) {
+        assert_ne!(
+            a["decision"]["answers"]["refund_requested"],
+            b["decision"]["answers"]["refund_requested"]
+        );
+    }
+    assert!(all_cached(&demo_batch(&dir, "again", &cache, 4, &[])));
+}
+
+/// Two tiny models in `dir`, the second with one weight nudged (another
+/// weights hash): their paths.
+fn two_models(dir: &TempDir) -> (String, String) {
+    let a = dir.join("model-a");
+    toolnexus_local::tiny_model_for_tests(&a).unwrap();
+    let b = dir.join("model-b");
+    toolnexus_local::tiny_model_for_tests(&b).unwrap();
+    let weights = b.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let at = bytes.len() - 4;
+    bytes[at] ^= 1;
+    std::fs::write(&weights, bytes).unwrap();
+    (a.display().to_string(), b.display().to_string())
+}
+
+/// Two students of the demo labels on `model`, the second with another seed
+/// and another target (so another cascade threshold): their paths.
+fn two_students(dir: &TempDir, model: &str) -> (String, String) {
+    let (s1, _) = demo_student(dir, model);
+    let s2 = dir.join("student-2.json").display().to_string();
+    let out = tn(
+        dir.path(),
+        &[
+            "distill",
+            "--labels",
+            &crate::support::demo("labels.jsonl"),
+            "--questions",
+            &crate::support::demo("questions.json"),
+            "--model-dir",
+            model,
+            "--seed",
+            "7",
+            "--target-agreement",
+            "0.6",
+            "--out",
+            &s2,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    (s1, s2)
+}
+
+#[test]
+fn two_model_dirs_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-model-dirs");
+    let cache = dir.join("c.db").display().to_string();
+    let (a, b) = two_models(&dir);
+    let local = |name: &str, model: &str| {
+        demo_batch_as(
+            &dir,
+            name,
+            &cache,
+            4,
+            &["--style", "local", "--model-dir", model],
+        )
+    };
+    assert!(none_cached(&local("local-a", &a)));
+    assert!(
+        none_cached(&local("local-b", &b)),
+        "another model directory is another stack"
+    );
+    assert!(all_cached(&local("local-a-again", &a)));
+}
+
+#[test]
+fn two_students_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-students");
+    let cache = dir.join("c.db").display().to_string();
+    let (a, _) = two_models(&dir);
+    let (s1, s2) = two_students(&dir, &a);
+    let student = |name: &str, file: &str| {
+        demo_batch_as(
+            &dir,
+            name,
+            &cache,
+            4,
+            &["--style", "student", "--student", file, "--model-dir", &a],
+        )
+    };
+    assert!(none_cached(&student("student-1", &s1)));
+    assert!(
+        none_cached(&student("student-2", &s2)),
+        "another student is another stack"
+    );
+    assert!(all_cached(&student("student-1-again", &s1)));
+}
+
+#[test]
+fn two_cascades_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-cascades");
+    let cache = dir.join("c.db").display().to_string();
+    let (a, _) = two_models(&dir);
+    let (s1, s2) = two_students(&dir, &a);
+    let cascade = |name: &str, file: &str| {
+        demo_batch(
+            &dir,
+            name,
+            &cache,
+            4,
+            &["--cascade", "--student", file, "--model-dir", &a],
+        )
+    };
+    assert!(none_cached(&cascade("cascade-1", &s1)));
+    assert!(
+        none_cached(&cascade("cascade-2", &s2)),
+        "a cascade with another student and threshold is another stack"
+    );
+    assert!(all_cached(&cascade("cascade-1-again", &s1)));
+}
+
+#[test]
+fn two_calls_of_one_tape_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-calls");
+    let cache = dir.join("c.db").display().to_string();
+    // One tape holding the demo's call and its turned copy under another
+    // name: each --call is its own stack.
+    let (original, turned) = demo_tape_turned();
+    let name = original["calls"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap();
+    let mut both = original.clone();
+    both["calls"]["turned"] = turned["calls"][name].clone();
+    let both = dir.write("both.tape.json", &both.to_string());
+    let call = |run: &str, call: &str| {
+        demo_batch_as(
+            &dir,
+            run,
+            &cache,
+            4,
+            &["--style", "tape", "--tape", &both, "--call", call],
+        )
+    };
+    assert!(none_cached(&call("call-a", name)));
+    let other = call("call-b", "turned");
+    assert!(none_cached(&other), "another call name: {other:?}");
+    assert!(all_cached(&call("call-a-again", name)));
 }

@@ -672,12 +672,16 @@ pub fn calibrating(
     calibration: Calibration,
 ) -> Result<Classifier, ClassifierError> {
     let model = inner.model().to_string();
+    // The maps change answers: a cache in front keys on them.
+    let maps = crate::classifier::Fingerprint::digest(calibration.to_json());
+    let beneath = inner.clone();
     let shared = Arc::new(Shared {
         calibration,
         warned: Mutex::new(Vec::new()),
     });
-    Ok(Classifier::from_evaluator(
-        model,
-        Calibrating { inner, shared },
-    ))
+    Ok(
+        Classifier::from_evaluator(model, Calibrating { inner, shared })
+            .layered_over(&beneath)
+            .with_fingerprint_part("calibration", maps),
+    )
 }

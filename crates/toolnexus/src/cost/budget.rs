@@ -701,6 +701,8 @@ pub fn budgeted(
     budget: Budget,
     estimate: impl Fn(&EvalRequest) -> Spend + Send + Sync + 'static,
 ) -> Classifier {
+    // A budget changes no answer: the stack's fingerprint passes on.
+    let beneath = inner.clone();
     Classifier::from_evaluator(
         inner.model().to_string(),
         Budgeted {
@@ -709,6 +711,7 @@ pub fn budgeted(
             estimate: Arc::new(estimate),
         },
     )
+    .layered_over(&beneath)
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::classifier::{
     Classifier, ClassifierError, Decision, ErrorKind, EvalContext, EvalRequest, Evaluated,
-    Evaluator, FullEvaluator, Questions, canonical_json, questions_from_wire, questions_wire,
-    write_canonical,
+    Evaluator, Fingerprint, FullEvaluator, Questions, canonical_json, questions_from_wire,
+    questions_wire, write_canonical,
 };
 use crate::context::BoxFuture;
 
@@ -886,7 +886,9 @@ impl Tape {
     pub fn recorder(&self, live: Classifier) -> Classifier {
         let tape = self.clone();
         let model = live.model().to_string();
-        Classifier::from_evaluator(model, Recorder { tape, live })
+        // Recording changes no answer: the live stack's fingerprint passes on.
+        let beneath = live.clone();
+        Classifier::from_evaluator(model, Recorder { tape, live }).layered_over(&beneath)
     }
 
     /// A classifier that answers from this tape, offline, matching in
@@ -985,9 +987,18 @@ impl Tape {
         let data = self.lock();
         let mut calls = HashMap::new();
         let mut models = BTreeSet::new();
+        // The fingerprint covers what the replayer answers from: every entry
+        // of the snapshot, by call name and in recording order, and the mode.
+        let mut contents = Vec::new();
+        let mut part = |b: &[u8]| {
+            contents.extend_from_slice(&(b.len() as u64).to_le_bytes());
+            contents.extend_from_slice(b);
+        };
         for (call, entries) in &data.calls {
             let mut index = CallIndex::default();
             for (i, e) in entries.in_order().into_iter().enumerate() {
+                part(call.as_bytes());
+                part(canonical_json(&entry_value(e)).as_bytes());
                 models.insert(e.model.clone());
                 let questions = questions_wire(&e.questions);
                 let key = entry_key(&e.questions, &e.state);
@@ -1009,7 +1020,10 @@ impl Tape {
         };
         let index = Arc::new(ReplayIndex { mode, calls, names });
         let own = model.clone();
-        Classifier::from_evaluator(model, Replayer { index, own })
+        Classifier::from_evaluator(model, Replayer { index, own }).with_fingerprint_part(
+            "tape",
+            format!("{} match={}", Fingerprint::digest(&contents), mode.as_str()),
+        )
     }
 
     /// The file's text: pretty-printed JSON, keys sorted bytewise at every depth,

@@ -439,3 +439,354 @@ async fn a_hit_gives_back_the_extras_the_answer_came_with() {
         assert_eq!(hit.decision, first.decision);
     }
 }
+
+// One store, many stacks: a cache key covers the stack's fingerprint, so the
+// same store used with and without an answer-changing layer never serves one's
+// answer to the other.
+
+/// A Custom classifier answering as `model` with noul `p` on `spam`, counting
+/// its calls in `calls`.
+fn answering(model: &'static str, p: f64, calls: &Arc<AtomicUsize>) -> Classifier {
+    let calls = calls.clone();
+    create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model: model.into(),
+        evaluate: Some(Arc::new(move |_ctx, _state, _qs| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                Decision::from_value(
+                    &json!({"model": model, "answers": {"spam": {"type": "noul", "noul": p}}}),
+                )
+                .map_err(|e| e.to_string())
+            })
+        })),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// Asks `judge` about `"hi"` under call name `c`: the spam answer and
+/// whether it was a hit.
+async fn ask(judge: &Classifier) -> (f64, bool) {
+    let e = judge
+        .evaluate_request(
+            EvalContext::new().with_call_name("c"),
+            EvalRequest::new(json!("hi"), spam()),
+        )
+        .await
+        .unwrap();
+    (e.decision.noul("spam").unwrap().noul, e.cache_hit)
+}
+
+/// `first` then `second` through one store, each asked twice: neither is
+/// served the other's answer, and each is served its own the second time.
+async fn kept_apart(first: Classifier, second: Classifier) -> ((f64, bool), (f64, bool)) {
+    let store: Arc<dyn Cache> = Arc::new(MemoryCache::new());
+    let (a, b) = (
+        caching(first, store.clone()),
+        caching(second, store.clone()),
+    );
+    let (a1, b1) = (ask(&a).await, ask(&b).await);
+    assert!(!a1.1 && !b1.1, "one stack served the other's answer");
+    let (a2, b2) = (ask(&a).await, ask(&b).await);
+    assert_eq!(
+        (a2, b2),
+        ((a1.0, true), (b1.0, true)),
+        "each its own, from the store"
+    );
+    (a1, b1)
+}
+
+fn platt(qs: &Questions, model: &str) -> toolnexus::assess::Calibration {
+    use toolnexus::assess::calibrate::{NoulMap, Platt};
+    use toolnexus::assess::{CalibratedQuestion, Calibration, QuestionMap};
+    let mut file = Calibration::default();
+    file.questions.insert(
+        "spam".into(),
+        CalibratedQuestion {
+            hash: question_hash(&qs["spam"]),
+            models: vec![model.into()],
+            rows: 500,
+            map: QuestionMap::Noul {
+                map: NoulMap::Platt(Platt { a: -0.5, b: 0.0 }),
+            },
+        },
+    );
+    file
+}
+
+#[tokio::test]
+async fn a_calibrated_stack_and_the_plain_one_never_answer_for_each_other() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let base = answering("jev-1.13", 0.99, &calls);
+    let calibrated =
+        toolnexus::assess::calibrating(base.clone(), platt(&spam(), "jev-1.13")).unwrap();
+    // Calibrated first (the issue's order), then the other way round.
+    let (c, p) = kept_apart(calibrated.clone(), base.clone()).await;
+    assert!(c.0 < 0.99 && p.0 == 0.99, "{c:?} {p:?}");
+    let (p, c) = kept_apart(base, calibrated).await;
+    assert!(c.0 < 0.99 && p.0 == 0.99, "{c:?} {p:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn two_calibrations_never_answer_for_each_other() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let base = answering("jev-1.13", 0.99, &calls);
+    let mut other = platt(&spam(), "jev-1.13");
+    if let Some(q) = other.questions.get_mut("spam") {
+        q.map = toolnexus::assess::QuestionMap::Noul {
+            map: toolnexus::assess::calibrate::NoulMap::Platt(
+                toolnexus::assess::calibrate::Platt { a: -0.2, b: 0.1 },
+            ),
+        };
+    }
+    let one = toolnexus::assess::calibrating(base.clone(), platt(&spam(), "jev-1.13")).unwrap();
+    let two = toolnexus::assess::calibrating(base, other).unwrap();
+    let (a, b) = kept_apart(one, two).await;
+    assert_ne!(a.0, b.0);
+}
+
+#[tokio::test]
+async fn a_fallback_chain_and_its_primary_alone_never_answer_for_each_other() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    // Down, answering as "jev-1.13": the chain answers with the backup.
+    let down = create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        model: "jev-1.13".into(),
+        evaluate: Some(Arc::new(|_ctx, _state, _qs| {
+            Box::pin(async { Err("unreachable".to_string()) })
+        })),
+        ..Default::default()
+    })
+    .unwrap();
+    let chain = toolnexus::compose::Fallback::new(down)
+        .also_on(ErrorKind::Custom)
+        .then(answering("backup-7", 0.9, &calls))
+        .build();
+    let primary = answering("jev-1.13", 0.1, &calls);
+    let (c, p) = kept_apart(chain.clone(), primary.clone()).await;
+    assert_eq!((c.0, p.0), (0.9, 0.1));
+    // Two chains with other backups are two stacks too.
+    let other = toolnexus::compose::Fallback::new(primary.clone())
+        .then(answering("backup-8", 0.5, &calls))
+        .build();
+    let same_primary = toolnexus::compose::Fallback::new(primary)
+        .then(answering("backup-7", 0.9, &calls))
+        .build();
+    assert_ne!(other.fingerprint(), same_primary.fingerprint());
+}
+
+/// A tape whose one recording (call `c`, state `"hi"`, model `m`) answers `p`.
+fn tape_answering(p: f64) -> toolnexus::judge::Tape {
+    use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
+    let tape = Tape::new();
+    tape.record(TapeEntry {
+        call_name: "c".into(),
+        model: "m".into(),
+        state: json!("hi"),
+        questions: spam(),
+        outcome: TapeOutcome::Decision(
+            Decision::from_value(
+                &json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": p}}}),
+            )
+            .unwrap(),
+        ),
+        request_id: None,
+    });
+    tape
+}
+
+#[tokio::test]
+async fn two_tapes_never_answer_for_each_other() {
+    let (a, b) = kept_apart(
+        tape_answering(0.2).replayer(),
+        tape_answering(0.8).replayer(),
+    )
+    .await;
+    assert_eq!((a.0, b.0), (0.2, 0.8));
+    // The same contents are the same stack; another match mode is not.
+    let tape = tape_answering(0.2);
+    assert_eq!(
+        tape.replayer().fingerprint(),
+        tape_answering(0.2).replayer().fingerprint()
+    );
+    assert_ne!(
+        tape.replayer().fingerprint(),
+        tape.replayer_with(toolnexus::judge::TapeMatch::Questions)
+            .fingerprint()
+    );
+}
+
+#[tokio::test]
+async fn two_static_classifiers_with_other_recordings_never_answer_for_each_other() {
+    let recorded = |p: f64| {
+        create_classifier(ClassifierOptions {
+            style: ClassifierStyle::Static,
+            model: "m".into(),
+            decisions: vec![RecordedDecision {
+                state: json!("hi"),
+                questions: spam(),
+                response: format!(
+                    r#"{{"model":"m","answers":{{"spam":{{"type":"noul","noul":{p}}}}}}}"#
+                )
+                .into_bytes(),
+            }],
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let (a, b) = kept_apart(recorded(0.3), recorded(0.7)).await;
+    assert_eq!((a.0, b.0), (0.3, 0.7));
+}
+
+#[tokio::test]
+async fn system_one_request_params_are_part_of_the_key() {
+    let server = Server::start([
+        Reply::json(200, SPAM_ANSWER),
+        Reply::json(
+            200,
+            r#"{"model":"jev-1.13","answers":{"spam":{"type":"noul","noul":0.12}}}"#,
+        ),
+    ])
+    .await;
+    let tuned = create_classifier(ClassifierOptions {
+        base_url: server.base_url(),
+        model: "jev-1.13".into(),
+        retries: -1,
+        request_params: serde_json::Map::from_iter([("temperature".to_string(), json!(0))]),
+        ..Default::default()
+    })
+    .unwrap();
+    let (a, b) = kept_apart(system_one(&server), tuned).await;
+    assert_eq!((a.0, b.0), (0.91, 0.12));
+    assert_eq!(server.count(), 2);
+}
+
+#[tokio::test]
+async fn llm_engine_parameters_are_part_of_the_key() {
+    let answer = |p: f64| {
+        Reply::openai_chat(&format!(
+            r#"{{"answers":{{"spam":{{"type":"noul","noul":{p}}}}}}}"#
+        ))
+    };
+    let server = Server::start([answer(0.4), answer(0.6)]).await;
+    let llm = |temperature: f64| {
+        let client = toolnexus::client::create_client(toolnexus::client::ClientOptions {
+            base_url: server.base_url(),
+            model: "chat-1".into(),
+            temperature: Some(temperature),
+            retries: -1,
+            ..Default::default()
+        })
+        .unwrap();
+        create_classifier(ClassifierOptions {
+            style: ClassifierStyle::Llm,
+            client: Some(client),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let (a, b) = kept_apart(llm(0.0), llm(0.7)).await;
+    assert_eq!((a.0, b.0), (0.4, 0.6));
+    assert_eq!(server.count(), 2);
+}
+
+#[tokio::test]
+async fn a_part_a_library_user_adds_keeps_two_stacks_apart() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (a, b) = kept_apart(
+        answering("rules", 0.1, &calls).with_fingerprint_part("rules", "v1"),
+        answering("rules", 0.9, &calls).with_fingerprint_part("rules", "v2"),
+    )
+    .await;
+    assert_eq!((a.0, b.0), (0.1, 0.9));
+}
+
+/// A plain System One stack at a fixed endpoint; nothing listens there.
+fn plain() -> Classifier {
+    create_classifier(ClassifierOptions {
+        base_url: "http://127.0.0.1:9/v1".into(),
+        model: "jev-1.13".into(),
+        retries: -1,
+        timeout_ms: 2_000,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// The key every version of toolnexus gave `{"n": 1}` asking `spam` of
+/// `jev-1.13` at `http://127.0.0.1:9/v1/systemone`.
+const PLAIN_KEY: &str = "d652017d05fe04a4e0b6e81dde25b880c9084213067e11b947a3c9b5a880b2d8";
+
+#[tokio::test]
+async fn a_plain_stack_keeps_its_key_and_old_entries_still_answer_it() {
+    use toolnexus::cache::{cache_key, cache_key_for};
+    let request = EvalRequest::new(json!({"n": 1}), spam());
+    let judge = plain();
+    let key = cache_key_for(judge.fingerprint(), judge.model(), &request);
+    assert_eq!(key.to_hex(), PLAIN_KEY);
+    assert_eq!(
+        key,
+        cache_key("http://127.0.0.1:9/v1/systemone", "jev-1.13", &request)
+    );
+    // Layers that change no answer keep it: pricing, a budget, single flight.
+    use toolnexus::cost::budget::{Budget, BudgetOptions, Spend, budgeted};
+    let budget = Budget::new(BudgetOptions::default());
+    let layered = toolnexus::cost::pricing(
+        toolnexus::cache::single_flight(budgeted(judge.clone(), budget, |_: &EvalRequest| {
+            Spend::tokens(1)
+        })),
+        toolnexus::cost::Pricing::Local,
+    );
+    assert_eq!(layered.fingerprint(), judge.fingerprint());
+    // An entry stored before is served: nothing is sent (nothing listens).
+    let store = Arc::new(MemoryCache::new());
+    let stored = json!({"model": "jev-1.13", "answers": {"spam": {"type": "noul", "noul": 0.42}}});
+    store
+        .put(
+            &key,
+            &Cached {
+                decision: stored,
+                model: "jev-1.13".into(),
+                stored_at: MemoryCache::now(),
+                requested: Some("jev-1.13".into()),
+            },
+        )
+        .unwrap();
+    let e = caching(layered, store)
+        .evaluate_request(EvalContext::new(), request)
+        .await
+        .unwrap();
+    assert!(e.cache_hit);
+    assert_eq!(e.decision.noul("spam").unwrap().noul, 0.42);
+}
+
+#[tokio::test]
+async fn an_entry_any_wrapper_stored_before_is_not_served_to_a_stack_with_layers() {
+    use toolnexus::cache::cache_key;
+    // Before fingerprints every wrapper keyed as "custom": such an entry may
+    // have been written by any stack, so a calibrated one is not served it.
+    let request = EvalRequest::new(json!("hi"), spam());
+    let store = Arc::new(MemoryCache::new());
+    store
+        .put(
+            &cache_key("custom", "jev-1.13", &request),
+            &Cached {
+                decision: json!({"model": "jev-1.13", "answers": {"spam": {"type": "noul", "noul": 0.5}}, "calibrated": true}),
+                model: "jev-1.13".into(),
+                stored_at: MemoryCache::now(),
+                requested: Some("jev-1.13".into()),
+            },
+        )
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let calibrated = toolnexus::assess::calibrating(
+        answering("jev-1.13", 0.99, &calls),
+        platt(&spam(), "jev-1.13"),
+    )
+    .unwrap();
+    let (p, hit) = ask(&caching(calibrated, store)).await;
+    assert!(!hit && p < 0.99 && p != 0.5, "{p}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
