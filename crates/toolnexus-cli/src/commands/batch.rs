@@ -99,6 +99,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         }));
     }
     let mut built = style::build(&args.style, Fallback::SystemOne)?;
+    style::check_cascade(&built, &questions);
     let live = matches!(built.style, StyleName::SystemOne | StyleName::Llm);
     if let (Some(_), false) = (args.tpm, live) {
         return Err(exit::usage(format!(

@@ -50,6 +50,10 @@ fn count(n: usize, one: &str, many: &str) -> String {
 pub async fn record(args: RecordArgs) -> Result<Exit> {
     // Before anything is asked, so no signal between here and the end is lost.
     let mut signals = Signals::new()?;
+    // No style and no key: the one no-key line, nothing sent.
+    if args.live.style.is_none() && !style::key_is_set(&style::key_env(&args.live)) {
+        return Err(exit::usage(style::no_key_line(&args.live, None)));
+    }
     let style = args.live.style.unwrap_or(StyleName::SystemOne);
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let states: Vec<(String, Value)> = match (&args.state, &args.states) {
