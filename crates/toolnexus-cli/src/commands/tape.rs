@@ -50,17 +50,14 @@ fn count(n: usize, one: &str, many: &str) -> String {
 pub async fn record(args: RecordArgs) -> Result<Exit> {
     // Before anything is asked, so no signal between here and the end is lost.
     let mut signals = Signals::new()?;
-    // No style and no key: the one no-key line, nothing sent.
-    if args.live.style.is_none() && !style::key_is_set(&style::key_env(&args.live)) {
-        return Err(exit::usage(style::no_key_line(&args.live, None)));
-    }
     let style = args.live.style.unwrap_or(StyleName::SystemOne);
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let states: Vec<(String, Value)> = match (&args.state, &args.states) {
         (Some(s), _) => vec![("--state".to_string(), input::read_json_arg("--state", s)?)],
         (None, Some(path)) => {
             let text = input::read_file("--states", path)?;
-            input::jsonl_lines(&text)
+            input::state_lines("--states", path, &text)?
+                .into_iter()
                 .map(|(n, l)| {
                     input::parse_line(n, l)
                         .map(|v| (format!("line {n}"), v))
@@ -70,6 +67,10 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         }
         (None, None) => return Err(exit::usage("--state or --states is required")),
     };
+    // No style and no key: the one no-key line, nothing sent.
+    if args.live.style.is_none() && !style::key_is_set(&style::key_env(&args.live)) {
+        return Err(exit::usage(style::no_key_line(&args.live, None)));
+    }
     // The built-in price table (or TOOLNEXUS_PRICES) prices what a cap counts.
     let pricing =
         crate::commands::cost::pricing(style.as_str(), &crate::args::PriceArgs::default())?;
