@@ -271,8 +271,11 @@ pub fn real_answer_hint(live: &LiveArgs) -> String {
 /// (`--model-dir`) before the environment and the default directory.
 pub fn real_answer_hint_in(live: &LiveArgs, model_dir: Option<&Path>) -> String {
     let var = key_env(live);
-    let present = toolnexus_local::model_dir(model_dir, &toolnexus::classifier::EnvSource::process())
-        .is_ok_and(|d| d.join("model.safetensors").is_file() && d.join("tokenizer.json").is_file());
+    let present =
+        toolnexus_local::model_dir(model_dir, &toolnexus::classifier::EnvSource::process())
+            .is_ok_and(|d| {
+                d.join("model.safetensors").is_file() && d.join("tokenizer.json").is_file()
+            });
     if present {
         format!(
             "for a real answer use --style local (the embedded model, on this machine) or set {var}"
@@ -289,7 +292,10 @@ pub fn real_answer_hint_in(live: &LiveArgs, model_dir: Option<&Path>) -> String 
 /// only when it has a head for every asked question, trained on that wording,
 /// so otherwise the teacher answers every request and the cascade saves
 /// nothing. Returns the warning, if any.
-pub fn check_cascade(built: &Built, questions: &toolnexus::classifier::Questions) -> Option<String> {
+pub fn check_cascade(
+    built: &Built,
+    questions: &toolnexus::classifier::Questions,
+) -> Option<String> {
     let (student, shown) = built.cascade_student.as_ref()?;
     let mut missing = Vec::new();
     let mut changed = Vec::new();
@@ -317,7 +323,10 @@ pub fn check_cascade(built: &Built, questions: &toolnexus::classifier::Questions
         ));
     }
     if !changed.is_empty() {
-        why.push(format!("{} reworded since it was trained", changed.join(", ")));
+        why.push(format!(
+            "{} reworded since it was trained",
+            changed.join(", ")
+        ));
     }
     let text = format!(
         "--cascade --student {shown}: {}; the student answers only when it has a head for every asked question, so the teacher answers every request",

@@ -383,6 +383,9 @@ struct Cx<'a> {
     described: &'a mut Vec<Described>,
 }
 
+/// A text heuristic: each hit's byte offset in the text and what it found.
+type TextCheck = fn(&str) -> Vec<(usize, String)>;
+
 /// A text at a path, and whether phrase offsets inside it can be placed (only
 /// in a JSON string; structured content is placed at its start).
 fn text_of(v: Option<&Value>) -> Option<(String, bool)> {
@@ -454,7 +457,7 @@ impl Cx<'_> {
         q: &str,
         path: &[Seg],
         raw: Option<&Value>,
-        check: fn(&str) -> Vec<(usize, String)>,
+        check: TextCheck,
         say: &dyn Fn(&str) -> String,
     ) {
         let Some((text, placeable)) = text_of(raw) else {
@@ -468,7 +471,7 @@ impl Cx<'_> {
     /// TNL014/TNL015: direction controls and invisible characters in the
     /// question's key, and in every key and text beneath it.
     fn hidden(&mut self, q: &str, path: &[Seg], v: &Value) {
-        let checks: [(&'static Rule, fn(&str) -> Vec<(usize, String)>); 2] = [
+        let checks: [(&'static Rule, TextCheck); 2] = [
             (rules::BIDI_CONTROL, text::bidi_controls),
             (rules::ZERO_WIDTH, text::zero_width),
         ];

@@ -749,7 +749,9 @@ fn an_empty_states_file_or_a_labels_file_as_states_is_refused_by_name() {
     let cases = [
         (
             empty.clone(),
-            format!("--states {empty}: no state in it (the file is empty or holds only blank lines)"),
+            format!(
+                "--states {empty}: no state in it (the file is empty or holds only blank lines)"
+            ),
         ),
         (
             labels.clone(),
@@ -759,19 +761,36 @@ fn an_empty_states_file_or_a_labels_file_as_states_is_refused_by_name() {
         ),
         (
             gold.clone(),
-            format!("--states {gold} line 2: this is a labelled example (\"state\", \"gold\"), not a state"),
+            format!(
+                "--states {gold} line 2: this is a labelled example (\"state\", \"gold\"), not a state"
+            ),
         ),
     ];
     for (states, want) in cases {
         let out = tn(
             dir.path(),
             &[
-                "batch", "--style", "tape", "--tape", &tape, "--call", "bulk", "--questions", &q,
-                "--states", &states, "--out", "out.jsonl",
+                "batch",
+                "--style",
+                "tape",
+                "--tape",
+                &tape,
+                "--call",
+                "bulk",
+                "--questions",
+                &q,
+                "--states",
+                &states,
+                "--out",
+                "out.jsonl",
             ],
         );
         assert_eq!(out.code, 2, "{states}: {out:?}");
-        assert!(out.stderr.contains(&want), "want {want:?}, got {}", out.stderr);
+        assert!(
+            out.stderr.contains(&want),
+            "want {want:?}, got {}",
+            out.stderr
+        );
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
         assert!(!dir.join("out.jsonl").exists(), "nothing was started");
     }
@@ -784,8 +803,20 @@ fn an_empty_states_file_or_a_labels_file_as_states_is_refused_by_name() {
     let out = tn(
         dir.path(),
         &[
-            "batch", "--style", "tape", "--tape", &tape, "--call", "bulk", "--questions", &q,
-            "--states", &issue, "--out", "out.jsonl", "--no-progress",
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &q,
+            "--states",
+            &issue,
+            "--out",
+            "out.jsonl",
+            "--no-progress",
         ],
     );
     assert_eq!(out.code, 3, "asked (the tape has no such state): {out:?}");
@@ -851,8 +882,9 @@ fn a_shadow_that_was_busy_is_counted_in_the_summary() {
     assert!(skipped > 0, "{text}");
     assert_eq!(skipped + compared, n as u64, "{text}");
     assert!(
-        out.stdout
-            .contains(&format!("; the shadow skipped {skipped} states (it was busy)")),
+        out.stdout.contains(&format!(
+            "; the shadow skipped {skipped} states (it was busy)"
+        )),
         "{}",
         out.stdout
     );

@@ -444,14 +444,24 @@ fn hidden_characters_and_look_alike_keys_are_named() {
     let out = lint(&dir, &[&q]);
     assert_eq!(out.code, 1, "a direction control is an error: {out:?}");
     let want = [
-        format!("{q}:1:55: error[TNL014]: U+202E RIGHT-TO-LEFT OVERRIDE in the text at spam.instructions (question \"spam\")"),
-        format!("{q}:2:1: warning[TNL016]: question key \"sp\u{0430}m\" looks like question key \"spam\": they differ only in case, separators or look-alike characters (question \"sp\u{0430}m\")"),
-        format!("{q}:3:1: warning[TNL015]: U+200B ZERO WIDTH SPACE in the question key \"ur\\u{{200b}}gency\" (question \"ur\\u{{200b}}gency\")"),
+        format!(
+            "{q}:1:55: error[TNL014]: U+202E RIGHT-TO-LEFT OVERRIDE in the text at spam.instructions (question \"spam\")"
+        ),
+        format!(
+            "{q}:2:1: warning[TNL016]: question key \"sp\u{0430}m\" looks like question key \"spam\": they differ only in case, separators or look-alike characters (question \"sp\u{0430}m\")"
+        ),
+        format!(
+            "{q}:3:1: warning[TNL015]: U+200B ZERO WIDTH SPACE in the question key \"ur\\u{{200b}}gency\" (question \"ur\\u{{200b}}gency\")"
+        ),
         "warning[TNL016]: option \"Low\" looks like option \"low\"".to_string(),
         "error[TNL014]: U+2066 LEFT-TO-RIGHT ISOLATE in the text at".to_string(),
     ];
     for w in &want {
-        assert!(out.stdout.contains(w.as_str()), "want {w:?} in:\n{}", out.stdout);
+        assert!(
+            out.stdout.contains(w.as_str()),
+            "want {w:?} in:\n{}",
+            out.stdout
+        );
     }
     assert!(
         out.stdout

@@ -157,10 +157,7 @@ fn words(line: &str, at: usize) -> Vec<String> {
 /// if it runs the binary.
 fn command(line: &str, at: usize) -> Option<Vec<String>> {
     let line = line.trim();
-    let rest = line
-        .strip_prefix("$ ")
-        .unwrap_or(line)
-        .trim_start();
+    let rest = line.strip_prefix("$ ").unwrap_or(line).trim_start();
     let rest = rest
         .strip_prefix("toolnexus ")
         .or_else(|| rest.strip_prefix("cargo run --release -- "))
@@ -252,8 +249,8 @@ fn the_readme_examples_run_and_print_what_it_shows() {
             continue;
         }
         if let Some(m) = &block.marker {
-            if m.starts_with(SKIP) {
-                let why = m[SKIP.len()..].trim_end_matches("-->").trim();
+            if let Some(why) = m.strip_prefix(SKIP) {
+                let why = why.trim_end_matches("-->").trim();
                 assert!(
                     why.len() > 2,
                     "README.md:{}: a skip marker says why: {m}",
@@ -294,7 +291,11 @@ fn the_readme_examples_run_and_print_what_it_shows() {
                 let at = block.first + i + 1;
                 let mut line = block.lines[i].clone();
                 while line.trim_end().ends_with('\\') && i + 1 < block.lines.len() {
-                    line = format!("{} {}", line.trim_end().trim_end_matches('\\'), block.lines[i + 1].trim());
+                    line = format!(
+                        "{} {}",
+                        line.trim_end().trim_end_matches('\\'),
+                        block.lines[i + 1].trim()
+                    );
                     i += 1;
                 }
                 i += 1;
@@ -304,7 +305,12 @@ fn the_readme_examples_run_and_print_what_it_shows() {
                 ran += 1;
                 let out = exec(&args);
                 if out.code != 0 {
-                    failures.push(format!("README.md:{at}: `{}` exited {}: {}", line.trim(), out.code, out.stderr));
+                    failures.push(format!(
+                        "README.md:{at}: `{}` exited {}: {}",
+                        line.trim(),
+                        out.code,
+                        out.stderr
+                    ));
                 }
             }
             continue;
@@ -317,7 +323,9 @@ fn the_readme_examples_run_and_print_what_it_shows() {
             let end = starts.get(n + 1).copied().unwrap_or(block.lines.len());
             let at = block.first + s + 1;
             let Some(args) = command(&block.lines[s], at) else {
-                failures.push(format!("README.md:{at}: a `$ ` line that does not run toolnexus"));
+                failures.push(format!(
+                    "README.md:{at}: a `$ ` line that does not run toolnexus"
+                ));
                 continue;
             };
             ran += 1;
@@ -377,7 +385,10 @@ fn the_harness_matches_elisions_and_splits_words() {
     assert!(matches(&s(&["a", "...", "d"]), &s(&["a", "b", "c", "d"])));
     assert!(matches(&s(&["a", "...", "b"]), &s(&["a", "b"])));
     assert!(!matches(&s(&["a", "d"]), &s(&["a", "b", "d"])));
-    assert!(line_matches("p50 [..] ms, p95 [..] ms", "p50 163 ms, p95 214 ms"));
+    assert!(line_matches(
+        "p50 [..] ms, p95 [..] ms",
+        "p50 163 ms, p95 214 ms"
+    ));
     assert!(!line_matches("p50 [..] ms", "p95 1 ms"));
     assert_eq!(
         blessed(&s(&["a", "p50 [..] ms"]), &s(&["a", "b", "p50 7 ms"])),
@@ -387,7 +398,12 @@ fn the_harness_matches_elisions_and_splits_words() {
         command("toolnexus eval --state '{\"a\": 1}'   # live", 1),
         Some(vec!["eval".into(), "--state".into(), "{\"a\": 1}".into()])
     );
-    assert_eq!(command("cargo run --release -- eval", 1), Some(vec!["eval".into()]));
+    assert_eq!(
+        command("cargo run --release -- eval", 1),
+        Some(vec!["eval".into()])
+    );
     assert_eq!(command("cargo test --workspace", 1), None);
-    assert!(std::panic::catch_unwind(|| command("toolnexus guard check-policy > p.json", 1)).is_err());
+    assert!(
+        std::panic::catch_unwind(|| command("toolnexus guard check-policy > p.json", 1)).is_err()
+    );
 }

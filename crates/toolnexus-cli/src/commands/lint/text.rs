@@ -778,7 +778,8 @@ pub fn zero_width(text: &str) -> Vec<(usize, String)> {
 pub fn skeleton(key: &str) -> String {
     key.chars()
         .filter(|c| {
-            !matches!(c, '_' | '-' | '.') && !c.is_whitespace()
+            !matches!(c, '_' | '-' | '.')
+                && !c.is_whitespace()
                 && bidi_name(*c).is_none()
                 && zero_width_name(*c).is_none()
         })
