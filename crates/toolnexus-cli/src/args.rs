@@ -682,7 +682,8 @@ fn parse_chat_style(s: &str) -> Result<toolnexus::client::Style, String> {
 pub struct LiveArgs {
     /// systemone | llm | static | tape | local | student | laya | decisiontune.
     /// Default: tape when --tape is given, systemone when the API key variable
-    /// is set, else (eval, serve) the built-in demo tape. laya and decisiontune
+    /// is set, else (eval, serve) the built-in demo tape; other commands then
+    /// send nothing and exit 2 saying how to get a real answer. laya and decisiontune
     /// run the open-weights decision models on this machine from the checkpoint
     /// in --model-dir (downloaded by you; nothing here downloads). Proven: they
     /// reproduce their reference packages (laya 0.4.15, decision-tune 1.0.0) on

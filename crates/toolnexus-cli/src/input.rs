@@ -203,6 +203,54 @@ pub fn jsonl_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .filter(|(_, l)| !l.trim().is_empty())
 }
 
+/// The state lines of a states file (`flag` names it), refused (exit 2)
+/// when it holds none, or when a line is a labelled example
+/// ([`labelled_example`]) rather than a state: sent whole, its gold answers
+/// would reach the judge as part of the state.
+pub fn state_lines<'t>(flag: &str, path: &Path, text: &'t str) -> Result<Vec<(usize, &'t str)>> {
+    let lines: Vec<(usize, &str)> = jsonl_lines(text).collect();
+    if lines.is_empty() {
+        return Err(exit::usage(format!(
+            "{flag} {}: no state in it (the file is empty or holds only blank lines)",
+            path.display()
+        )));
+    }
+    for (n, line) in &lines {
+        if let Some(keys) = labelled_example(line) {
+            return Err(exit::usage(format!(
+                "{flag} {} line {n}: this is a labelled example ({keys}), not a state; \
+                 each line is sent whole as the state, its gold answers included: \
+                 give the states alone, or pass this file to `assess run --examples`",
+                path.display()
+            )));
+        }
+    }
+    Ok(lines)
+}
+
+/// Whether a JSONL line is a labelled example (`{"id"?, "state", "labels",
+/// "meta"?}`, or a `label`/`gold` field in place of `labels`) rather than a
+/// state: an object with a `state` and a gold field and nothing outside that
+/// vocabulary. Returns its keys, quoted, for the message.
+pub fn labelled_example(line: &str) -> Option<String> {
+    const STATE: &str = "\"state\"";
+    const GOLD: [&str; 3] = ["labels", "label", "gold"];
+    const KNOWN: [&str; 6] = ["id", "state", "labels", "label", "gold", "meta"];
+    if !line.contains(STATE) || !GOLD.iter().any(|g| line.contains(&format!("\"{g}\""))) {
+        return None;
+    }
+    let v: Value = serde_json::from_str(strip_bom(line)).ok()?;
+    let o = v.as_object()?;
+    let gold = GOLD.iter().any(|g| o.contains_key(*g));
+    let known = o.keys().all(|k| KNOWN.contains(&k.as_str()));
+    (o.contains_key("state") && gold && known).then(|| {
+        o.keys()
+            .map(|k| format!("{k:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
 /// Parses one JSONL line: the error names the line (`line 7: invalid JSON at column 3: …`).
 /// A byte-order mark (on the first line of a file) is skipped; a key twice in
 /// an object is an error naming it.

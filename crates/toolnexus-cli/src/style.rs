@@ -19,7 +19,9 @@ pub mod pin;
 /// What a command does when no style is named, no tape is given and no API key is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fallback {
-    /// Use the System One style anyway (the backend will answer 401 without a key).
+    /// The System One style when its key is set; with no key and no style
+    /// named, refuse (exit 2) with [`no_key_line`] before anything is sent:
+    /// the command's own states are nothing the demo tape could answer.
     SystemOne,
     /// Use this recorded style over the built-in demo tape, offline.
     Demo(StyleName),
@@ -39,6 +41,8 @@ pub struct Built {
     pub offline_reason: Option<String>,
     /// With `--cascade`: how many calls the student answered and how many it passed on.
     pub cascade: Option<toolnexus_local::student::CascadeStats>,
+    /// With `--cascade`: the student in front, and the `--student` it came from.
+    pub cascade_student: Option<(toolnexus_local::student::Student, String)>,
 }
 
 /// The variable the API key is read from (a name, never a value).
@@ -69,6 +73,12 @@ pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             ));
         }
         let local = local_student(args)?;
+        let shown = args
+            .student
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        built.cascade_student = Some((local.student().clone(), shown));
         let (classifier, stats) = toolnexus_local::student::cascade(local, built.classifier, None);
         built.classifier = classifier;
         built.cascade = Some(stats);
@@ -93,12 +103,14 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             let var = key_env(live);
             match fallback {
                 _ if key_is_set(&var) => (StyleName::SystemOne, None),
-                Fallback::SystemOne => (StyleName::SystemOne, None),
+                Fallback::SystemOne => {
+                    return Err(exit::usage(no_key_line(live, args.model_dir.as_deref())));
+                }
                 Fallback::Demo(s) => (s, Some(format!("no {var} set"))),
             }
         }
     };
-    refuse_unused_flags(live, style, offline_reason.as_deref())?;
+    refuse_unused_flags(live, style, offline_reason.as_deref(), args)?;
     if let (Some(m), false) = (args.tape_match, style == StyleName::Tape) {
         return Err(exit::usage(format!(
             "--match {m}: only --style tape matches recordings that way (this is --style {})",
@@ -126,6 +138,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 tape: None,
                 offline_reason,
                 cascade: None,
+                cascade_student: None,
             })
         }
         StyleName::Laya | StyleName::DecisionTune => {
@@ -142,6 +155,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 tape: None,
                 offline_reason,
                 cascade: None,
+                cascade_student: None,
             })
         }
         StyleName::SystemOne | StyleName::Llm => {
@@ -158,6 +172,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 tape: None,
                 offline_reason,
                 cascade: None,
+                cascade_student: None,
             })
         }
         StyleName::Tape | StyleName::Static => {
@@ -184,6 +199,7 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
                 tape: Some((tape, label)),
                 offline_reason,
                 cascade: None,
+                cascade_student: None,
             })
         }
     }
@@ -192,7 +208,12 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
 /// A connection flag given to a style that has no use for it is an error
 /// naming the flag, never silently ignored (`--model` on a tape would
 /// otherwise look like it picked a model).
-fn refuse_unused_flags(live: &LiveArgs, style: StyleName, offline: Option<&str>) -> Result<()> {
+fn refuse_unused_flags(
+    live: &LiveArgs,
+    style: StyleName,
+    offline: Option<&str>,
+    args: &StyleArgs,
+) -> Result<()> {
     // `--retries` is left out: `serve` sets its own default (none) for any style.
     let given: [(&str, bool); 8] = [
         ("--model", live.model.is_some()),
@@ -218,12 +239,10 @@ fn refuse_unused_flags(live: &LiveArgs, style: StyleName, offline: Option<&str>)
     let Some((flag, _)) = given.iter().find(|(flag, set)| *set && !takes(flag)) else {
         return Ok(());
     };
-    // `--api-key-env` with no key set: the demo fallback explains itself below.
-    if let Some(why) = offline {
-        return Err(exit::usage(format!(
-            "{flag}: {why}, so this replays the built-in demo tape, which has no use for {flag}; \
-             set the key, or name the style with --style"
-        )));
+    // A connection flag with no key and no style: the user wanted a live
+    // answer, so the demo tape is no answer; the one no-key line.
+    if offline.is_some() {
+        return Err(exit::usage(no_key_line(live, args.model_dir.as_deref())));
     }
     let goes_with = match style {
         StyleName::SystemOne => "--style llm",
@@ -236,12 +255,32 @@ fn refuse_unused_flags(live: &LiveArgs, style: StyleName, offline: Option<&str>)
     )))
 }
 
+/// The one line every command that would ask a live backend says when no key
+/// is set and no style is named (exit 2, nothing sent): what is missing and
+/// how to get a real answer ([`real_answer_hint_in`]).
+pub fn no_key_line(live: &LiveArgs, model_dir: Option<&Path>) -> String {
+    format!(
+        "no {} set and no --style named, so nothing was sent; {}",
+        key_env(live),
+        real_answer_hint_in(live, model_dir)
+    )
+}
+
 /// How to get a real answer when a command fell back to the demo tape: the
 /// embedded model when it is on this machine, else how to fetch it; or the key.
 pub fn real_answer_hint(live: &LiveArgs) -> String {
+    real_answer_hint_in(live, None)
+}
+
+/// [`real_answer_hint`] with the embedded model looked for in `model_dir`
+/// (`--model-dir`) before the environment and the default directory.
+pub fn real_answer_hint_in(live: &LiveArgs, model_dir: Option<&Path>) -> String {
     let var = key_env(live);
-    let present = toolnexus_local::model_dir(None, &toolnexus::classifier::EnvSource::process())
-        .is_ok_and(|d| d.join("model.safetensors").is_file() && d.join("tokenizer.json").is_file());
+    let present =
+        toolnexus_local::model_dir(model_dir, &toolnexus::classifier::EnvSource::process())
+            .is_ok_and(|d| {
+                d.join("model.safetensors").is_file() && d.join("tokenizer.json").is_file()
+            });
     if present {
         format!(
             "for a real answer use --style local (the embedded model, on this machine) or set {var}"
@@ -251,6 +290,55 @@ pub fn real_answer_hint(live: &LiveArgs) -> String {
             "for a real answer set {var}, or run `toolnexus model fetch` once and use --style local"
         )
     }
+}
+
+/// With `--cascade`, warns (once, naming the student file and the questions)
+/// when the student cannot answer the asked questions: it answers a request
+/// only when it has a head for every asked question, trained on that wording,
+/// so otherwise the teacher answers every request and the cascade saves
+/// nothing. Returns the warning, if any.
+pub fn check_cascade(
+    built: &Built,
+    questions: &toolnexus::classifier::Questions,
+) -> Option<String> {
+    let (student, shown) = built.cascade_student.as_ref()?;
+    let mut missing = Vec::new();
+    let mut changed = Vec::new();
+    for (key, q) in questions {
+        match student.questions.get(key) {
+            None => missing.push(format!("{key:?}")),
+            Some(_) if student.head_for(key, q).is_err() => changed.push(format!("{key:?}")),
+            Some(_) => {}
+        }
+    }
+    if missing.is_empty() && changed.is_empty() {
+        return None;
+    }
+    let mut why = Vec::new();
+    if !missing.is_empty() {
+        let trained: Vec<String> = student.questions.keys().map(|k| format!("{k:?}")).collect();
+        why.push(format!(
+            "no head for {} (it was trained on {})",
+            missing.join(", "),
+            if trained.is_empty() {
+                "none".to_string()
+            } else {
+                trained.join(", ")
+            }
+        ));
+    }
+    if !changed.is_empty() {
+        why.push(format!(
+            "{} reworded since it was trained",
+            changed.join(", ")
+        ));
+    }
+    let text = format!(
+        "--cascade --student {shown}: {}; the student answers only when it has a head for every asked question, so the teacher answers every request",
+        why.join("; ")
+    );
+    crate::warnings::warn(&text);
+    Some(text)
 }
 
 /// The embedded model from `--model-dir`, `$TOOLNEXUS_MODEL_DIR` or the

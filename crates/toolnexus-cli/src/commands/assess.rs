@@ -153,6 +153,7 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
     let mut built = style::build(&a.style, Fallback::SystemOne)?;
     let pricing = crate::commands::cost::pricing(built.style.as_str(), &a.prices)?;
     let questions = input::read_questions(&a.questions)?;
+    style::check_cascade(&built, &questions);
     let examples = read_examples(&a.examples, &questions).map_err(bad)?;
     let recorded = built.tape.as_ref().map(|(t, _)| (t, built.call.as_str()));
     let (capped, budget) =

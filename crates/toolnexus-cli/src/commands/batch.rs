@@ -88,7 +88,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     }
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let text = input::read_file("--states", &args.states)?;
-    let lines: Vec<(usize, &str)> = input::jsonl_lines(&text).collect();
+    let lines = input::state_lines("--states", &args.states, &text)?;
     let last_line = text.split('\n').count();
     if args.rpm.is_some() || args.tpm.is_some() {
         args.style.live.limiter = Some(Limiter::new(LimiterOptions {
@@ -99,6 +99,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         }));
     }
     let mut built = style::build(&args.style, Fallback::SystemOne)?;
+    style::check_cascade(&built, &questions);
     let live = matches!(built.style, StyleName::SystemOne | StyleName::Llm);
     if let (Some(_), false) = (args.tpm, live) {
         return Err(exit::usage(format!(
@@ -269,9 +270,17 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         Some(s) => Some(s.finish(!interrupted).await?),
         None => None,
     };
-    if let Some(line) = &shadow_said {
+    if let Some((line, _)) = &shadow_said {
         tell!("{line}");
     }
+    // States the shadow never asked are counted where the run is summed up.
+    let shadow_skipped = match shadow_said.as_ref().map_or(0, |(_, n)| *n) {
+        0 => String::new(),
+        n => format!(
+            "; the shadow skipped {} (it was busy)",
+            count(n as usize, "state")
+        ),
+    };
 
     if interrupted {
         tell!(
@@ -329,7 +338,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         t => format!("; this run's {t}"),
     };
     let summary = format!(
-        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}{cost}; results in {place}{held}"
+        "batch: done {ok}{from_cache}, failed {failed}, skipped {skipped} as already done{local}{shadow_skipped}{cost}; results in {place}{held}"
     );
     if opened.is_stdout {
         tell!("{summary}");

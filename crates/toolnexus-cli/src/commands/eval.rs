@@ -26,6 +26,7 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
     let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
     built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
     let (questions, state, example) = inputs(&args, &built)?;
+    style::check_cascade(&built, &questions);
     let bands = args
         .thresholds
         .as_deref()

@@ -110,6 +110,15 @@ pub fn run(args: LintArgs) -> Result<Exit> {
         for (key, (q, raw)) in &set {
             cx.question(key, q, raw);
         }
+        let keys: Vec<&str> = set.iter().map(|(k, _)| k.as_str()).collect();
+        for (later, first) in text::look_alikes(&keys) {
+            cx.push_key(
+                rules::LOOK_ALIKE_KEYS,
+                later,
+                &[key(later)],
+                format!("question key {later:?} looks like question key {first:?}: they differ only in case, separators or look-alike characters"),
+            );
+        }
         cx.budget(&set);
         all_spans.push(spans);
     }
@@ -374,6 +383,9 @@ struct Cx<'a> {
     described: &'a mut Vec<Described>,
 }
 
+/// A text heuristic: each hit's byte offset in the text and what it found.
+type TextCheck = fn(&str) -> Vec<(usize, String)>;
+
 /// A text at a path, and whether phrase offsets inside it can be placed (only
 /// in a JSON string; structured content is placed at its start).
 fn text_of(v: Option<&Value>) -> Option<(String, bool)> {
@@ -445,7 +457,7 @@ impl Cx<'_> {
         q: &str,
         path: &[Seg],
         raw: Option<&Value>,
-        check: fn(&str) -> Vec<(usize, String)>,
+        check: TextCheck,
         say: &dyn Fn(&str) -> String,
     ) {
         let Some((text, placeable)) = text_of(raw) else {
@@ -456,7 +468,63 @@ impl Cx<'_> {
         }
     }
 
+    /// TNL014/TNL015: direction controls and invisible characters in the
+    /// question's key, and in every key and text beneath it.
+    fn hidden(&mut self, q: &str, path: &[Seg], v: &Value) {
+        let checks: [(&'static Rule, TextCheck); 2] = [
+            (rules::BIDI_CONTROL, text::bidi_controls),
+            (rules::ZERO_WIDTH, text::zero_width),
+        ];
+        let name = |path: &[Seg]| match path.last() {
+            Some(Seg::Key(k)) if path.len() == 1 => format!("the question key {k:?}"),
+            Some(Seg::Key(k)) => format!("the key {k:?}"),
+            _ => "a key".to_string(),
+        };
+        if path.len() == 1 {
+            for (rule, check) in checks {
+                if let Some(Seg::Key(k)) = path.last() {
+                    for (_, what) in check(k) {
+                        let message = format!("{what} in {}", name(path));
+                        self.push_key(rule, q, path, message);
+                    }
+                }
+            }
+        }
+        match v {
+            Value::String(t) => {
+                for (rule, check) in checks {
+                    for (at, what) in check(t) {
+                        let message = format!("{what} in the text at {}", scan::show(path));
+                        self.push(rule, q, path, Some(at), message);
+                    }
+                }
+            }
+            Value::Object(m) => {
+                for (k, inner) in m {
+                    let mut p = path.to_vec();
+                    p.push(key(k));
+                    for (rule, check) in checks {
+                        for (_, what) in check(k) {
+                            let message = format!("{what} in {}", name(&p));
+                            self.push_key(rule, q, &p, message);
+                        }
+                    }
+                    self.hidden(q, &p, inner);
+                }
+            }
+            Value::Array(a) => {
+                for (i, inner) in a.iter().enumerate() {
+                    let mut p = path.to_vec();
+                    p.push(Seg::Index(i));
+                    self.hidden(q, &p, inner);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn question(&mut self, k: &str, q: &Question, raw: &Value) {
+        self.hidden(k, &[key(k)], raw);
         let qpath = vec![key(k)];
         let ipath = vec![key(k), key("instructions")];
         let instructions = raw.get("instructions");
@@ -636,6 +704,16 @@ impl Cx<'_> {
             self.heuristic(rules::NUMERIC, k, &path, Some(v), text::numeric, &|w| {
                 format!("a number to compare or compute: {w} in option {id:?}; do it in code")
             });
+        }
+        let ids: Vec<&str> = options.iter().map(|(id, _)| id.as_str()).collect();
+        for (later, first) in text::look_alikes(&ids) {
+            let path = [key(k), key("criteria"), key(later)];
+            self.push_key(
+                rules::LOOK_ALIKE_KEYS,
+                k,
+                &path,
+                format!("option {later:?} looks like option {first:?}: they differ only in case, separators or look-alike characters"),
+            );
         }
         if degenerate.is_none() && options.len() >= 2 && !way_out {
             self.push_key(

@@ -109,9 +109,10 @@ fn pick_style(args: &StyleArgs) -> Result<StyleArgs> {
         args.live.style = Some(StyleName::Local);
         return Ok(args);
     }
-    Err(exit::usage(format!(
-        "mcp: no --style named, no {var} set and no embedded model in {}: run `toolnexus model fetch` once (then --style local is the default), or name a style with --style",
-        dir.display()
+    // The one no-key line every command says (then --style local is the default).
+    Err(exit::usage(style::no_key_line(
+        &args.live,
+        args.model_dir.as_deref(),
     )))
 }
 

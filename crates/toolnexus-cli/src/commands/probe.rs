@@ -106,7 +106,8 @@ fn read_states(args: &ProbeArgs) -> Result<Vec<Value>> {
     let path = args.states.display();
     let text = input::read_file("--states", &args.states)?;
     let mut states = Vec::new();
-    for (n, line) in input::jsonl_lines(&text).take(args.max_states as usize) {
+    let lines = input::state_lines("--states", &args.states, &text)?;
+    for (n, line) in lines.into_iter().take(args.max_states as usize) {
         let state =
             input::parse_line(n, line).map_err(|e| exit::usage(format!("--states {path}: {e}")))?;
         input::check_state(&state)

@@ -56,7 +56,8 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         (Some(s), _) => vec![("--state".to_string(), input::read_json_arg("--state", s)?)],
         (None, Some(path)) => {
             let text = input::read_file("--states", path)?;
-            input::jsonl_lines(&text)
+            input::state_lines("--states", path, &text)?
+                .into_iter()
                 .map(|(n, l)| {
                     input::parse_line(n, l)
                         .map(|v| (format!("line {n}"), v))
@@ -66,6 +67,10 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         }
         (None, None) => return Err(exit::usage("--state or --states is required")),
     };
+    // No style and no key: the one no-key line, nothing sent.
+    if args.live.style.is_none() && !style::key_is_set(&style::key_env(&args.live)) {
+        return Err(exit::usage(style::no_key_line(&args.live, None)));
+    }
     // --prices (or TOOLNEXUS_PRICES) over the built-in table prices what a cap counts.
     let pricing = crate::commands::cost::pricing(style.as_str(), &args.prices)?;
     let (live, budget) = crate::commands::caps::wrap(

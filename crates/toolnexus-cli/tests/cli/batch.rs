@@ -728,3 +728,171 @@ fn stopped_by(signal: &str) {
     assert_eq!(lines, (1..=n as u64).collect::<Vec<_>>());
     assert_eq!(up.requests().len() - asked, n - before.len());
 }
+
+/// A states file with no state in it, or a labelled-examples file given as
+/// `--states`, is refused before anything is asked, naming the file (and the
+/// line of the first labelled example): its gold answers would otherwise
+/// reach the judge as part of each state.
+#[test]
+fn an_empty_states_file_or_a_labels_file_as_states_is_refused_by_name() {
+    let dir = TempDir::new("batch-states-kind");
+    let tape = dir.join("t.tape.json");
+    bulk_tape(&tape, 3, false);
+    let tape = tape.display().to_string();
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let empty = dir.write("empty.jsonl", "\n  \n");
+    let labels = crate::support::demo("labels.jsonl");
+    let gold = dir.write(
+        "gold.jsonl",
+        "{\"n\": 1}\n{\"state\": {\"n\": 2}, \"gold\": {\"spam\": true}}\n",
+    );
+    let cases = [
+        (
+            empty.clone(),
+            format!(
+                "--states {empty}: no state in it (the file is empty or holds only blank lines)"
+            ),
+        ),
+        (
+            labels.clone(),
+            format!(
+                "--states {labels} line 5: this is a labelled example (\"id\", \"state\", \"labels\", \"meta\"), not a state"
+            ),
+        ),
+        (
+            gold.clone(),
+            format!(
+                "--states {gold} line 2: this is a labelled example (\"state\", \"gold\"), not a state"
+            ),
+        ),
+    ];
+    for (states, want) in cases {
+        let out = tn(
+            dir.path(),
+            &[
+                "batch",
+                "--style",
+                "tape",
+                "--tape",
+                &tape,
+                "--call",
+                "bulk",
+                "--questions",
+                &q,
+                "--states",
+                &states,
+                "--out",
+                "out.jsonl",
+            ],
+        );
+        assert_eq!(out.code, 2, "{states}: {out:?}");
+        assert!(
+            out.stderr.contains(&want),
+            "want {want:?}, got {}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(!dir.join("out.jsonl").exists(), "nothing was started");
+    }
+
+    // A state that merely has a "labels" field (an issue, say) is a state.
+    let issue = dir.write(
+        "issues.jsonl",
+        "{\"title\": \"crash\", \"labels\": [\"bug\"], \"state\": \"open\"}\n",
+    );
+    let out = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &q,
+            "--states",
+            &issue,
+            "--out",
+            "out.jsonl",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(out.code, 3, "asked (the tape has no such state): {out:?}");
+}
+
+/// A shadow too slow to keep up skips states rather than queue them; the
+/// run's summary counts them, as does the shadow's own line and file.
+#[test]
+fn a_shadow_that_was_busy_is_counted_in_the_summary() {
+    use toolnexus::testing::{Reply, Server as Fake};
+    let dir = TempDir::new("batch-shadow-busy");
+    let n = 120;
+    let tape = dir.join("t.tape.json");
+    bulk_tape(&tape, n, false);
+    let tape = tape.display().to_string();
+    let q = dir.write("q.json", &spam_questions().to_string());
+    let states: String = (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    let states = dir.write("s.jsonl", &states);
+    // Each shadow call answers only after a long pause: at most 64 are ever
+    // in flight (the bound with --concurrency 1), the rest are skipped.
+    let shadow = Fake::builder()
+        .handler(|_, _| {
+            Reply::json(
+                200,
+                r#"{"model":"jev-2","answers":{"spam":{"type":"noul","noul":0.5}}}"#,
+            )
+            .delayed(Duration::from_secs(3))
+        })
+        .start_on_thread();
+    let shadow_out = dir.join("shadow.jsonl");
+    let out = tn(
+        dir.path(),
+        &[
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &q,
+            "--states",
+            &states,
+            "--out",
+            "out.jsonl",
+            "--concurrency",
+            "1",
+            "--shadow-style",
+            "systemone",
+            "--shadow-base-url",
+            &shadow.base_url(),
+            "--shadow-out",
+            &shadow_out.display().to_string(),
+            "--no-progress",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = std::fs::read_to_string(&shadow_out).unwrap();
+    let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let skipped = summary["summary"]["not_mirrored"].as_u64().unwrap();
+    let compared = summary["summary"]["compared"].as_u64().unwrap();
+    assert!(skipped > 0, "{text}");
+    assert_eq!(skipped + compared, n as u64, "{text}");
+    assert!(
+        out.stdout.contains(&format!(
+            "; the shadow skipped {skipped} states (it was busy)"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "{skipped} not asked (the shadow was busy: more than 64 calls in flight)"
+        )),
+        "{}",
+        out.stderr
+    );
+}

@@ -434,6 +434,8 @@ fn tape_record_stops_at_the_token_cap_saves_and_resumes() {
     let args = strings(&[
         "tape",
         "record",
+        "--style",
+        "systemone",
         "--tape",
         &tape.display().to_string(),
         "--call",

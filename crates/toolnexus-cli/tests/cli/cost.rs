@@ -548,6 +548,8 @@ fn a_bad_prices_file_names_the_flag_the_file_and_the_key() {
         &[
             "batch",
             "--estimate",
+            "--style",
+            "systemone",
             "--questions",
             &q,
             "--states",

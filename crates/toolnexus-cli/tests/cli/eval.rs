@@ -205,3 +205,78 @@ fn retries_zero_means_one_attempt() {
         );
     }
 }
+
+/// A `--cascade` student with no head for an asked question never answers
+/// (it answers only when it has a head for every asked question): said once,
+/// naming the student file and the question; a question it has a head for
+/// draws no warning.
+#[test]
+fn a_cascade_student_without_a_head_for_the_question_is_named() {
+    let dir = crate::support::TempDir::new("eval-cascade-heads");
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    let model = model.display().to_string();
+    let (student, _) = crate::support::demo_student(&dir, &model);
+    let tape = dir.join("bulk.tape.json");
+    crate::support::bulk_tape(&tape, 3, false);
+    let tape = tape.display().to_string();
+    let spam = crate::support::spam_questions().to_string();
+    let out = crate::support::tn(
+        dir.path(),
+        &[
+            "eval",
+            "--cascade",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--call",
+            "bulk",
+            "--questions",
+            &spam,
+            "--state",
+            "{\"n\": 1}",
+        ],
+    );
+    assert_eq!(out.code, 0, "the teacher answered: {out:?}");
+    let want = format!(
+        "toolnexus: warning: --cascade --student {student}: no head for \"spam\" (it was trained on \"desk\", \"refund_requested\", \"urgency\"); \
+         the student answers only when it has a head for every asked question, so the teacher answers every request"
+    );
+    assert!(
+        out.stderr.contains(&want),
+        "want {want:?}, got {}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.matches("--cascade --student").count(), 1);
+
+    // The questions it was trained on: no warning.
+    let out = crate::support::tn(
+        dir.path(),
+        &[
+            "eval",
+            "--cascade",
+            "--student",
+            &student,
+            "--model-dir",
+            &model,
+            "--style",
+            "tape",
+            "--tape",
+            crate::support::DEMO_TAPE,
+            "--call",
+            "triage",
+            "--questions",
+            &crate::support::demo("questions.json"),
+            "--state",
+            "{\"message\": \"my parcel is late\"}",
+            "--match",
+            "questions",
+        ],
+    );
+    assert!(!out.stderr.contains("--cascade --student"), "{out:?}");
+}

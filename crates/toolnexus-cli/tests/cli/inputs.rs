@@ -44,7 +44,7 @@ fn input_errors_name_the_real_problem() {
         (&["eval", "--style", "tape", "--model", "jev-1.13"], "--model: --style tape has no use for it"),
         (&["eval", "--style", "static", "--base-url", "http://127.0.0.1:9"], "--base-url: --style static has no use for it"),
         (&["eval", "--style", "local", "--base-url", "http://127.0.0.1:9"], "--base-url: --style local has no use for it"),
-        (&["eval", "--model", "jev-1.13"], "--model: no TYPESAFE_API_KEY set, so this replays the built-in demo tape"),
+        (&["eval", "--model", "jev-1.13"], "no TYPESAFE_API_KEY set and no --style named, so nothing was sent; for a real answer"),
     ];
     for (args, want) in cases {
         let out = tn(dir.path(), args);
@@ -240,4 +240,59 @@ fn plain_serve_with_no_key_says_how_to_get_a_real_answer() {
     assert!(line.contains("built-in demo tape"), "{line}");
     assert!(line.contains("for a real answer"), "{line}");
     assert!(line.contains("TYPESAFE_API_KEY"), "{line}");
+}
+
+/// With no key and no style, every command that would ask a live backend says
+/// the same one line (what is missing, how to get a real answer), exits 2 and
+/// sends nothing: a loopback backend named by `--base-url` sees no request.
+/// (Plain `eval` and `serve` replay the demo tape instead; with a connection
+/// flag they too say the line.)
+#[test]
+fn no_key_and_no_style_is_one_line_and_nothing_sent_by_every_command() {
+    let dir = TempDir::new("inputs-nokey");
+    let up = Upstream::start(|_| {
+        (
+            200,
+            vec![],
+            r#"{"model": "m", "answers": {"spam": {"type": "noul", "noul": 0.5}}}"#.to_string(),
+        )
+    });
+    let no_model = dir.join("no-model");
+    std::fs::create_dir_all(&no_model).unwrap();
+    let q = dir.write(
+        "q.json",
+        r#"{"spam": {"type": "noul", "instructions": "Is this spam?"}}"#,
+    );
+    let states = dir.write("s.jsonl", "\"win a prize\"\n\"hello\"\n");
+    let labels = dir.write(
+        "labels.jsonl",
+        "{\"id\": \"a\", \"state\": \"win a prize\", \"labels\": {\"spam\": true}}\n",
+    );
+    let url = up.base_url.as_str();
+    #[rustfmt::skip]
+    let commands: &[&[&str]] = &[
+        &["eval", "--questions", &q, "--state", "\"win\"", "--base-url", url],
+        &["batch", "--questions", &q, "--states", &states, "--out", "out.jsonl", "--base-url", url],
+        &["batch", "--estimate", "--questions", &q, "--states", &states, "--base-url", url],
+        &["assess", "run", "--questions", &q, "--examples", &labels, "--out", "run.jsonl", "--base-url", url],
+        &["probe", "--questions", &q, "--states", &states, "--base-url", url],
+        &["tape", "record", "--tape", "t.tape.json", "--call", "c", "--questions", &q, "--states", &states, "--base-url", url],
+        &["assess", "drift", "--tape", crate::support::DEMO_TAPE, "--call", "triage", "--base-url", url],
+        &["serve", "--addr", "127.0.0.1:0", "--base-url", url],
+        &["mcp", "--base-url", url],
+    ];
+    let want = "toolnexus: error: no TYPESAFE_API_KEY set and no --style named, so nothing was sent; \
+                for a real answer set TYPESAFE_API_KEY, or run `toolnexus model fetch` once and use --style local";
+    for args in commands {
+        let mut cmd = toolnexus(dir.path(), args);
+        cmd.env("TOOLNEXUS_MODEL_DIR", &no_model)
+            .env("HOME", dir.path());
+        let out = crate::support::run(cmd);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert_eq!(out.stderr.trim_end(), want, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+    }
+    assert!(!dir.join("out.jsonl").exists(), "no out file was started");
+    assert!(!dir.join("t.tape.json").exists(), "no tape was started");
+    assert_eq!(up.requests().len(), 0, "nothing was sent");
 }

@@ -58,7 +58,7 @@ fn every_rule_fails_its_bad_fixture_and_passes_its_good_one() {
         .iter()
         .map(|r| r["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids.len(), 13, "{listed}");
+    assert_eq!(ids.len(), 16, "{listed}");
     for id in ids {
         // The near-duplicate check needs the model: see the test below.
         if id == "TNL005" {
@@ -299,12 +299,12 @@ fn explain_and_list_rules() {
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(
         out.stderr,
-        "toolnexus: error: --explain TNL999: no such rule (the rules are TNL001..TNL013; see toolnexus lint --list-rules)\n"
+        "toolnexus: error: --explain TNL999: no such rule (the rules are TNL001..TNL016; see toolnexus lint --list-rules)\n"
     );
     let out = lint(&dir, &["--list-rules"]);
     assert_eq!(out.code, 0, "{out:?}");
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines.len(), 13, "{}", out.stdout);
+    assert_eq!(lines.len(), 16, "{}", out.stdout);
     assert!(
         lines[0].starts_with("TNL001  error    empty-text "),
         "{}",
@@ -424,6 +424,48 @@ fn a_dash_reads_standard_input() {
     assert!(
         out.stdout
             .starts_with("-:1:58: warning[TNL007]: a negated statement: \"never\""),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Direction controls and invisible characters are named by code point at the
+/// character, in keys and texts alike; keys that differ only in case,
+/// separators or look-alike letters are named with the key they look like.
+#[test]
+fn hidden_characters_and_look_alike_keys_are_named() {
+    let dir = TempDir::new("lint-hidden");
+    let q = dir.write(
+        "q.json",
+        "{\"spam\": {\"type\": \"noul\", \"instructions\": \"Is it spam?\\u202e yes\"},\n\
+          \"sp\u{0430}m\": {\"type\": \"noul\", \"instructions\": \"Is it bulk?\"},\n\
+          \"ur\u{200b}gency\": {\"type\": \"choice\", \"instructions\": \"How urgent?\", \"criteria\": {\"low\": \"can wait\", \"Low\": \"can wait a day\", \"other\": \"any\u{2066}thing else\"}}}\n",
+    );
+    let out = lint(&dir, &[&q]);
+    assert_eq!(out.code, 1, "a direction control is an error: {out:?}");
+    let want = [
+        format!(
+            "{q}:1:55: error[TNL014]: U+202E RIGHT-TO-LEFT OVERRIDE in the text at spam.instructions (question \"spam\")"
+        ),
+        format!(
+            "{q}:2:1: warning[TNL016]: question key \"sp\u{0430}m\" looks like question key \"spam\": they differ only in case, separators or look-alike characters (question \"sp\u{0430}m\")"
+        ),
+        format!(
+            "{q}:3:1: warning[TNL015]: U+200B ZERO WIDTH SPACE in the question key \"ur\\u{{200b}}gency\" (question \"ur\\u{{200b}}gency\")"
+        ),
+        "warning[TNL016]: option \"Low\" looks like option \"low\"".to_string(),
+        "error[TNL014]: U+2066 LEFT-TO-RIGHT ISOLATE in the text at".to_string(),
+    ];
+    for w in &want {
+        assert!(
+            out.stdout.contains(w.as_str()),
+            "want {w:?} in:\n{}",
+            out.stdout
+        );
+    }
+    assert!(
+        out.stdout
+            .ends_with("lint: 1 file, 3 questions: 2 errors, 3 warnings (fails)\n"),
         "{}",
         out.stdout
     );

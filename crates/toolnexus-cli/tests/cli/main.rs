@@ -22,6 +22,7 @@ mod mcp;
 mod model;
 mod pinning;
 mod probe;
+mod readme;
 mod serve;
 mod serve_bounds;
 mod streams;

@@ -453,6 +453,8 @@ fn every_record_keeps_the_model_that_answered_an_alias() {
         &[
             "tape",
             "record",
+            "--style",
+            "systemone",
             "--tape",
             "rec.tape.json",
             "--call",

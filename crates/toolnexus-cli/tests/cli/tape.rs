@@ -33,6 +33,8 @@ fn record_through_a_live_style_then_show_and_replay_offline() {
         &[
             "tape",
             "record",
+            "--style",
+            "systemone",
             "--tape",
             "rec.tape.json",
             "--call",
@@ -158,6 +160,8 @@ fn record_args(dir: &TempDir, up: &Fake, concurrency: &str) -> Vec<String> {
     [
         "tape",
         "record",
+        "--style",
+        "systemone",
         "--tape",
         "rec.tape.json",
         "--call",

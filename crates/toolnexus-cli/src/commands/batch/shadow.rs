@@ -41,6 +41,8 @@ pub struct Shadow {
     shared: Arc<Shared>,
     /// `--style S (model)` of the shadow.
     name: String,
+    /// The shadow calls in flight past which a state is not asked.
+    bound: usize,
 }
 
 struct Shared {
@@ -216,13 +218,16 @@ impl Shadow {
                 stats,
                 shared,
                 name,
+                bound,
             },
         )))
     }
 
     /// Waits for the shadow calls in flight, writes the summary line and
-    /// says what the shadow found; an error when the file could not be written.
-    pub async fn finish(self, wait: bool) -> Result<String> {
+    /// says what the shadow found, with the number of states it did not ask
+    /// because it was busy (for the run's summary); an error when the file
+    /// could not be written.
+    pub async fn finish(self, wait: bool) -> Result<(String, u64)> {
         if wait {
             self.stats.idle().await;
         }
@@ -259,12 +264,18 @@ impl Shadow {
         }
         let dropped = match s.dropped() {
             0 => String::new(),
-            n => format!(", {n} not asked (the shadow was busy)"),
+            n => format!(
+                ", {n} not asked (the shadow was busy: more than {} calls in flight)",
+                self.bound
+            ),
         };
-        Ok(format!(
-            "batch: shadow {}: compared {}, {rows} disagreeing ({disagreements} answers), {failed} failed{dropped}; in {shown}",
-            self.name,
-            s.compared()
+        Ok((
+            format!(
+                "batch: shadow {}: compared {}, {rows} disagreeing ({disagreements} answers), {failed} failed{dropped}; in {shown}",
+                self.name,
+                s.compared()
+            ),
+            s.dropped(),
         ))
     }
 

@@ -56,9 +56,12 @@ pub const SCORE_ORDER: &Rule = &RULES[9];
 pub const TWO_THINGS: &Rule = &RULES[10];
 pub const OVER_BUDGET: &Rule = &RULES[11];
 pub const TIGHT_BUDGET: &Rule = &RULES[12];
+pub const BIDI_CONTROL: &Rule = &RULES[13];
+pub const ZERO_WIDTH: &Rule = &RULES[14];
+pub const LOOK_ALIKE_KEYS: &Rule = &RULES[15];
 
 /// Every rule, in id order.
-pub static RULES: [Rule; 13] = [
+pub static RULES: [Rule; 16] = [
     Rule {
         id: "TNL001",
         name: "empty-text",
@@ -357,6 +360,71 @@ Good:
 
 Fix: shorten the question, or keep your states below the room reported.",
     },
+    Rule {
+        id: "TNL014",
+        name: "bidi-control",
+        severity: Severity::Error,
+        rationale: "a direction control (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) in a key or text: what a reviewer sees is not what the model reads",
+        explain: "\
+Direction controls reorder how text is displayed without changing what it
+is. In a question they let a file read one way in an editor or a review and
+another way to the model (the \"Trojan Source\" trick), and in a key they
+make two different keys look the same. Lint reports each one by its code
+point and name, at the character.
+
+Bad:
+  \"refund\": {\"type\": \"noul\",
+             \"instructions\": \"Does the customer ask for money back?\\u202e ton\"}
+
+Good:
+  \"refund\": {\"type\": \"noul\", \"instructions\": \"Does the customer ask for money back?\"}
+
+Fix: delete the character (text in a right-to-left script needs none of
+them: the script's own direction is applied without controls).",
+    },
+    Rule {
+        id: "TNL015",
+        name: "zero-width",
+        severity: Severity::Warning,
+        rationale: "an invisible character (U+200B..U+200D, U+2060, U+FEFF) in a key or text: it splits or joins words the reader cannot see",
+        explain: "\
+Zero-width spaces and joiners, the word joiner and a byte-order mark inside
+a text are invisible. They split a word the model then reads as two tokens,
+make a key differ from the one your code asks for while looking the same,
+and survive copy and paste from web pages and chat tools. (A byte-order
+mark at the very start of the file is read and skipped, not reported.)
+
+Bad:
+  \"ur\\u200bgency\": {\"type\": \"score\", \"instructions\": \"How urgent is it?\", ...}
+
+Good:
+  \"urgency\": {\"type\": \"score\", \"instructions\": \"How urgent is it?\", ...}
+
+Fix: delete the character. A joiner a script needs (U+200C and U+200D in
+Persian or Indic text, emoji sequences) can stay: this is a warning.",
+    },
+    Rule {
+        id: "TNL016",
+        name: "look-alike-keys",
+        severity: Severity::Warning,
+        rationale: "two question keys, or two options of a choice, that differ only in case, separators or look-alike characters",
+        explain: "\
+Keys are compared exactly: \"refund_requested\" and \"refund-requested\",
+\"Billing\" and \"billing\", or \"spam\" with a Cyrillic \"а\" and \"spam\" are
+different keys that look the same. Code that reads one gets no answer or
+the other's, and a model shown two look-alike options cannot tell them
+apart by name. Lint compares keys with case, `_`, `-`, `.` and spaces,
+invisible characters, full-width forms and common Cyrillic and Greek
+look-alikes of Latin letters left out.
+
+Bad:
+  \"criteria\": {\"billing\": \"money moved\", \"Billing\": \"an invoice question\"}
+
+Good:
+  \"criteria\": {\"billing\": \"money moved\", \"invoices\": \"an invoice question\"}
+
+Fix: rename one of them so the two differ in a way a reader sees.",
+    },
 ];
 
 /// The rule with this id (any case), if there is one.
@@ -385,5 +453,6 @@ mod tests {
         assert!(find("TNL999").is_none());
         assert_eq!(SIMILAR.id, "TNL005");
         assert_eq!(TIGHT_BUDGET.id, "TNL013");
+        assert_eq!(LOOK_ALIKE_KEYS.id, "TNL016");
     }
 }

@@ -724,3 +724,145 @@ mod tests {
         );
     }
 }
+
+/// The name of a direction control (TNL014), if `c` is one.
+fn bidi_name(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{200E}' => "LEFT-TO-RIGHT MARK",
+        '\u{200F}' => "RIGHT-TO-LEFT MARK",
+        '\u{202A}' => "LEFT-TO-RIGHT EMBEDDING",
+        '\u{202B}' => "RIGHT-TO-LEFT EMBEDDING",
+        '\u{202C}' => "POP DIRECTIONAL FORMATTING",
+        '\u{202D}' => "LEFT-TO-RIGHT OVERRIDE",
+        '\u{202E}' => "RIGHT-TO-LEFT OVERRIDE",
+        '\u{2066}' => "LEFT-TO-RIGHT ISOLATE",
+        '\u{2067}' => "RIGHT-TO-LEFT ISOLATE",
+        '\u{2068}' => "FIRST STRONG ISOLATE",
+        '\u{2069}' => "POP DIRECTIONAL ISOLATE",
+        _ => return None,
+    })
+}
+
+/// The name of an invisible character (TNL015), if `c` is one.
+fn zero_width_name(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{200B}' => "ZERO WIDTH SPACE",
+        '\u{200C}' => "ZERO WIDTH NON-JOINER",
+        '\u{200D}' => "ZERO WIDTH JOINER",
+        '\u{2060}' => "WORD JOINER",
+        '\u{FEFF}' => "ZERO WIDTH NO-BREAK SPACE (a byte-order mark inside the text)",
+        _ => return None,
+    })
+}
+
+fn found(text: &str, name: fn(char) -> Option<&'static str>) -> Vec<(usize, String)> {
+    text.char_indices()
+        .filter_map(|(at, c)| name(c).map(|n| (at, format!("U+{:04X} {n}", c as u32))))
+        .collect()
+}
+
+/// Direction controls (TNL014): byte offset and `U+202E RIGHT-TO-LEFT OVERRIDE`.
+pub fn bidi_controls(text: &str) -> Vec<(usize, String)> {
+    found(text, bidi_name)
+}
+
+/// Invisible characters (TNL015): byte offset and `U+200B ZERO WIDTH SPACE`.
+pub fn zero_width(text: &str) -> Vec<(usize, String)> {
+    found(text, zero_width_name)
+}
+
+/// What a key looks like (TNL016): lower case, without separators (`_`, `-`,
+/// `.`, spaces) and invisible characters, full-width forms as ASCII, and
+/// the common Cyrillic and Greek look-alikes (and `0`, `1`) as the Latin
+/// letters they pass for. Two keys with one skeleton look alike.
+pub fn skeleton(key: &str) -> String {
+    key.chars()
+        .filter(|c| {
+            !matches!(c, '_' | '-' | '.')
+                && !c.is_whitespace()
+                && bidi_name(*c).is_none()
+                && zero_width_name(*c).is_none()
+        })
+        .map(|c| match c as u32 {
+            0xFF01..=0xFF5E => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+            _ => c,
+        })
+        .flat_map(char::to_lowercase)
+        .map(|c| match c {
+            'а' | 'α' => 'a',
+            'в' | 'β' => 'b',
+            'с' | 'ϲ' => 'c',
+            'ԁ' => 'd',
+            'е' | 'ε' => 'e',
+            'һ' => 'h',
+            'і' | 'ι' | 'ı' => 'i',
+            'ј' => 'j',
+            'к' | 'κ' => 'k',
+            'ӏ' | '1' => 'l',
+            'м' => 'm',
+            'о' | 'ο' | '0' => 'o',
+            'р' | 'ρ' => 'p',
+            'ѕ' => 's',
+            'т' | 'τ' => 't',
+            'υ' => 'u',
+            'ν' => 'v',
+            'х' | 'χ' => 'x',
+            'у' | 'γ' => 'y',
+            other => other,
+        })
+        .collect()
+}
+
+/// The first earlier key each key looks like (TNL016), in the keys' order:
+/// `(later, earlier)` pairs.
+pub fn look_alikes<'k>(keys: &[&'k str]) -> Vec<(&'k str, &'k str)> {
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    let mut out = Vec::new();
+    for k in keys {
+        let s = skeleton(k);
+        match seen.iter().find(|(sk, _)| *sk == s) {
+            Some((_, first)) => out.push((*k, *first)),
+            None => seen.push((s, k)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod hidden_tests {
+    use super::*;
+
+    #[test]
+    fn hidden_characters_are_found_by_offset_and_name() {
+        assert_eq!(
+            bidi_controls("ab\u{202E}c\u{2066}"),
+            vec![
+                (2, "U+202E RIGHT-TO-LEFT OVERRIDE".to_string()),
+                (6, "U+2066 LEFT-TO-RIGHT ISOLATE".to_string())
+            ]
+        );
+        assert_eq!(
+            zero_width("x\u{200B}y\u{FEFF}").len(),
+            2,
+            "a space and a mark inside the text"
+        );
+        assert!(bidi_controls("plain text, ünïcödé, עברית").is_empty());
+        assert!(zero_width("plain").is_empty());
+    }
+
+    #[test]
+    fn keys_that_differ_in_case_separators_or_script_look_alike() {
+        assert_eq!(
+            look_alikes(&["refund_requested", "refund-requested", "Refund Requested"]),
+            vec![
+                ("refund-requested", "refund_requested"),
+                ("Refund Requested", "refund_requested")
+            ]
+        );
+        // Cyrillic а and о; a zero-width space; full-width letters.
+        assert_eq!(look_alikes(&["spam", "spаm"]), vec![("spаm", "spam")]);
+        assert_eq!(look_alikes(&["desk", "de\u{200B}sk"]).len(), 1);
+        assert_eq!(look_alikes(&["desk", "ｄｅｓｋ"]).len(), 1);
+        assert!(look_alikes(&["billing", "shipping", "technical", "other"]).is_empty());
+    }
+}
