@@ -968,7 +968,7 @@ pub(crate) fn files_fingerprint(dir: &Path, files: &[&str]) -> String {
     let mut all = String::new();
     for name in files {
         let path = dir.join(name);
-        let hash = match fs::metadata(&path) {
+        let hash = match std::fs::metadata(&path) {
             Ok(m) if m.is_file() => crate::embed::file_sha256(&path)
                 .unwrap_or_else(|_| format!("unreadable {}", path.display())),
             _ => format!("absent {}", path.display()),

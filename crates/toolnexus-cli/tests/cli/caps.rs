@@ -665,7 +665,7 @@ fn a_cost_cap_over_an_unpriced_model_is_refused_before_anything_is_sent() {
     .concat();
     let record = [
         &["tape", "record", "--tape", &tape, "--call", "rec"][..],
-        &["--questions", &q, "--states", &s],
+        &["--questions", &q, "--states", &s, "--style", "systemone"],
         &live,
     ]
     .concat();
