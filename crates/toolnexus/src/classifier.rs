@@ -848,7 +848,7 @@ impl Classifier {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), ClassifierError> {
-    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// let base = create_classifier(ClassifierOptions {
     ///     style: ClassifierStyle::Static,
     ///     decisions: vec![RecordedDecision {
@@ -908,7 +908,7 @@ impl Classifier {
     /// let strict = rules(0.9)?.with_fingerprint_part("rules", "strict");
     /// let lenient = rules(0.1)?.with_fingerprint_part("rules", "lenient");
     /// let store = Arc::new(MemoryCache::new());
-    /// let qs = Questions::from([("spam".to_string(), NoulQuestion::default().into())]);
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
     /// caching(strict, store.clone()).evaluate(json!("hi"), &qs).await?;
     /// let d = caching(lenient, store.clone()).evaluate(json!("hi"), &qs).await?;
     /// assert_eq!(d.noul("spam")?.noul, 0.1);
