@@ -12,10 +12,11 @@
 //! - In a ```` ```text ```` block, a line `$ toolnexus …` is a command and
 //!   the lines after it, up to the next `$ ` line or the end of the block, are
 //!   what it prints (standard output, then standard error), compared line by
-//!   line (trailing spaces and trailing blank lines aside). A command whose
-//!   shown output ends in a `toolnexus: error:` line must fail; any other
-//!   must exit 0. A text block without a `$ ` line is an illustration and
-//!   is not run.
+//!   line (trailing spaces and trailing blank lines aside). A shown output
+//!   whose last line is `[exit N]` must end with status N; otherwise a
+//!   command whose shown output ends in a `toolnexus: error:` line must
+//!   fail, and any other must exit 0. A text block without a `$ ` line is an
+//!   illustration and is not run.
 //!
 //! Commands run from a scratch directory in which `examples/` and `crates/`
 //! are the repository's, so the paths the README names are the repository's
@@ -337,12 +338,26 @@ fn the_readme_examples_run_and_print_what_it_shows() {
             while shown_trimmed.last().is_some_and(|l| l.is_empty()) {
                 shown_trimmed.pop();
             }
+            // A last line `[exit N]` is the exit status the command must end with.
+            let exit_shown = shown_trimmed.last().and_then(|l| {
+                l.strip_prefix("[exit ")?
+                    .strip_suffix(']')?
+                    .parse::<i32>()
+                    .ok()
+            });
+            if exit_shown.is_some() {
+                shown_trimmed.pop();
+            }
             let out = exec(&args);
             let actual = tidy(&format!("{}{}", out.stdout, out.stderr));
             let should_fail = shown_trimmed
                 .last()
                 .is_some_and(|l| l.starts_with("toolnexus: error:"));
-            if (out.code != 0) != should_fail {
+            let code_ok = match exit_shown {
+                Some(code) => out.code == code,
+                None => (out.code != 0) == should_fail,
+            };
+            if !code_ok {
                 failures.push(format!(
                     "README.md:{at}: `{}` exited {}: {}",
                     block.lines[s], out.code, out.stderr
@@ -351,7 +366,7 @@ fn the_readme_examples_run_and_print_what_it_shows() {
             if !matches(&shown_trimmed, &actual) {
                 if bless {
                     let mut new = blessed(&shown_trimmed, &actual);
-                    // Keep a blank line before the next command.
+                    // Keep the `[exit N]` line and a blank line before the next command.
                     new.extend(shown[shown_trimmed.len()..].iter().cloned());
                     edits.push((block.first + s + 1, end - s - 1, new));
                 } else {
