@@ -26,6 +26,15 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
     let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
     built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
     let (questions, state, example) = inputs(&args, &built)?;
+    // No key and no style: the demo tape answers only its own recordings, so
+    // the user's own questions (read and checked first, so their errors are
+    // named) get the one no-key line every command gives.
+    if built.offline_reason.is_some() && args.questions.is_some() {
+        return Err(exit::usage(style::no_key_line(
+            &args.style.live,
+            args.style.model_dir.as_deref(),
+        )));
+    }
     style::check_cascade(&built, &questions);
     let bands = args
         .thresholds
@@ -48,16 +57,8 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
         }
     };
     if let (Some(why), Some((_, label))) = (&built.offline_reason, &built.tape) {
-        // The user's own questions: the demo tape has none of their answers.
-        let hint = match &args.questions {
-            Some(_) => format!(
-                ", which answers only its own recordings; {}",
-                style::real_answer_hint(&args.style.live)
-            ),
-            None => String::new(),
-        };
         status(format!(
-            "offline: {why}; replaying {label} (call {:?}){hint}",
+            "offline: {why}; replaying {label} (call {:?})",
             built.call
         ));
     }

@@ -76,32 +76,39 @@ fn input_errors_name_the_real_problem() {
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"\"hello\"").unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // It got past reading both (the demo tape has no such recording: exit 3).
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("no recorded decision"), "{stderr}");
+    // It got past reading both: with no key, the one no-key line, nothing sent.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no --style named, so nothing was sent"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn a_first_run_with_own_questions_says_how_to_get_a_real_answer() {
     let dir = TempDir::new("inputs-first");
-    let out = tn(
+    let q = r#"{"spam": {"type": "noul", "instructions": "Is this spam?"}}"#;
+    let eval = tn(
         dir.path(),
-        &[
-            "eval",
-            "--questions",
-            r#"{"spam": {"type": "noul", "instructions": "Is this spam?"}}"#,
-            "--state",
-            "\"win a prize now\"",
-        ],
+        &["eval", "--questions", q, "--state", "\"win a prize now\""],
     );
-    let first = out.stdout.lines().next().unwrap_or_default();
+    // The same one line as every other command with no key and no style.
+    let s = dir.write("s.jsonl", "\"win a prize now\"\n");
+    let out = dir.join("out.jsonl").display().to_string();
+    let batch = tn(
+        dir.path(),
+        &["batch", "--questions", q, "--states", &s, "--out", &out],
+    );
+    assert_eq!((eval.code, batch.code), (2, 2), "{eval:?} {batch:?}");
+    assert_eq!(eval.stderr, batch.stderr);
+    assert!(eval.stdout.is_empty(), "{eval:?}");
+    let line = eval.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{line}");
     assert!(
-        first.starts_with("offline: no TYPESAFE_API_KEY set; replaying the built-in demo tape"),
-        "{out:?}"
+        line.starts_with("toolnexus: error: no TYPESAFE_API_KEY set and no --style named, so nothing was sent; for a real answer"),
+        "{line}"
     );
-    assert!(first.contains("for a real answer"), "{first}");
-    assert!(first.contains("TYPESAFE_API_KEY"), "{first}");
-    assert!(first.contains("--style local"), "{first}");
+    assert!(line.contains("--style local"), "{line}");
 }
 
 /// A choice whose options carry no description, answered with an extra key
