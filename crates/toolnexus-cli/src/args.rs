@@ -900,7 +900,7 @@ pub struct BatchArgs {
     #[arg(long, value_name = "FILE")]
     pub states: PathBuf,
     /// Output: a header line
-    /// {"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:..","questions":"sha256:..","style":"..","model":".."}},
+    /// {"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:..","questions":"sha256:..","style":"..","model":"..","stack":".."}},
     /// then one result per line, {"line":n,"decision":{..},"cost":{..},"shape":{..}}
     /// (what the call cost and where that came from; the request's shape) or
     /// {"line":n,"error":".."}.

@@ -4,7 +4,7 @@
 //!
 //! The out file (see [`out`] for the format) is this command's own:
 //! - A regular out file starts with a header line,
-//!   `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…"}}`:
+//!   `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…","stack":"…"}}`:
 //!   the SHA-256 of the states file's bytes and of the canonical questions, the
 //!   style and the model. Readers of result lines skip it (it has no `"line"`).
 //!   A file without it is never truncated, appended to or replaced; nor is an
@@ -112,6 +112,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         &questions,
         built.style.as_str(),
         built.classifier.model(),
+        built.classifier.fingerprint(),
     );
     // The budget sits beneath the cache: a hit costs nothing.
     let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;

@@ -468,6 +468,7 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         &questions,
         built.style.as_str(),
         &model,
+        &stack,
     );
     let done = crate::commands::batch::out::already_done(
         &args.out,

@@ -634,3 +634,85 @@ fn two_calls_of_one_tape_on_one_cache_never_answer_for_each_other() {
     assert!(none_cached(&other), "another call name: {other:?}");
     assert!(all_cached(&call("call-a-again", name)));
 }
+
+/// An out file records what answers beneath the style: a batch resumed with
+/// `--calibration` added (or dropped) would mix calibrated and plain lines in
+/// one file, so it is refused by name; the same stack resumes.
+#[test]
+fn a_batch_out_file_is_resumed_only_by_the_stack_that_wrote_it() {
+    let dir = TempDir::new("out-stack");
+    let run = dir.join("run.jsonl").display().to_string();
+    let tape = crate::support::demo("tape.json");
+    let questions = crate::support::demo("questions.json");
+    let out = tn(
+        dir.path(),
+        &[
+            "assess",
+            "run",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--questions",
+            &questions,
+            "--examples",
+            &crate::support::demo("labels.jsonl"),
+            "--out",
+            &run,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let cal = dir.join("cal.json").display().to_string();
+    let out = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
+    let states: String = labels
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .take(4)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].to_string() + "\n")
+        .collect();
+    let states = dir.write("states.jsonl", &states);
+    let results = dir.join("out.jsonl").display().to_string();
+    let batch = |extra: &[&str]| {
+        let mut args = vec![
+            "batch",
+            "--style",
+            "tape",
+            "--tape",
+            &tape,
+            "--questions",
+            &questions,
+            "--states",
+            &states,
+            "--out",
+            &results,
+            "--no-progress",
+        ];
+        args.extend(extra);
+        tn(dir.path(), &args)
+    };
+    let first = batch(&["--calibration", &cal]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let header = std::fs::read_to_string(&results).unwrap();
+    let header = header.lines().next().unwrap();
+    assert!(
+        header.contains(r#""stack":"tape+call+calibration sha256:"#),
+        "{header}"
+    );
+    let before = std::fs::read(&results).unwrap();
+    let plain = batch(&[]);
+    assert_eq!(plain.code, 2, "{plain:?}");
+    assert!(
+        plain
+            .stderr
+            .contains("what answers beneath the style changed (tape+call+calibration sha256:"),
+        "{}",
+        plain.stderr
+    );
+    assert_eq!(std::fs::read(&results).unwrap(), before, "left untouched");
+    // The same stack resumes: nothing left to ask.
+    let again = batch(&["--calibration", &cal]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(std::fs::read(&results).unwrap(), before);
+}

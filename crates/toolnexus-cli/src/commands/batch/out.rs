@@ -1,7 +1,7 @@
 //! The batch out file: whose it is, what it answers, who is writing it.
 //!
 //! A regular out file starts with one header line,
-//! `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…"}}`,
+//! `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…","stack":"…"}}`,
 //! then one result line per input line. Before anything is read or written the
 //! file is locked (an exclusive advisory lock held until the run ends), so a
 //! second run on it stops at once. The header is what lets a run touch the
@@ -12,8 +12,12 @@
 //!   blank lines, another program's JSON, an out file of an older version) is
 //!   refused and left byte for byte as it was, `--restart` or not;
 //! - our header with another fingerprint (the states file's bytes, the
-//!   canonical questions, the style or the model changed) is refused naming
-//!   what changed, unless `--restart` starts it over;
+//!   canonical questions, the style, the model, or what answers beneath the
+//!   style — `stack`: `plain`, or the names of the classifier's fingerprint
+//!   parts (calibration, a cascade's student, a tape's contents, …) and one
+//!   SHA-256 over them — changed) is refused naming what changed, unless
+//!   `--restart` starts it over; a header written before `stack` was
+//!   recorded resumes with a note that it could not be checked;
 //! - our header with this fingerprint resumes: a torn final line is truncated,
 //!   and `--rerun-errors` first replaces the file, atomically (a temporary file
 //!   beside it, then a rename), by one without its error lines.
@@ -49,23 +53,41 @@ pub struct Fingerprint {
     pub style: String,
     /// The model the style asks for.
     pub model: String,
+    /// What answers beneath the style's name: `plain`, or the names of the
+    /// layers and engine settings that can change an answer (calibration, a
+    /// cascade's student, a tape's contents, …) and one SHA-256 over the
+    /// classifier's fingerprint parts (`calibration sha256:…`). `None` in a
+    /// header written before out files recorded it.
+    pub stack: Option<String>,
 }
 
 impl Fingerprint {
-    pub fn new(states: &[u8], questions: &Questions, style: &str, model: &str) -> Fingerprint {
+    pub fn new(
+        states: &[u8],
+        questions: &Questions,
+        style: &str,
+        model: &str,
+        stack: &toolnexus::classifier::Fingerprint,
+    ) -> Fingerprint {
         let canonical = canonical_json(&questions_wire(questions));
         Fingerprint {
             states: sha256::tagged(states),
             questions: sha256::tagged(canonical.as_bytes()),
             style: style.to_string(),
             model: model.to_string(),
+            stack: Some(stack_text(stack)),
         }
     }
 
     /// The header line, newline included.
     pub fn header(&self) -> String {
+        let stack = self
+            .stack
+            .as_deref()
+            .map(|s| format!(",\"stack\":{}", Value::from(s)))
+            .unwrap_or_default();
         format!(
-            "{{\"toolnexus\":\"batch\",\"version\":{VERSION},\"fingerprint\":{{\"states\":{},\"questions\":{},\"style\":{},\"model\":{}}}}}\n",
+            "{{\"toolnexus\":\"batch\",\"version\":{VERSION},\"fingerprint\":{{\"states\":{},\"questions\":{},\"style\":{},\"model\":{}{stack}}}}}\n",
             Value::from(self.states.as_str()),
             Value::from(self.questions.as_str()),
             Value::from(self.style.as_str()),
@@ -81,6 +103,7 @@ impl Fingerprint {
             questions: field("questions")?,
             style: field("style")?,
             model: field("model")?,
+            stack: field("stack"),
         })
     }
 
@@ -110,8 +133,48 @@ impl Fingerprint {
                 self.model, now.model
             ));
         }
+        if let (Some(then), Some(cur)) = (&self.stack, &now.stack)
+            && then != cur
+        {
+            let short = |s: &str| match s.rsplit_once(" sha256:") {
+                Some((names, hash)) => format!("{names} sha256:{}…", &hash[..hash.len().min(12)]),
+                None => s.to_string(),
+            };
+            out.push(format!(
+                "what answers beneath the style changed ({} then, {} now)",
+                short(then),
+                short(cur)
+            ));
+        }
         out
     }
+}
+
+/// A stack's fingerprint as an out file's header records it: `plain`, or the
+/// names of its parts and one SHA-256 over them (the origin, such as a
+/// System One endpoint, is left out: the same model at another address
+/// answers the same).
+fn stack_text(stack: &toolnexus::classifier::Fingerprint) -> String {
+    if stack.is_plain() {
+        return "plain".to_string();
+    }
+    let mut names: Vec<&str> = Vec::new();
+    let mut all = String::new();
+    for (layer, value) in stack.parts() {
+        if !names.contains(&layer.as_str()) {
+            names.push(layer);
+        }
+        all.push_str(&format!(
+            "{}:{layer}={}:{value}\n",
+            layer.len(),
+            value.len()
+        ));
+    }
+    format!(
+        "{} {}",
+        names.join("+"),
+        toolnexus::classifier::Fingerprint::digest(all)
+    )
 }
 
 /// How the run wants the out file treated.
@@ -286,6 +349,11 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
             "--out {shown}: answers other inputs: {}; left untouched: rerun with --restart to start it over, or choose another --out",
             changes.join("; ")
         )));
+    }
+    if earlier.stack.is_none() {
+        tell!(
+            "batch: {shown} was written before out files recorded what answers beneath the style (calibration, a cascade, a tape's contents); resuming without checking it"
+        );
     }
 
     let results = read_results(path, &bytes, plan.last_line)?;
@@ -663,7 +731,13 @@ mod tests {
             {"spam": {"type": "noul", "instructions": "Spam?"}}
         ))
         .unwrap();
-        Fingerprint::new(states, &q, "tape", "rule-1")
+        Fingerprint::new(
+            states,
+            &q,
+            "tape",
+            "rule-1",
+            &toolnexus::classifier::Fingerprint::new("tape"),
+        )
     }
 
     const PLAN: Plan = Plan {
@@ -681,7 +755,7 @@ mod tests {
             "{h}"
         );
         assert!(
-            h.ends_with("\"style\":\"tape\",\"model\":\"rule-1\"}}\n"),
+            h.ends_with("\"style\":\"tape\",\"model\":\"rule-1\",\"stack\":\"plain\"}}\n"),
             "{h}"
         );
         let back = read_header(Path::new("x"), h.as_bytes()).unwrap();
