@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolnexus::judge::Tape;
 
-use crate::support::{Bulk, Out, TempDir, Upstream, out_lines, spam_questions, tn};
+use crate::support::{
+    Bulk, Out, TempDir, Upstream, batch_args, out_lines, spam_questions, tn, tn_args,
+};
 
 /// A System One upstream billing `tokens` input tokens (and `cost` dollars
 /// when given) per call, after `delay`.
@@ -52,11 +54,6 @@ fn resume_words(out: &Out) -> Vec<String> {
     words[1..].to_vec()
 }
 
-fn run_words(dir: &TempDir, words: &[String]) -> Out {
-    let args: Vec<&str> = words.iter().map(String::as_str).collect();
-    tn(dir.path(), &args)
-}
-
 /// Reruns the printed resume command: the cap holds for the job, so it asks
 /// nothing (`sent` counts what the run asked of its backend) and stops at
 /// the cap again, saying earlier runs spent it. Then raises `flag` to
@@ -72,7 +69,7 @@ fn resume_to_the_end(
     let words = resume_words(first);
     assert_eq!(words, args, "the resume command is the command itself");
     let before = sent();
-    let again = run_words(dir, &words);
+    let again = tn_args(dir.path(), &words);
     assert_eq!(again.code, 6, "the cap holds for the job: {again:?}");
     assert_eq!(sent(), before, "a resume spends nothing beyond the cap");
     assert!(
@@ -87,7 +84,7 @@ fn resume_to_the_end(
     let at = words.iter().position(|w| w == flag).expect(flag);
     words[at + 1] = raised.to_string();
     for rerun in 1..=30 {
-        let out = run_words(dir, &words);
+        let out = tn_args(dir.path(), &words);
         match out.code {
             0 => return rerun,
             6 => words = resume_words(&out),
@@ -125,32 +122,27 @@ fn batch_stops_at_the_cost_cap_within_one_call_and_resumes_to_the_end() {
     let s = dir.write("in.jsonl", &states(n));
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let args = strings(&[
-        "batch",
-        "--questions",
+    let args = batch_args(
         &q,
-        "--states",
         &s,
-        "--out",
         &out,
-        "--style",
-        "systemone",
-        "--base-url",
         &up.base_url,
-        "--retries",
-        "-1",
-        "--no-progress",
-        "--concurrency",
-        "4",
-        "--max-cost",
-        "0.05",
-        // The limiter in the transport composes with the budget in front.
-        "--rpm",
-        "60000",
-        "--tpm",
-        "100000000",
-    ]);
-    let first = run_words(&dir, &args);
+        &[
+            "--retries",
+            "-1",
+            "--no-progress",
+            "--concurrency",
+            "4",
+            "--max-cost",
+            "0.05",
+            // The limiter in the transport composes with the budget in front.
+            "--rpm",
+            "60000",
+            "--tpm",
+            "100000000",
+        ],
+    );
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     let calls = up.requests().len();
     // $0.01 a call: stopped once $0.05 was spent, the calls in flight
@@ -188,32 +180,27 @@ fn a_shadow_spends_from_the_same_cap_as_the_primary() {
     let s = dir.write("in.jsonl", &states(n));
     let out = dir.join("out.jsonl").display().to_string();
     let shadow_out = dir.join("shadow.jsonl").display().to_string();
-    let r = tn(
+    let r = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
+        &batch_args(
             &q,
-            "--states",
             &s,
-            "--out",
             &out,
-            "--style",
-            "systemone",
-            "--base-url",
             &primary.base_url,
-            "--shadow-style",
-            "systemone",
-            "--shadow-base-url",
-            &second.base_url,
-            "--shadow-out",
-            &shadow_out,
-            "--no-progress",
-            "--concurrency",
-            "1",
-            "--max-cost",
-            "0.03",
-        ],
+            &[
+                "--shadow-style",
+                "systemone",
+                "--shadow-base-url",
+                &second.base_url,
+                "--shadow-out",
+                &shadow_out,
+                "--no-progress",
+                "--concurrency",
+                "1",
+                "--max-cost",
+                "0.03",
+            ],
+        ),
     );
     // Stopped by what the shadow spent: the run's cap bounds both.
     assert_eq!(r.code, 6, "{r:?}");
@@ -238,14 +225,8 @@ fn batch_on_a_tape_rehearses_a_cap_offline_with_the_recorded_usage() {
     let out = out_path.display().to_string();
     // Each recording says 11 tokens and $0.00002: the fifth call takes the
     // run over $0.00009.
-    let args = strings(
-        &bulk
-            .batch(&out, &["--no-progress", "--max-cost", "0.00009"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
-    let first = run_words(&dir, &args);
+    let args = bulk.batch(&out, &["--no-progress", "--max-cost", "0.00009"]);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     assert_eq!(decided_lines(&out_path).len(), 5);
     assert!(
@@ -270,31 +251,26 @@ fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
     let s = dir.write("in.jsonl", &states(10));
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let first = tn(
+    let first = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
+        &batch_args(
             &q,
-            "--states",
             &s,
-            "--out",
             &out,
-            "--style",
-            "systemone",
-            "--base-url",
             &up.base_url,
-            "--retries",
-            "-1",
-            "--no-progress",
-            "--concurrency",
-            "1",
-            // A model no price table lists: its cost stays unknown.
-            "--model",
-            "acme-judge-2",
-            "--max-tokens",
-            "1000",
-        ],
+            &[
+                "--retries",
+                "-1",
+                "--no-progress",
+                "--concurrency",
+                "1",
+                // A model no price table lists: its cost stays unknown.
+                "--model",
+                "acme-judge-2",
+                "--max-tokens",
+                "1000",
+            ],
+        ),
     );
     assert_eq!(first.code, 6, "{first:?}");
     assert_eq!(
@@ -323,28 +299,23 @@ fn batch_stops_at_the_time_cap() {
     let s = dir.write("in.jsonl", &states(n));
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let first = tn(
+    let first = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
+        &batch_args(
             &q,
-            "--states",
             &s,
-            "--out",
             &out,
-            "--style",
-            "systemone",
-            "--base-url",
             &up.base_url,
-            "--retries",
-            "-1",
-            "--no-progress",
-            "--concurrency",
-            "1",
-            "--max-time",
-            "1s",
-        ],
+            &[
+                "--retries",
+                "-1",
+                "--no-progress",
+                "--concurrency",
+                "1",
+                "--max-time",
+                "1s",
+            ],
+        ),
     );
     assert_eq!(first.code, 6, "{first:?}");
     let calls = up.requests().len();
@@ -392,7 +363,7 @@ fn assess_run_stops_at_the_token_cap_on_a_tape_and_resumes() {
         "--max-tokens",
         "30",
     ]);
-    let first = run_words(&dir, &args);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     let rows = |path: &str| -> Vec<Value> {
         std::fs::read_to_string(path)
@@ -453,7 +424,7 @@ fn tape_record_stops_at_the_token_cap_saves_and_resumes() {
         "--max-tokens",
         "1000",
     ]);
-    let first = run_words(&dir, &args);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     let calls = up.requests().len();
     assert!(
@@ -509,8 +480,7 @@ fn cap_flags_are_checked_and_documented() {
         ("--max-time", "soon", "is not a time"),
     ] {
         let args = bulk.batch(&out, &[flag, value]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got = tn(dir.path(), &args);
+        let got = tn_args(dir.path(), &args);
         assert_eq!(got.code, 2, "{flag} {value}: {got:?}");
         assert!(got.stderr.contains(want), "{flag} {value}: {}", got.stderr);
     }
@@ -528,8 +498,7 @@ fn cap_flags_are_checked_and_documented() {
     );
     // A cap that is never reached changes nothing.
     let args = bulk.batch(&out, &["--max-tokens", "1000000", "--max-time", "2h"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let got = tn(dir.path(), &args);
+    let got = tn_args(dir.path(), &args);
     assert_eq!(got.code, 0, "{got:?}");
 }
 
@@ -543,27 +512,22 @@ fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
     let q = dir.write("q.json", &spam_questions().to_string());
     let s = dir.write("in.jsonl", &states(30));
     let out = dir.join("out.jsonl").display().to_string();
-    let args = strings(&[
-        "batch",
-        "--questions",
+    let args = batch_args(
         &q,
-        "--states",
         &s,
-        "--out",
         &out,
-        "--style",
-        "systemone",
-        "--base-url",
         &up.base_url,
-        "--retries",
-        "-1",
-        "--no-progress",
-        "--concurrency",
-        "1",
-        "--max-cost",
-        "0.04",
-    ]);
-    let mut said = run_words(&dir, &args);
+        &[
+            "--retries",
+            "-1",
+            "--no-progress",
+            "--concurrency",
+            "1",
+            "--max-cost",
+            "0.04",
+        ],
+    );
+    let mut said = tn_args(dir.path(), &args);
     assert_eq!(said.code, 6, "{said:?}");
     assert_eq!(
         up.requests().len(),
@@ -571,7 +535,7 @@ fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
         "$0.01 a call: the fourth reaches $0.04"
     );
     for _ in 0..3 {
-        said = run_words(&dir, &resume_words(&said));
+        said = tn_args(dir.path(), &resume_words(&said));
         assert_eq!(said.code, 6, "{said:?}");
     }
     assert_eq!(
@@ -606,35 +570,30 @@ fn a_cap_over_a_priced_model_holds_across_resumes() {
         .to_string(),
     );
     let out = dir.join("out.jsonl").display().to_string();
-    let args = strings(&[
-        "batch",
-        "--questions",
+    let args = batch_args(
         &q,
-        "--states",
         &s,
-        "--out",
         &out,
-        "--style",
-        "systemone",
-        "--base-url",
         &up.base_url,
-        "--model",
-        "acme-judge-2",
-        "--prices",
-        &prices,
-        "--retries",
-        "-1",
-        "--no-progress",
-        "--concurrency",
-        "1",
-        "--max-cost",
-        "0.1",
-    ]);
-    let first = run_words(&dir, &args);
+        &[
+            "--model",
+            "acme-judge-2",
+            "--prices",
+            &prices,
+            "--retries",
+            "-1",
+            "--no-progress",
+            "--concurrency",
+            "1",
+            "--max-cost",
+            "0.1",
+        ],
+    );
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     // 300 tokens at $100 per million: $0.03 a call, the fourth reaches $0.10.
     assert_eq!(up.requests().len(), 4, "{first:?}");
-    let again = run_words(&dir, &resume_words(&first));
+    let again = tn_args(dir.path(), &resume_words(&first));
     assert_eq!(again.code, 6, "{again:?}");
     assert_eq!(up.requests().len(), 4, "{again:?}");
 }
@@ -692,8 +651,7 @@ fn max_time_takes_every_unit_its_help_names() {
     let out = dir.join("out.jsonl").display().to_string();
     for ok in ["500ms", "90s", "15m", "2h", "1.5h", "30"] {
         let args = bulk.batch(&out, &["--no-progress", "--restart", "--max-time", ok]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got = tn(dir.path(), &args);
+        let got = tn_args(dir.path(), &args);
         assert_eq!(got.code, 0, "--max-time {ok}: {got:?}");
     }
     for (bad, want) in [
@@ -704,8 +662,7 @@ fn max_time_takes_every_unit_its_help_names() {
         ("9000h", "want more than zero and at most a year"),
     ] {
         let args = bulk.batch(&out, &["--max-time", bad]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got = tn(dir.path(), &args);
+        let got = tn_args(dir.path(), &args);
         assert_eq!(got.code, 2, "--max-time {bad}: {got:?}");
         assert!(
             got.stderr.contains(want),
