@@ -172,10 +172,14 @@ pub fn tn(cwd: &Path, args: &[&str]) -> Out {
     run(toolnexus(cwd, args))
 }
 
+/// Owned arguments (as the helpers below build them) as `&str`s.
+pub fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 /// Runs the binary with owned `args` (as the helpers below build them).
 pub fn tn_args(cwd: &Path, args: &[String]) -> Out {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    tn(cwd, &args)
+    tn(cwd, &strs(args))
 }
 
 /// `batch` of the questions `q` over the states `s` into `out`, then `extra`.
