@@ -109,6 +109,26 @@ fn decided_lines(path: &Path) -> Vec<u64> {
     seen
 }
 
+/// `batch` against the upstream at `base_url`, `concurrency` calls at a
+/// time, no retries, no progress, then the test's own flags (its cap).
+fn capped(
+    q: &str,
+    s: &str,
+    out: &str,
+    base_url: &str,
+    concurrency: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let quiet = [
+        "--retries",
+        "-1",
+        "--no-progress",
+        "--concurrency",
+        concurrency,
+    ];
+    batch_args(q, s, out, base_url, &[&quiet[..], extra].concat())
+}
+
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
@@ -122,17 +142,13 @@ fn batch_stops_at_the_cost_cap_within_one_call_and_resumes_to_the_end() {
     let s = dir.write("in.jsonl", &states(n));
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let args = batch_args(
+    let args = capped(
         &q,
         &s,
         &out,
         &up.base_url,
+        "4",
         &[
-            "--retries",
-            "-1",
-            "--no-progress",
-            "--concurrency",
-            "4",
             "--max-cost",
             "0.05",
             // The limiter in the transport composes with the budget in front.
@@ -253,17 +269,13 @@ fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
     let out = out_path.display().to_string();
     let first = tn_args(
         dir.path(),
-        &batch_args(
+        &capped(
             &q,
             &s,
             &out,
             &up.base_url,
+            "1",
             &[
-                "--retries",
-                "-1",
-                "--no-progress",
-                "--concurrency",
-                "1",
                 // A model no price table lists: its cost stays unknown.
                 "--model",
                 "acme-judge-2",
@@ -301,21 +313,7 @@ fn batch_stops_at_the_time_cap() {
     let out = out_path.display().to_string();
     let first = tn_args(
         dir.path(),
-        &batch_args(
-            &q,
-            &s,
-            &out,
-            &up.base_url,
-            &[
-                "--retries",
-                "-1",
-                "--no-progress",
-                "--concurrency",
-                "1",
-                "--max-time",
-                "1s",
-            ],
-        ),
+        &capped(&q, &s, &out, &up.base_url, "1", &["--max-time", "1s"]),
     );
     assert_eq!(first.code, 6, "{first:?}");
     let calls = up.requests().len();
@@ -512,21 +510,7 @@ fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
     let q = dir.write("q.json", &spam_questions().to_string());
     let s = dir.write("in.jsonl", &states(30));
     let out = dir.join("out.jsonl").display().to_string();
-    let args = batch_args(
-        &q,
-        &s,
-        &out,
-        &up.base_url,
-        &[
-            "--retries",
-            "-1",
-            "--no-progress",
-            "--concurrency",
-            "1",
-            "--max-cost",
-            "0.04",
-        ],
-    );
+    let args = capped(&q, &s, &out, &up.base_url, "1", &["--max-cost", "0.04"]);
     let mut said = tn_args(dir.path(), &args);
     assert_eq!(said.code, 6, "{said:?}");
     assert_eq!(
@@ -570,21 +554,17 @@ fn a_cap_over_a_priced_model_holds_across_resumes() {
         .to_string(),
     );
     let out = dir.join("out.jsonl").display().to_string();
-    let args = batch_args(
+    let args = capped(
         &q,
         &s,
         &out,
         &up.base_url,
+        "1",
         &[
             "--model",
             "acme-judge-2",
             "--prices",
             &prices,
-            "--retries",
-            "-1",
-            "--no-progress",
-            "--concurrency",
-            "1",
             "--max-cost",
             "0.1",
         ],
