@@ -219,6 +219,22 @@ pub fn tape_batch(tape: &str, q: &str, s: &str, out: &str, extra: &[&str]) -> Ve
     head.iter().chain(extra).map(|a| a.to_string()).collect()
 }
 
+/// `eval` by a `--cascade` of `student` (over the embedded model in
+/// `model`) in front of a tape, then `extra`.
+pub fn cascade_eval(cwd: &Path, student: &str, model: &str, extra: &[&str]) -> Out {
+    let head = [
+        "eval",
+        "--cascade",
+        "--student",
+        student,
+        "--model-dir",
+        model,
+        "--style",
+        "tape",
+    ];
+    tn(cwd, &[&head[..], extra].concat())
+}
+
 /// A running `toolnexus serve`, killed on drop.
 pub struct Server {
     pub child: Guard,
