@@ -39,6 +39,12 @@ fn states(n: usize) -> String {
     (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect()
 }
 
+/// The spam question and `n` states, written into `dir`: `(questions, states)`.
+fn inputs(dir: &TempDir, n: usize) -> (String, String) {
+    let q = dir.write("q.json", &spam_questions().to_string());
+    (q, dir.write("in.jsonl", &states(n)))
+}
+
 /// The command a cap's message says resumes the run, as words (the test
 /// directories need no quoting).
 fn resume_words(out: &Out) -> Vec<String> {
@@ -138,8 +144,7 @@ fn batch_stops_at_the_cost_cap_within_one_call_and_resumes_to_the_end() {
     let dir = TempDir::new("caps-batch-cost");
     let up = billing(300, Some(0.01), Duration::from_millis(30));
     let n = 20;
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(n));
+    let (q, s) = inputs(&dir, n);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
     let args = capped(
@@ -192,8 +197,7 @@ fn a_shadow_spends_from_the_same_cap_as_the_primary() {
     let primary = billing(300, Some(0.0), Duration::from_millis(5));
     let second = billing(300, Some(0.01), Duration::from_millis(5));
     let n = 20;
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(n));
+    let (q, s) = inputs(&dir, n);
     let out = dir.join("out.jsonl").display().to_string();
     let shadow_out = dir.join("shadow.jsonl").display().to_string();
     let r = tn_args(
@@ -263,8 +267,7 @@ fn batch_on_a_tape_rehearses_a_cap_offline_with_the_recorded_usage() {
 fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
     let dir = TempDir::new("caps-batch-unknown");
     let up = billing(400, None, Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(10));
+    let (q, s) = inputs(&dir, 10);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
     let first = tn_args(
@@ -307,8 +310,7 @@ fn batch_stops_at_the_time_cap() {
     let dir = TempDir::new("caps-batch-time");
     let up = billing(10, None, Duration::from_millis(200));
     let n = 40;
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(n));
+    let (q, s) = inputs(&dir, n);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
     let first = tn_args(
@@ -397,8 +399,7 @@ fn assess_run_stops_at_the_token_cap_on_a_tape_and_resumes() {
 fn tape_record_stops_at_the_token_cap_saves_and_resumes() {
     let dir = TempDir::new("caps-record");
     let up = billing(300, None, Duration::from_millis(20));
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(10));
+    let (q, s) = inputs(&dir, 10);
     let tape = dir.join("rec.tape.json");
     let args = strings(&[
         "tape",
@@ -507,8 +508,7 @@ fn cap_flags_are_checked_and_documented() {
 fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
     let dir = TempDir::new("caps-job");
     let up = billing(300, Some(0.01), Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(30));
+    let (q, s) = inputs(&dir, 30);
     let out = dir.join("out.jsonl").display().to_string();
     let args = capped(&q, &s, &out, &up.base_url, "1", &["--max-cost", "0.04"]);
     let mut said = tn_args(dir.path(), &args);
@@ -544,8 +544,7 @@ fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
 fn a_cap_over_a_priced_model_holds_across_resumes() {
     let dir = TempDir::new("caps-priced");
     let up = billing(300, None, Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(30));
+    let (q, s) = inputs(&dir, 30);
     let prices = dir.write(
         "prices.json",
         &json!({"format": "toolnexus.prices", "version": 1, "name": "ours",
@@ -584,8 +583,7 @@ fn a_cap_over_a_priced_model_holds_across_resumes() {
 fn a_cost_cap_over_an_unpriced_model_is_refused_before_anything_is_sent() {
     let dir = TempDir::new("caps-unpriced");
     let up = billing(300, None, Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(5));
+    let (q, s) = inputs(&dir, 5);
     let out = dir.join("out.jsonl").display().to_string();
     let tape = dir.join("rec.tape.json").display().to_string();
     let live = [

