@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use crate::support::{
-    TempDir, Upstream, batch_args, batch_of, demo_student, out_lines, spam_questions, strs,
-    tape_batch, tn, tn_args,
+    TempDir, Upstream, assess_tape, batch_args, batch_of, demo, demo_student, out_lines,
+    spam_questions, strs, tape_batch, tn, tn_args,
 };
 
 fn upstream() -> Upstream {
@@ -309,23 +309,9 @@ fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other()
     let dir = TempDir::new("cache-calibration");
     // A calibration of the demo tape, as `assess calibrate` writes it.
     let run = dir.join("run.jsonl").display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "assess",
-            "run",
-            "--style",
-            "tape",
-            "--tape",
-            &crate::support::demo("tape.json"),
-            "--questions",
-            &crate::support::demo("questions.json"),
-            "--examples",
-            &crate::support::demo("labels.jsonl"),
-            "--out",
-            &run,
-        ],
-    );
+    let (tape, questions) = (demo("tape.json"), demo("questions.json"));
+    let args = assess_tape(&tape, &questions, &demo("labels.jsonl"), &run, &[]);
+    let out = tn_args(dir.path(), &args);
     assert_eq!(out.code, 0, "{out:?}");
     let cal = dir.join("cal.json").display().to_string();
     let out = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);

@@ -219,6 +219,26 @@ pub fn tape_batch(tape: &str, q: &str, s: &str, out: &str, extra: &[&str]) -> Ve
     head.iter().chain(extra).map(|a| a.to_string()).collect()
 }
 
+/// `assess run` of the tape at `tape` with the questions `q` over the
+/// labelled `examples` into `out`, then `extra`.
+pub fn assess_tape(tape: &str, q: &str, examples: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    let head = [
+        "assess",
+        "run",
+        "--style",
+        "tape",
+        "--tape",
+        tape,
+        "--questions",
+        q,
+        "--examples",
+        examples,
+        "--out",
+        out,
+    ];
+    head.iter().chain(extra).map(|a| a.to_string()).collect()
+}
+
 /// `eval` by a `--cascade` of `student` (over the embedded model in
 /// `model`) in front of a tape, then `extra`.
 pub fn cascade_eval(cwd: &Path, student: &str, model: &str, extra: &[&str]) -> Out {
