@@ -270,22 +270,11 @@ fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
     let (q, s) = inputs(&dir, 10);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
+    // A model no price table lists: its cost stays unknown.
+    let unpriced = ["--model", "acme-judge-2", "--max-tokens", "1000"];
     let first = tn_args(
         dir.path(),
-        &capped(
-            &q,
-            &s,
-            &out,
-            &up.base_url,
-            "1",
-            &[
-                // A model no price table lists: its cost stays unknown.
-                "--model",
-                "acme-judge-2",
-                "--max-tokens",
-                "1000",
-            ],
-        ),
+        &capped(&q, &s, &out, &up.base_url, "1", &unpriced),
     );
     assert_eq!(first.code, 6, "{first:?}");
     assert_eq!(
@@ -553,21 +542,15 @@ fn a_cap_over_a_priced_model_holds_across_resumes() {
         .to_string(),
     );
     let out = dir.join("out.jsonl").display().to_string();
-    let args = capped(
-        &q,
-        &s,
-        &out,
-        &up.base_url,
-        "1",
-        &[
-            "--model",
-            "acme-judge-2",
-            "--prices",
-            &prices,
-            "--max-cost",
-            "0.1",
-        ],
-    );
+    let priced = [
+        "--model",
+        "acme-judge-2",
+        "--prices",
+        &prices,
+        "--max-cost",
+        "0.1",
+    ];
+    let args = capped(&q, &s, &out, &up.base_url, "1", &priced);
     let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     // 300 tokens at $100 per million: $0.03 a call, the fourth reaches $0.10.
