@@ -4,28 +4,14 @@
 
 use serde_json::Value;
 
-use crate::support::{Server, TempDir, demo, out_lines, request, tn};
+use crate::support::{Server, TempDir, assess_tape, demo, out_lines, request, tn, tn_args};
 
 /// Runs `assess run` over the demo tape into `dir/out` with `labels`.
 fn run_demo(dir: &TempDir, labels: &str, out: &str) -> crate::support::Out {
     let out_path = dir.join(out).display().to_string();
-    tn(
-        dir.path(),
-        &[
-            "assess",
-            "run",
-            "--style",
-            "tape",
-            "--tape",
-            &demo("tape.json"),
-            "--questions",
-            &demo("questions.json"),
-            "--examples",
-            labels,
-            "--out",
-            &out_path,
-        ],
-    )
+    let tape = demo("tape.json");
+    let args = assess_tape(&tape, &demo("questions.json"), labels, &out_path, &[]);
+    tn_args(dir.path(), &args)
 }
 
 /// The demo labels with every `refund_requested` gold flipped: the same

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::{
-    Guard, Server, TempDir, bulk_tape, out_lines, run, spam_p, spam_questions, tn, toolnexus,
+    Guard, Server, TempDir, batch_args, batch_of, bulk_tape, out_lines, run, spam_p,
+    spam_questions, strs, tape_batch, tn_args, toolnexus,
 };
 
 /// Input: states 0..n as lines 1..=n, then a bad-JSON line, then a state the tape lacks.
@@ -71,26 +72,16 @@ fn a_killed_batch_resumes_without_loss_or_repeats() {
     let (states, _) = states_file(&dir, n);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let args = [
-        "batch",
-        "--questions",
+    let args = batch_args(
         &q,
-        "--states",
         &states,
-        "--out",
         &out,
-        "--concurrency",
-        "4",
-        "--style",
-        "systemone",
-        "--base-url",
         &base,
-        "--retries",
-        "-1",
-    ];
+        &["--concurrency", "4", "--retries", "-1"],
+    );
 
     // First run: kill it once some, but not all, results are written.
-    let mut cmd = toolnexus(dir.path(), &args);
+    let mut cmd = toolnexus(dir.path(), &strs(&args));
     cmd.stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut child = Guard(cmd.spawn().unwrap());
@@ -117,7 +108,7 @@ fn a_killed_batch_resumes_without_loss_or_repeats() {
     std::fs::write(&out_path, torn).unwrap();
 
     // Second run, same arguments.
-    let again = run(toolnexus(dir.path(), &args));
+    let again = run(toolnexus(dir.path(), &strs(&args)));
     assert_eq!(again.code, 3, "two lines failed: {again:?}");
     assert!(
         again.stderr.contains("dropped a torn final line"),
@@ -139,7 +130,7 @@ fn a_killed_batch_resumes_without_loss_or_repeats() {
 
     // A third run has nothing left to do, but the file still holds the two
     // error lines: that is still a failed batch.
-    let third = run(toolnexus(dir.path(), &args));
+    let third = run(toolnexus(dir.path(), &strs(&args)));
     assert_eq!(third.code, 3, "{third:?}");
     assert!(
         third.stdout.contains(&format!(
@@ -167,21 +158,14 @@ fn a_rate_limited_batch_on_a_tape_writes_every_line() {
         text.push_str(&format!("{{\"n\": {i}}}\n"));
     }
     let states = dir.write("in.jsonl", &text);
-    let out = tn(
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
+        &batch_of(
             &q,
-            "--states",
             &states,
-            "--out",
             "out.jsonl",
-            "--tape",
-            &tape,
-            "--rpm",
-            "1200",
-        ],
+            &["--tape", &tape, "--rpm", "1200"],
+        ),
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
@@ -230,24 +214,11 @@ fn plain_states(n: usize) -> String {
     (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect()
 }
 
-/// `batch` against a System One base URL, no retries, no progress.
-fn live_args<'a>(base: &'a str, q: &'a str, states: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec![
-        "batch",
-        "--questions",
-        q,
-        "--states",
-        states,
-        "--out",
-        out,
-        "--style",
-        "systemone",
-        "--base-url",
-        base,
-        "--retries",
-        "-1",
-        "--no-progress",
-    ]
+/// `batch` against a System One base URL, no retries, no progress, then
+/// `extra`.
+fn live_args(base: &str, q: &str, states: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    let quiet = ["--retries", "-1", "--no-progress"];
+    batch_args(q, states, out, base, &[&quiet[..], extra].concat())
 }
 
 /// The input lines a batch out file answers, each once, and how many are errors.
@@ -287,19 +258,13 @@ fn a_foreign_out_file_is_refused_and_left_byte_for_byte() {
         std::fs::write(&path, body).unwrap();
         let shown = path.display().to_string();
         for extra in [&[][..], &["--restart"][..]] {
-            let mut args = vec![
-                "batch",
-                "--questions",
+            let args = batch_of(
                 &q,
-                "--states",
                 &states,
-                "--out",
                 &shown,
-                "--tape",
-                &tape,
-            ];
-            args.extend_from_slice(extra);
-            let out = tn(dir.path(), &args);
+                &[&["--tape", &tape][..], extra].concat(),
+            );
+            let out = tn_args(dir.path(), &args);
             assert_eq!(out.code, 2, "{name} {extra:?}: {out:?}");
             assert!(out.stderr.contains(&shown), "{name}: {}", out.stderr);
             assert!(
@@ -317,19 +282,9 @@ fn a_foreign_out_file_is_refused_and_left_byte_for_byte() {
 
     // A directory is named as one.
     std::fs::create_dir(dir.join("results")).unwrap();
-    let out = tn(
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            "results",
-            "--tape",
-            &tape,
-        ],
+        &batch_of(&q, &states, "results", &["--tape", &tape]),
     );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
@@ -340,19 +295,9 @@ fn a_foreign_out_file_is_refused_and_left_byte_for_byte() {
 
     // --out naming the --states file, however spelled.
     let before = std::fs::read(dir.join("in.jsonl")).unwrap();
-    let out = tn(
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            "./in.jsonl",
-            "--tape",
-            &tape,
-        ],
+        &batch_of(&q, &states, "./in.jsonl", &["--tape", &tape]),
     );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
@@ -373,20 +318,11 @@ fn resume_refuses_changed_inputs_unless_restart() {
     let q = dir.write("q.json", &spam_questions().to_string());
     let states = dir.write("in.jsonl", &plain_states(n));
     let args = |extra: &[&str]| {
-        let mut a = vec![
-            "batch",
-            "--questions",
-            q.as_str(),
-            "--states",
-            states.as_str(),
-            "--out",
-            "out.jsonl",
-            "--tape",
-            tape.as_str(),
-            "--no-progress",
-        ];
-        a.extend_from_slice(extra);
-        tn(dir.path(), &a)
+        let tape = ["--tape", tape.as_str(), "--no-progress"];
+        tn_args(
+            dir.path(),
+            &batch_of(&q, &states, "out.jsonl", &[&tape[..], extra].concat()),
+        )
     };
     let first = args(&[]);
     assert_eq!(first.code, 0, "{first:?}");
@@ -467,10 +403,9 @@ fn two_batches_on_one_out_file_cannot_both_run() {
     let states = dir.write("in.jsonl", &plain_states(n));
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let mut args = live_args(&base, &q, &states, &out);
-    args.extend_from_slice(&["--concurrency", "1"]);
+    let args = live_args(&base, &q, &states, &out, &["--concurrency", "1"]);
 
-    let mut first = toolnexus(dir.path(), &args);
+    let mut first = toolnexus(dir.path(), &strs(&args));
     first
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -481,7 +416,7 @@ fn two_batches_on_one_out_file_cannot_both_run() {
         assert!(first.0.try_wait().unwrap().is_none(), "ended early");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let second = tn(dir.path(), &args);
+    let second = tn_args(dir.path(), &args);
     assert_eq!(second.code, 2, "{second:?}");
     assert!(
         second.stderr.contains(&out) && second.stderr.contains("another batch"),
@@ -523,14 +458,14 @@ fn error_lines_fail_every_run_until_rerun_errors_asks_them_again() {
     let states = dir.write("in.jsonl", &plain_states(n));
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let args = live_args(&up.base_url, &q, &states, &out);
+    let args = live_args(&up.base_url, &q, &states, &out, &[]);
 
-    let first = tn(dir.path(), &args);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 3, "{first:?}");
     assert_eq!(answered(&out_path).1, n / 2);
 
     // Nothing left to do, but the file still holds errors.
-    let second = tn(dir.path(), &args);
+    let second = tn_args(dir.path(), &args);
     assert_eq!(second.code, 3, "{second:?}");
     assert!(
         second
@@ -543,9 +478,8 @@ fn error_lines_fail_every_run_until_rerun_errors_asks_them_again() {
     assert_eq!(up.requests().len(), n, "the second run asked nothing");
 
     healed.store(true, Ordering::SeqCst);
-    let mut rerun = args.clone();
-    rerun.push("--rerun-errors");
-    let third = tn(dir.path(), &rerun);
+    let rerun = live_args(&up.base_url, &q, &states, &out, &["--rerun-errors"]);
+    let third = tn_args(dir.path(), &rerun);
     assert_eq!(third.code, 0, "{third:?}");
     assert_eq!(
         up.requests().len(),
@@ -555,7 +489,7 @@ fn error_lines_fail_every_run_until_rerun_errors_asks_them_again() {
     let (lines, errors) = answered(&out_path);
     assert_eq!(lines, (1..=n as u64).collect::<Vec<_>>());
     assert_eq!(errors, 0);
-    let fourth = tn(dir.path(), &args);
+    let fourth = tn_args(dir.path(), &args);
     assert_eq!(fourth.code, 0, "{fourth:?}");
 }
 
@@ -578,21 +512,8 @@ fn out_dash_and_dev_stdout_stream_the_results_to_stdout() {
     let q = dir.write("q.json", &spam_questions().to_string());
     let states = dir.write("in.jsonl", &plain_states(n));
     for target in ["-", "/dev/stdout"] {
-        let cmd = toolnexus(
-            dir.path(),
-            &[
-                "batch",
-                "--questions",
-                &q,
-                "--states",
-                &states,
-                "--out",
-                target,
-                "--tape",
-                &tape,
-                "--no-progress",
-            ],
-        );
+        let args = batch_of(&q, &states, target, &["--tape", &tape, "--no-progress"]);
+        let cmd = toolnexus(dir.path(), &strs(&args));
         let out = run_bounded(cmd, Duration::from_secs(30))
             .unwrap_or_else(|| panic!("--out {target} hung"));
         assert_eq!(out.code, 0, "{target}: {out:?}");
@@ -613,20 +534,9 @@ fn out_dash_and_dev_stdout_stream_the_results_to_stdout() {
 
     // A stream has nothing to start over or rewrite.
     for flag in ["--restart", "--rerun-errors"] {
-        let out = tn(
+        let out = tn_args(
             dir.path(),
-            &[
-                "batch",
-                "--questions",
-                &q,
-                "--states",
-                &states,
-                "--out",
-                "-",
-                "--tape",
-                &tape,
-                flag,
-            ],
+            &batch_of(&q, &states, "-", &["--tape", &tape, flag]),
         );
         assert_eq!(out.code, 2, "{flag}: {out:?}");
         assert!(
@@ -649,21 +559,13 @@ fn a_full_disk_is_exit_4_naming_the_file_and_enospc() {
     let tape = tape.display().to_string();
     let q = dir.write("q.json", &spam_questions().to_string());
     let states = dir.write("in.jsonl", &plain_states(2));
-    let cmd = toolnexus(
-        dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            "/dev/full",
-            "--tape",
-            &tape,
-            "--no-progress",
-        ],
+    let args = batch_of(
+        &q,
+        &states,
+        "/dev/full",
+        &["--tape", &tape, "--no-progress"],
     );
+    let cmd = toolnexus(dir.path(), &strs(&args));
     let out = run_bounded(cmd, Duration::from_secs(30)).expect("--out /dev/full hung");
     assert_eq!(out.code, 4, "{out:?}");
     assert!(
@@ -694,9 +596,8 @@ fn stopped_by(signal: &str) {
     let states = dir.write("in.jsonl", &plain_states(n));
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let mut args = live_args(&base, &q, &states, &out);
-    args.extend_from_slice(&["--concurrency", "1"]);
-    let mut cmd = toolnexus(dir.path(), &args);
+    let args = live_args(&base, &q, &states, &out, &["--concurrency", "1"]);
+    let mut cmd = toolnexus(dir.path(), &strs(&args));
     cmd.stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     let mut child = Guard(cmd.spawn().unwrap());
@@ -722,7 +623,7 @@ fn stopped_by(signal: &str) {
 
     // The rerun asks only what is missing.
     let asked = up.requests().len();
-    let again = tn(dir.path(), &live_args(&base, &q, &states, &out));
+    let again = tn_args(dir.path(), &live_args(&base, &q, &states, &out, &[]));
     assert_eq!(again.code, 0, "{again:?}");
     let (lines, _) = answered(&out_path);
     assert_eq!(lines, (1..=n as u64).collect::<Vec<_>>());
@@ -767,23 +668,9 @@ fn an_empty_states_file_or_a_labels_file_as_states_is_refused_by_name() {
         ),
     ];
     for (states, want) in cases {
-        let out = tn(
+        let out = tn_args(
             dir.path(),
-            &[
-                "batch",
-                "--style",
-                "tape",
-                "--tape",
-                &tape,
-                "--call",
-                "bulk",
-                "--questions",
-                &q,
-                "--states",
-                &states,
-                "--out",
-                "out.jsonl",
-            ],
+            &tape_batch(&tape, &q, &states, "out.jsonl", &[]),
         );
         assert_eq!(out.code, 2, "{states}: {out:?}");
         assert!(
@@ -800,24 +687,9 @@ fn an_empty_states_file_or_a_labels_file_as_states_is_refused_by_name() {
         "issues.jsonl",
         "{\"title\": \"crash\", \"labels\": [\"bug\"], \"state\": \"open\"}\n",
     );
-    let out = tn(
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &q,
-            "--states",
-            &issue,
-            "--out",
-            "out.jsonl",
-            "--no-progress",
-        ],
+        &tape_batch(&tape, &q, &issue, "out.jsonl", &["--no-progress"]),
     );
     assert_eq!(out.code, 3, "asked (the tape has no such state): {out:?}");
 }
@@ -847,32 +719,25 @@ fn a_shadow_that_was_busy_is_counted_in_the_summary() {
         })
         .start_on_thread();
     let shadow_out = dir.join("shadow.jsonl");
-    let out = tn(
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
+        &tape_batch(
             &tape,
-            "--call",
-            "bulk",
-            "--questions",
             &q,
-            "--states",
             &states,
-            "--out",
             "out.jsonl",
-            "--concurrency",
-            "1",
-            "--shadow-style",
-            "systemone",
-            "--shadow-base-url",
-            &shadow.base_url(),
-            "--shadow-out",
-            &shadow_out.display().to_string(),
-            "--no-progress",
-        ],
+            &[
+                "--concurrency",
+                "1",
+                "--shadow-style",
+                "systemone",
+                "--shadow-base-url",
+                &shadow.base_url(),
+                "--shadow-out",
+                &shadow_out.display().to_string(),
+                "--no-progress",
+            ],
+        ),
     );
     assert_eq!(out.code, 0, "{out:?}");
     let text = std::fs::read_to_string(&shadow_out).unwrap();

@@ -4,7 +4,10 @@
 
 use serde_json::Value;
 
-use crate::support::{TempDir, Upstream, demo_student, out_lines, spam_questions, tn};
+use crate::support::{
+    TempDir, Upstream, assess_tape, batch_args, batch_of, demo, demo_student, out_lines,
+    spam_questions, strs, tape_batch, tn, tn_args,
+};
 
 fn upstream() -> Upstream {
     Upstream::start(|got| {
@@ -28,24 +31,10 @@ fn batch(
     cache: &str,
 ) -> crate::support::Out {
     let questions = spam_questions().to_string();
-    tn(
+    let extra = ["--cache", cache, "--no-progress"];
+    tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "systemone",
-            "--base-url",
-            &up.base_url,
-            "--questions",
-            &questions,
-            "--states",
-            states,
-            "--out",
-            out,
-            "--cache",
-            cache,
-            "--no-progress",
-        ],
+        &batch_args(&questions, states, out, &up.base_url, &extra),
     )
 }
 
@@ -160,26 +149,10 @@ fn batch_rpm_and_tpm_limit_a_live_style_and_tpm_is_refused_for_a_tape() {
     let states = dir.write("states.jsonl", &states);
     let out_file = dir.join("out.jsonl").display().to_string();
     let questions = spam_questions().to_string();
-    let out = tn(
+    let limits = ["--rpm", "60000", "--tpm", "10000000", "--no-progress"];
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "systemone",
-            "--base-url",
-            &up.base_url,
-            "--questions",
-            &questions,
-            "--states",
-            &states,
-            "--out",
-            &out_file,
-            "--rpm",
-            "60000",
-            "--tpm",
-            "10000000",
-            "--no-progress",
-        ],
+        &batch_args(&questions, &states, &out_file, &up.base_url, &limits),
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out_lines(std::path::Path::new(&out_file)).len(), 20);
@@ -188,25 +161,9 @@ fn batch_rpm_and_tpm_limit_a_live_style_and_tpm_is_refused_for_a_tape() {
     let tape = dir.join("t.json");
     crate::support::bulk_tape(&tape, 3, false);
     let tape = tape.display().to_string();
-    let out = tn(
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &questions,
-            "--states",
-            &states,
-            "--out",
-            &out_file,
-            "--tpm",
-            "1000",
-        ],
+        &tape_batch(&tape, &questions, &states, &out_file, &["--tpm", "1000"]),
     );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("--tpm"), "{}", out.stderr);
@@ -235,25 +192,9 @@ fn kill_9_while_writing_the_cache_loses_nothing_and_corrupts_nothing() {
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
     let questions = spam_questions().to_string();
-    let args = [
-        "batch",
-        "--style",
-        "systemone",
-        "--base-url",
-        &up.base_url,
-        "--questions",
-        &questions,
-        "--states",
-        &states,
-        "--out",
-        &out,
-        "--cache",
-        &cache,
-        "--concurrency",
-        "8",
-        "--no-progress",
-    ];
-    let mut cmd = crate::support::toolnexus(dir.path(), &args);
+    let extra = ["--cache", &cache, "--concurrency", "8", "--no-progress"];
+    let args = batch_args(&questions, &states, &out, &up.base_url, &extra);
+    let mut cmd = crate::support::toolnexus(dir.path(), &strs(&args));
     cmd.stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut child = crate::support::Guard(cmd.spawn().unwrap());
@@ -284,7 +225,7 @@ fn kill_9_while_writing_the_cache_loses_nothing_and_corrupts_nothing() {
     assert!(stored >= written, "{stored} stored, {written} written");
 
     // The rerun resumes: nothing lost, nothing stored asked again.
-    let again = tn(dir.path(), &args);
+    let again = tn_args(dir.path(), &args);
     assert_eq!(again.code, 0, "{again:?}");
     let lines = out_lines(&out_path);
     let mut seen: Vec<u64> = lines.iter().map(|l| l["line"].as_u64().unwrap()).collect();
@@ -353,20 +294,9 @@ fn demo_batch_as(dir: &TempDir, name: &str, cache: &str, n: usize, style: &[&str
     let states = dir.write(&format!("{name}.states.jsonl"), &states);
     let out = dir.join(&format!("{name}.jsonl")).display().to_string();
     let questions = crate::support::demo("questions.json");
-    let mut args = vec!["batch"];
-    args.extend(style);
-    args.extend([
-        "--questions",
-        &questions,
-        "--states",
-        &states,
-        "--out",
-        &out,
-        "--cache",
-        cache,
-        "--no-progress",
-    ]);
-    let run = tn(dir.path(), &args);
+    let extra = [style, &["--cache", cache, "--no-progress"]].concat();
+    let args = batch_of(&questions, &states, &out, &extra);
+    let run = tn_args(dir.path(), &args);
     assert_eq!(run.code, 0, "{run:?}");
     let mut lines = out_lines(std::path::Path::new(&out));
     lines.sort_by_key(|l| l["line"].as_u64());
@@ -379,23 +309,9 @@ fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other()
     let dir = TempDir::new("cache-calibration");
     // A calibration of the demo tape, as `assess calibrate` writes it.
     let run = dir.join("run.jsonl").display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "assess",
-            "run",
-            "--style",
-            "tape",
-            "--tape",
-            &crate::support::demo("tape.json"),
-            "--questions",
-            &crate::support::demo("questions.json"),
-            "--examples",
-            &crate::support::demo("labels.jsonl"),
-            "--out",
-            &run,
-        ],
-    );
+    let (tape, questions) = (demo("tape.json"), demo("questions.json"));
+    let args = assess_tape(&tape, &questions, &demo("labels.jsonl"), &run, &[]);
+    let out = tn_args(dir.path(), &args);
     assert_eq!(out.code, 0, "{out:?}");
     let cal = dir.join("cal.json").display().to_string();
     let out = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
@@ -441,6 +357,23 @@ fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other()
             .all(|l| l["cached"] == true && decision(l)["calibrated"] == false),
         "{plain_again:?}"
     );
+}
+
+/// Two stacks on one cache never answer for each other: `run(name, stack)`
+/// of the first stack asks everything, of the second too (`why`: it is
+/// another stack), and of the first again is all served from the cache.
+/// `names`: the three runs' names.
+fn kept_apart(
+    names: [&str; 3],
+    first: &str,
+    second: &str,
+    why: &str,
+    run: impl Fn(&str, &str) -> Vec<Value>,
+) {
+    assert!(none_cached(&run(names[0], first)));
+    let other = run(names[1], second);
+    assert!(none_cached(&other), "{why}: {other:?}");
+    assert!(all_cached(&run(names[2], first)));
 }
 
 /// Whether no line of a run was served from the cache.
@@ -550,12 +483,13 @@ fn two_model_dirs_on_one_cache_never_answer_for_each_other() {
             &["--style", "local", "--model-dir", model],
         )
     };
-    assert!(none_cached(&local("local-a", &a)));
-    assert!(
-        none_cached(&local("local-b", &b)),
-        "another model directory is another stack"
+    kept_apart(
+        ["local-a", "local-b", "local-a-again"],
+        &a,
+        &b,
+        "another model directory is another stack",
+        local,
     );
-    assert!(all_cached(&local("local-a-again", &a)));
 }
 
 #[test]
@@ -573,12 +507,13 @@ fn two_students_on_one_cache_never_answer_for_each_other() {
             &["--style", "student", "--student", file, "--model-dir", &a],
         )
     };
-    assert!(none_cached(&student("student-1", &s1)));
-    assert!(
-        none_cached(&student("student-2", &s2)),
-        "another student is another stack"
+    kept_apart(
+        ["student-1", "student-2", "student-1-again"],
+        &s1,
+        &s2,
+        "another student is another stack",
+        student,
     );
-    assert!(all_cached(&student("student-1-again", &s1)));
 }
 
 #[test]
@@ -596,12 +531,13 @@ fn two_cascades_on_one_cache_never_answer_for_each_other() {
             &["--cascade", "--student", file, "--model-dir", &a],
         )
     };
-    assert!(none_cached(&cascade("cascade-1", &s1)));
-    assert!(
-        none_cached(&cascade("cascade-2", &s2)),
-        "a cascade with another student and threshold is another stack"
+    kept_apart(
+        ["cascade-1", "cascade-2", "cascade-1-again"],
+        &s1,
+        &s2,
+        "a cascade with another student and threshold is another stack",
+        cascade,
     );
-    assert!(all_cached(&cascade("cascade-1-again", &s1)));
 }
 
 #[test]
@@ -629,10 +565,13 @@ fn two_calls_of_one_tape_on_one_cache_never_answer_for_each_other() {
             &["--style", "tape", "--tape", &both, "--call", call],
         )
     };
-    assert!(none_cached(&call("call-a", name)));
-    let other = call("call-b", "turned");
-    assert!(none_cached(&other), "another call name: {other:?}");
-    assert!(all_cached(&call("call-a-again", name)));
+    kept_apart(
+        ["call-a", "call-b", "call-a-again"],
+        name,
+        "turned",
+        "another call name",
+        call,
+    );
 }
 
 /// An out file records what answers beneath the style: a batch resumed with

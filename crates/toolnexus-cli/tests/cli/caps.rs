@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolnexus::judge::Tape;
 
-use crate::support::{Bulk, Out, TempDir, Upstream, out_lines, spam_questions, tn};
+use crate::support::{
+    Bulk, Out, TempDir, Upstream, batch_args, out_lines, spam_questions, tn, tn_args,
+};
 
 /// A System One upstream billing `tokens` input tokens (and `cost` dollars
 /// when given) per call, after `delay`.
@@ -37,6 +39,12 @@ fn states(n: usize) -> String {
     (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect()
 }
 
+/// The spam question and `n` states, written into `dir`: `(questions, states)`.
+fn inputs(dir: &TempDir, n: usize) -> (String, String) {
+    let q = dir.write("q.json", &spam_questions().to_string());
+    (q, dir.write("in.jsonl", &states(n)))
+}
+
 /// The command a cap's message says resumes the run, as words (the test
 /// directories need no quoting).
 fn resume_words(out: &Out) -> Vec<String> {
@@ -50,11 +58,6 @@ fn resume_words(out: &Out) -> Vec<String> {
     assert_eq!(words[0], env!("CARGO_BIN_EXE_toolnexus"), "{line}");
     assert!(!command.contains('\''), "nothing needed quoting: {line}");
     words[1..].to_vec()
-}
-
-fn run_words(dir: &TempDir, words: &[String]) -> Out {
-    let args: Vec<&str> = words.iter().map(String::as_str).collect();
-    tn(dir.path(), &args)
 }
 
 /// Reruns the printed resume command: the cap holds for the job, so it asks
@@ -72,7 +75,7 @@ fn resume_to_the_end(
     let words = resume_words(first);
     assert_eq!(words, args, "the resume command is the command itself");
     let before = sent();
-    let again = run_words(dir, &words);
+    let again = tn_args(dir.path(), &words);
     assert_eq!(again.code, 6, "the cap holds for the job: {again:?}");
     assert_eq!(sent(), before, "a resume spends nothing beyond the cap");
     assert!(
@@ -87,7 +90,7 @@ fn resume_to_the_end(
     let at = words.iter().position(|w| w == flag).expect(flag);
     words[at + 1] = raised.to_string();
     for rerun in 1..=30 {
-        let out = run_words(dir, &words);
+        let out = tn_args(dir.path(), &words);
         match out.code {
             0 => return rerun,
             6 => words = resume_words(&out),
@@ -112,6 +115,26 @@ fn decided_lines(path: &Path) -> Vec<u64> {
     seen
 }
 
+/// `batch` against the upstream at `base_url`, `concurrency` calls at a
+/// time, no retries, no progress, then the test's own flags (its cap).
+fn capped(
+    q: &str,
+    s: &str,
+    out: &str,
+    base_url: &str,
+    concurrency: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let quiet = [
+        "--retries",
+        "-1",
+        "--no-progress",
+        "--concurrency",
+        concurrency,
+    ];
+    batch_args(q, s, out, base_url, &[&quiet[..], extra].concat())
+}
+
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
@@ -121,36 +144,26 @@ fn batch_stops_at_the_cost_cap_within_one_call_and_resumes_to_the_end() {
     let dir = TempDir::new("caps-batch-cost");
     let up = billing(300, Some(0.01), Duration::from_millis(30));
     let n = 20;
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(n));
+    let (q, s) = inputs(&dir, n);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let args = strings(&[
-        "batch",
-        "--questions",
+    let args = capped(
         &q,
-        "--states",
         &s,
-        "--out",
         &out,
-        "--style",
-        "systemone",
-        "--base-url",
         &up.base_url,
-        "--retries",
-        "-1",
-        "--no-progress",
-        "--concurrency",
         "4",
-        "--max-cost",
-        "0.05",
-        // The limiter in the transport composes with the budget in front.
-        "--rpm",
-        "60000",
-        "--tpm",
-        "100000000",
-    ]);
-    let first = run_words(&dir, &args);
+        &[
+            "--max-cost",
+            "0.05",
+            // The limiter in the transport composes with the budget in front.
+            "--rpm",
+            "60000",
+            "--tpm",
+            "100000000",
+        ],
+    );
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     let calls = up.requests().len();
     // $0.01 a call: stopped once $0.05 was spent, the calls in flight
@@ -184,36 +197,30 @@ fn a_shadow_spends_from_the_same_cap_as_the_primary() {
     let primary = billing(300, Some(0.0), Duration::from_millis(5));
     let second = billing(300, Some(0.01), Duration::from_millis(5));
     let n = 20;
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(n));
+    let (q, s) = inputs(&dir, n);
     let out = dir.join("out.jsonl").display().to_string();
     let shadow_out = dir.join("shadow.jsonl").display().to_string();
-    let r = tn(
+    let r = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
+        &batch_args(
             &q,
-            "--states",
             &s,
-            "--out",
             &out,
-            "--style",
-            "systemone",
-            "--base-url",
             &primary.base_url,
-            "--shadow-style",
-            "systemone",
-            "--shadow-base-url",
-            &second.base_url,
-            "--shadow-out",
-            &shadow_out,
-            "--no-progress",
-            "--concurrency",
-            "1",
-            "--max-cost",
-            "0.03",
-        ],
+            &[
+                "--shadow-style",
+                "systemone",
+                "--shadow-base-url",
+                &second.base_url,
+                "--shadow-out",
+                &shadow_out,
+                "--no-progress",
+                "--concurrency",
+                "1",
+                "--max-cost",
+                "0.03",
+            ],
+        ),
     );
     // Stopped by what the shadow spent: the run's cap bounds both.
     assert_eq!(r.code, 6, "{r:?}");
@@ -238,14 +245,8 @@ fn batch_on_a_tape_rehearses_a_cap_offline_with_the_recorded_usage() {
     let out = out_path.display().to_string();
     // Each recording says 11 tokens and $0.00002: the fifth call takes the
     // run over $0.00009.
-    let args = strings(
-        &bulk
-            .batch(&out, &["--no-progress", "--max-cost", "0.00009"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
-    let first = run_words(&dir, &args);
+    let args = bulk.batch(&out, &["--no-progress", "--max-cost", "0.00009"]);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     assert_eq!(decided_lines(&out_path).len(), 5);
     assert!(
@@ -266,35 +267,14 @@ fn batch_on_a_tape_rehearses_a_cap_offline_with_the_recorded_usage() {
 fn an_unknown_cost_is_said_not_counted_and_the_token_cap_still_stops() {
     let dir = TempDir::new("caps-batch-unknown");
     let up = billing(400, None, Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(10));
+    let (q, s) = inputs(&dir, 10);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let first = tn(
+    // A model no price table lists: its cost stays unknown.
+    let unpriced = ["--model", "acme-judge-2", "--max-tokens", "1000"];
+    let first = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &q,
-            "--states",
-            &s,
-            "--out",
-            &out,
-            "--style",
-            "systemone",
-            "--base-url",
-            &up.base_url,
-            "--retries",
-            "-1",
-            "--no-progress",
-            "--concurrency",
-            "1",
-            // A model no price table lists: its cost stays unknown.
-            "--model",
-            "acme-judge-2",
-            "--max-tokens",
-            "1000",
-        ],
+        &capped(&q, &s, &out, &up.base_url, "1", &unpriced),
     );
     assert_eq!(first.code, 6, "{first:?}");
     assert_eq!(
@@ -319,32 +299,12 @@ fn batch_stops_at_the_time_cap() {
     let dir = TempDir::new("caps-batch-time");
     let up = billing(10, None, Duration::from_millis(200));
     let n = 40;
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(n));
+    let (q, s) = inputs(&dir, n);
     let out_path = dir.join("out.jsonl");
     let out = out_path.display().to_string();
-    let first = tn(
+    let first = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &q,
-            "--states",
-            &s,
-            "--out",
-            &out,
-            "--style",
-            "systemone",
-            "--base-url",
-            &up.base_url,
-            "--retries",
-            "-1",
-            "--no-progress",
-            "--concurrency",
-            "1",
-            "--max-time",
-            "1s",
-        ],
+        &capped(&q, &s, &out, &up.base_url, "1", &["--max-time", "1s"]),
     );
     assert_eq!(first.code, 6, "{first:?}");
     let calls = up.requests().len();
@@ -392,7 +352,7 @@ fn assess_run_stops_at_the_token_cap_on_a_tape_and_resumes() {
         "--max-tokens",
         "30",
     ]);
-    let first = run_words(&dir, &args);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     let rows = |path: &str| -> Vec<Value> {
         std::fs::read_to_string(path)
@@ -428,8 +388,7 @@ fn assess_run_stops_at_the_token_cap_on_a_tape_and_resumes() {
 fn tape_record_stops_at_the_token_cap_saves_and_resumes() {
     let dir = TempDir::new("caps-record");
     let up = billing(300, None, Duration::from_millis(20));
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(10));
+    let (q, s) = inputs(&dir, 10);
     let tape = dir.join("rec.tape.json");
     let args = strings(&[
         "tape",
@@ -453,7 +412,7 @@ fn tape_record_stops_at_the_token_cap_saves_and_resumes() {
         "--max-tokens",
         "1000",
     ]);
-    let first = run_words(&dir, &args);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     let calls = up.requests().len();
     assert!(
@@ -509,8 +468,7 @@ fn cap_flags_are_checked_and_documented() {
         ("--max-time", "soon", "is not a time"),
     ] {
         let args = bulk.batch(&out, &[flag, value]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got = tn(dir.path(), &args);
+        let got = tn_args(dir.path(), &args);
         assert_eq!(got.code, 2, "{flag} {value}: {got:?}");
         assert!(got.stderr.contains(want), "{flag} {value}: {}", got.stderr);
     }
@@ -528,8 +486,7 @@ fn cap_flags_are_checked_and_documented() {
     );
     // A cap that is never reached changes nothing.
     let args = bulk.batch(&out, &["--max-tokens", "1000000", "--max-time", "2h"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let got = tn(dir.path(), &args);
+    let got = tn_args(dir.path(), &args);
     assert_eq!(got.code, 0, "{got:?}");
 }
 
@@ -540,30 +497,10 @@ fn cap_flags_are_checked_and_documented() {
 fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
     let dir = TempDir::new("caps-job");
     let up = billing(300, Some(0.01), Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(30));
+    let (q, s) = inputs(&dir, 30);
     let out = dir.join("out.jsonl").display().to_string();
-    let args = strings(&[
-        "batch",
-        "--questions",
-        &q,
-        "--states",
-        &s,
-        "--out",
-        &out,
-        "--style",
-        "systemone",
-        "--base-url",
-        &up.base_url,
-        "--retries",
-        "-1",
-        "--no-progress",
-        "--concurrency",
-        "1",
-        "--max-cost",
-        "0.04",
-    ]);
-    let mut said = run_words(&dir, &args);
+    let args = capped(&q, &s, &out, &up.base_url, "1", &["--max-cost", "0.04"]);
+    let mut said = tn_args(dir.path(), &args);
     assert_eq!(said.code, 6, "{said:?}");
     assert_eq!(
         up.requests().len(),
@@ -571,7 +508,7 @@ fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
         "$0.01 a call: the fourth reaches $0.04"
     );
     for _ in 0..3 {
-        said = run_words(&dir, &resume_words(&said));
+        said = tn_args(dir.path(), &resume_words(&said));
         assert_eq!(said.code, 6, "{said:?}");
     }
     assert_eq!(
@@ -596,8 +533,7 @@ fn the_printed_resume_command_never_spends_beyond_the_cap_across_runs() {
 fn a_cap_over_a_priced_model_holds_across_resumes() {
     let dir = TempDir::new("caps-priced");
     let up = billing(300, None, Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(30));
+    let (q, s) = inputs(&dir, 30);
     let prices = dir.write(
         "prices.json",
         &json!({"format": "toolnexus.prices", "version": 1, "name": "ours",
@@ -606,35 +542,20 @@ fn a_cap_over_a_priced_model_holds_across_resumes() {
         .to_string(),
     );
     let out = dir.join("out.jsonl").display().to_string();
-    let args = strings(&[
-        "batch",
-        "--questions",
-        &q,
-        "--states",
-        &s,
-        "--out",
-        &out,
-        "--style",
-        "systemone",
-        "--base-url",
-        &up.base_url,
+    let priced = [
         "--model",
         "acme-judge-2",
         "--prices",
         &prices,
-        "--retries",
-        "-1",
-        "--no-progress",
-        "--concurrency",
-        "1",
         "--max-cost",
         "0.1",
-    ]);
-    let first = run_words(&dir, &args);
+    ];
+    let args = capped(&q, &s, &out, &up.base_url, "1", &priced);
+    let first = tn_args(dir.path(), &args);
     assert_eq!(first.code, 6, "{first:?}");
     // 300 tokens at $100 per million: $0.03 a call, the fourth reaches $0.10.
     assert_eq!(up.requests().len(), 4, "{first:?}");
-    let again = run_words(&dir, &resume_words(&first));
+    let again = tn_args(dir.path(), &resume_words(&first));
     assert_eq!(again.code, 6, "{again:?}");
     assert_eq!(up.requests().len(), 4, "{again:?}");
 }
@@ -645,8 +566,7 @@ fn a_cap_over_a_priced_model_holds_across_resumes() {
 fn a_cost_cap_over_an_unpriced_model_is_refused_before_anything_is_sent() {
     let dir = TempDir::new("caps-unpriced");
     let up = billing(300, None, Duration::ZERO);
-    let q = dir.write("q.json", &spam_questions().to_string());
-    let s = dir.write("in.jsonl", &states(5));
+    let (q, s) = inputs(&dir, 5);
     let out = dir.join("out.jsonl").display().to_string();
     let tape = dir.join("rec.tape.json").display().to_string();
     let live = [
@@ -692,8 +612,7 @@ fn max_time_takes_every_unit_its_help_names() {
     let out = dir.join("out.jsonl").display().to_string();
     for ok in ["500ms", "90s", "15m", "2h", "1.5h", "30"] {
         let args = bulk.batch(&out, &["--no-progress", "--restart", "--max-time", ok]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got = tn(dir.path(), &args);
+        let got = tn_args(dir.path(), &args);
         assert_eq!(got.code, 0, "--max-time {ok}: {got:?}");
     }
     for (bad, want) in [
@@ -704,8 +623,7 @@ fn max_time_takes_every_unit_its_help_names() {
         ("9000h", "want more than zero and at most a year"),
     ] {
         let args = bulk.batch(&out, &["--max-time", bad]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got = tn(dir.path(), &args);
+        let got = tn_args(dir.path(), &args);
         assert_eq!(got.code, 2, "--max-time {bad}: {got:?}");
         assert!(
             got.stderr.contains(want),

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::support::{TempDir, Upstream, out_lines, tn, toolnexus};
+use crate::support::{
+    TempDir, Upstream, batch_args, batch_of, out_lines, strs, tn, tn_args, toolnexus,
+};
 
 /// The hidden billing of the loopback upstream: a shape formula the estimator
 /// does not know, with ±4% of deterministic noise per request.
@@ -152,9 +154,7 @@ fn batch(
     out: &str,
     extra: &[&str],
 ) -> crate::support::Out {
-    let mut args = vec!["batch", "--questions", q, "--states", states, "--out", out];
-    args.extend(live(up, extra));
-    tn(dir.path(), &args)
+    tn_args(dir.path(), &batch_of(q, states, out, &live(up, extra)))
 }
 
 /// `batch --estimate` of `states` against `up`'s jev-1.13, with `extra` flags.
@@ -168,6 +168,22 @@ fn estimate(
     let mut args = vec!["batch", "--estimate", "--questions", q, "--states", states];
     args.extend(live(up, extra));
     tn(dir.path(), &args)
+}
+
+/// `batch --estimate` of `q` over `states` in the System One style, then
+/// `extra`.
+fn offline_estimate<'a>(q: &'a str, states: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let head = [
+        "batch",
+        "--estimate",
+        "--questions",
+        q,
+        "--states",
+        states,
+        "--style",
+        "systemone",
+    ];
+    [&head[..], extra].concat()
 }
 
 fn input_tokens(out: &Path) -> i64 {
@@ -219,23 +235,19 @@ fn a_fit_on_billed_runs_estimates_a_held_out_half_within_5_percent() {
     for (name, q) in &sets {
         let e = tn(
             dir.path(),
-            &[
-                "batch",
-                "--estimate",
-                "--estimator",
-                &est,
-                "--json",
-                "--questions",
+            &offline_estimate(
                 q,
-                "--states",
                 &held,
-                "--style",
-                "systemone",
-                "--base-url",
-                &up.base_url,
-                "--model",
-                "jev-1.13",
-            ],
+                &[
+                    "--estimator",
+                    &est,
+                    "--json",
+                    "--base-url",
+                    &up.base_url,
+                    "--model",
+                    "jev-1.13",
+                ],
+            ),
         );
         assert_eq!(e.code, 0, "{}", e.stderr);
         let v: Value = serde_json::from_str(&e.stdout).unwrap();
@@ -302,21 +314,17 @@ fn an_estimate_sends_nothing_needs_no_key_and_subtracts_cache_hits() {
     let missing = dir.join("none.db");
     let e = tn(
         dir.path(),
-        &[
-            "batch",
-            "--estimate",
-            "--json",
-            "--questions",
+        &offline_estimate(
             &q,
-            "--states",
             &all,
-            "--cache",
-            &missing.display().to_string(),
-            "--style",
-            "systemone",
-            "--model",
-            "jev-1.13",
-        ],
+            &[
+                "--json",
+                "--cache",
+                &missing.display().to_string(),
+                "--model",
+                "jev-1.13",
+            ],
+        ),
     );
     assert_eq!(e.code, 0, "{}", e.stderr);
     let v: Value = serde_json::from_str(&e.stdout).unwrap();
@@ -329,19 +337,7 @@ fn an_estimate_sends_nothing_needs_no_key_and_subtracts_cache_hits() {
     // A model no table prices: unknown, never $0.
     let e = tn(
         dir.path(),
-        &[
-            "batch",
-            "--estimate",
-            "--json",
-            "--questions",
-            &q,
-            "--states",
-            &all,
-            "--style",
-            "systemone",
-            "--model",
-            "someone-else-7b",
-        ],
+        &offline_estimate(&q, &all, &["--json", "--model", "someone-else-7b"]),
     );
     let v: Value = serde_json::from_str(&e.stdout).unwrap();
     assert_eq!(v["cost"], json!({"usd": null, "source": "unknown"}));
@@ -429,18 +425,8 @@ fn every_batch_line_and_the_summary_say_where_the_cost_came_from() {
                        "source":"our contract","checked":"2026-11-30"}]}"#,
     );
     let out2 = dir.join("out2.jsonl");
-    let mut c = toolnexus(
-        dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            &out2.display().to_string(),
-        ],
-    );
+    let args = batch_of(&q, &states, &out2.display().to_string(), &[]);
+    let mut c = toolnexus(dir.path(), &strs(&args));
     c.args(live(&up, &[])).env("TOOLNEXUS_PRICES", &prices);
     let r = crate::support::run(c);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -473,24 +459,11 @@ fn every_batch_line_and_the_summary_say_where_the_cost_came_from() {
         r.stdout
     );
     let out4 = dir.join("out4.jsonl");
-    let r = tn(
+    let unlisted = ["--model", "someone-else-7b", "--no-progress"];
+    let out4_arg = out4.display().to_string();
+    let r = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-            "--out",
-            &out4.display().to_string(),
-            "--style",
-            "systemone",
-            "--base-url",
-            &up.base_url,
-            "--model",
-            "someone-else-7b",
-            "--no-progress",
-        ],
+        &batch_args(&q, &states, &out4_arg, &up.base_url, &unlisted),
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -517,23 +490,16 @@ fn a_bad_prices_file_names_the_flag_the_file_and_the_key() {
             "output_per_million":0,"source":"x","checked":"soon"}]}"#,
     );
     let out = dir.join("out.jsonl");
-    let r = tn(
+    let out_arg = out.display().to_string();
+    let r = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
+        &batch_args(
             &q,
-            "--states",
             &states,
-            "--out",
-            &out.display().to_string(),
-            "--style",
-            "systemone",
-            "--base-url",
+            &out_arg,
             "http://127.0.0.1:9/v1",
-            "--prices",
-            &bad,
-        ],
+            &["--prices", &bad],
+        ),
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
@@ -543,19 +509,7 @@ fn a_bad_prices_file_names_the_flag_the_file_and_the_key() {
         r.stderr
     );
     assert!(!out.exists(), "nothing was started");
-    let mut c = toolnexus(
-        dir.path(),
-        &[
-            "batch",
-            "--estimate",
-            "--style",
-            "systemone",
-            "--questions",
-            &q,
-            "--states",
-            &states,
-        ],
-    );
+    let mut c = toolnexus(dir.path(), &offline_estimate(&q, &states, &[]));
     c.env("TOOLNEXUS_PRICES", dir.join("missing.json"));
     let r = crate::support::run(c);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -743,21 +697,11 @@ fn the_fixture_run_fits_and_its_estimator_file_reads_back() {
             .to_string();
         let e = tn(
             dir.path(),
-            &[
-                "batch",
-                "--estimate",
-                "--json",
-                "--estimator",
-                &est,
-                "--questions",
+            &offline_estimate(
                 &q,
-                "--states",
                 &fixtures.join("held.jsonl").display().to_string(),
-                "--model",
-                "jev-1.13",
-                "--style",
-                "systemone",
-            ],
+                &["--json", "--estimator", &est, "--model", "jev-1.13"],
+            ),
         );
         assert_eq!(e.code, 0, "{}", e.stderr);
         estimated += serde_json::from_str::<Value>(&e.stdout).unwrap()["input_tokens"]
@@ -1341,21 +1285,11 @@ fn cost_fit_keeps_coefficients_non_negative_and_names_what_it_cannot_determine()
     );
     let e = tn(
         dir.path(),
-        &[
-            "batch",
-            "--estimate",
-            "--json",
-            "--estimator",
-            &est,
-            "--questions",
+        &offline_estimate(
             &q,
-            "--states",
             &states,
-            "--style",
-            "systemone",
-            "--model",
-            "jev-1.13",
-        ],
+            &["--json", "--estimator", &est, "--model", "jev-1.13"],
+        ),
     );
     assert_eq!(e.code, 0, "{e:?}");
     let v: Value = serde_json::from_str(&e.stdout).unwrap();
@@ -1389,20 +1323,7 @@ fn an_estimator_file_with_a_negative_or_zero_coefficient_is_refused_by_name() {
         );
         let e = tn(
             dir.path(),
-            &[
-                "batch",
-                "--estimate",
-                "--estimator",
-                &est,
-                "--questions",
-                &q,
-                "--states",
-                &states,
-                "--style",
-                "systemone",
-                "--model",
-                "jev-1.13",
-            ],
+            &offline_estimate(&q, &states, &["--estimator", &est, "--model", "jev-1.13"]),
         );
         assert_eq!(e.code, 2, "{e:?}");
         assert!(
@@ -1437,20 +1358,7 @@ fn an_absurd_price_is_refused_naming_the_file_and_the_key() {
         let bad = dir.write("p.json", &price);
         let r = tn(
             dir.path(),
-            &[
-                "batch",
-                "--estimate",
-                "--questions",
-                &q,
-                "--states",
-                &states,
-                "--style",
-                "systemone",
-                "--model",
-                "jev-1.13",
-                "--prices",
-                &bad,
-            ],
+            &offline_estimate(&q, &states, &["--model", "jev-1.13", "--prices", &bad]),
         );
         assert_eq!(r.code, 2, "{r:?}");
         assert!(

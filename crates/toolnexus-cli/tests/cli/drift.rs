@@ -3,7 +3,10 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{TempDir, Upstream, bulk_tape, spam_p, spam_questions, tn};
+use crate::support::{
+    TempDir, Upstream, batch_args, batch_of, bulk_tape, spam_p, spam_questions, tape_batch, tn,
+    tn_args,
+};
 
 fn questions() -> Value {
     json!({
@@ -323,24 +326,7 @@ fn batch_out_files_pair_by_line_and_name_their_lines() {
     let qs = dir.write("q.json", &spam_questions().to_string());
     let tape = tape.display().to_string();
     let a_out = dir.join("a.out.jsonl").display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &qs,
-            "--states",
-            &states,
-            "--out",
-            &a_out,
-        ],
-    );
+    let out = tn_args(dir.path(), &tape_batch(&tape, &qs, &states, &a_out, &[]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let up = Upstream::start(|got| {
         let i = got.json()["state"]["n"].as_u64().unwrap() as usize;
@@ -352,21 +338,9 @@ fn batch_out_files_pair_by_line_and_name_their_lines() {
         )
     });
     let b_out = dir.join("b.out.jsonl").display().to_string();
-    let out = tn(
+    let out = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "systemone",
-            "--base-url",
-            &up.base_url,
-            "--questions",
-            &qs,
-            "--states",
-            &states,
-            "--out",
-            &b_out,
-        ],
+        &batch_args(&qs, &states, &b_out, &up.base_url, &[]),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let out = tn(dir.path(), &["assess", "drift", &a_out, &b_out, "--json"]);
@@ -517,18 +491,7 @@ fn batch_shadow_style_writes_each_disagreement_and_leaves_the_primary_alone() {
     let out = out_path.display().to_string();
     let shadow_out = dir.join("shadow.jsonl");
     let shadow_arg = shadow_out.display().to_string();
-    let args = [
-        "batch",
-        "--style",
-        "systemone",
-        "--base-url",
-        &primary.base_url,
-        "--questions",
-        &qs,
-        "--states",
-        &states,
-        "--out",
-        &out,
+    let shadow_flags = [
         "--shadow-style",
         "systemone",
         "--shadow-base-url",
@@ -539,7 +502,8 @@ fn batch_shadow_style_writes_each_disagreement_and_leaves_the_primary_alone() {
         &shadow_arg,
         "--no-progress",
     ];
-    let run = tn(dir.path(), &args);
+    let args = batch_args(&qs, &states, &out, &primary.base_url, &shadow_flags);
+    let run = tn_args(dir.path(), &args);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stderr
@@ -593,58 +557,32 @@ fn batch_shadow_style_writes_each_disagreement_and_leaves_the_primary_alone() {
 
     // Resumed with nothing left to ask: the shadow file is rewritten, empty
     // but for its summary.
-    let run = tn(dir.path(), &args);
+    let run = tn_args(dir.path(), &args);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let text = std::fs::read_to_string(&shadow_out).unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("\"compared\":0"), "{text}");
 
     // A lower --shadow-min-shift also lists the small shift of state 8.
-    let run = tn(
-        dir.path(),
-        &[&args[..], &["--restart", "--shadow-min-shift", "0.01"]].concat(),
-    );
+    let mut again = args.clone();
+    again.extend(["--restart", "--shadow-min-shift", "0.01"].map(String::from));
+    let run = tn_args(dir.path(), &again);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let text = std::fs::read_to_string(&shadow_out).unwrap();
     assert_eq!(text.lines().count(), 10, "{text}");
 
     // The shadow file may not be the out file or an input.
-    let run = tn(
+    let into_input = ["--shadow-style", "systemone", "--shadow-out", &states];
+    let run = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "systemone",
-            "--base-url",
-            &primary.base_url,
-            "--questions",
-            &qs,
-            "--states",
-            &states,
-            "--out",
-            &out,
-            "--shadow-style",
-            "systemone",
-            "--shadow-out",
-            &states,
-        ],
+        &batch_args(&qs, &states, &out, &primary.base_url, &into_input),
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("--shadow-out"), "{}", run.stderr);
     // --shadow-out without --shadow-style is a usage error.
-    let run = tn(
+    let run = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--questions",
-            &qs,
-            "--states",
-            &states,
-            "--out",
-            &out,
-            "--shadow-out",
-            &shadow_arg,
-        ],
+        &batch_of(&qs, &states, &out, &["--shadow-out", &shadow_arg]),
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
@@ -658,27 +596,22 @@ fn a_failing_shadow_is_reported_and_never_fails_the_batch() {
     let broken = Upstream::start(|_| (400, vec![], r#"{"detail":"bad request"}"#.to_string()));
     let out_path = dir.join("out.jsonl");
     let shadow_out = dir.join("shadow.jsonl");
-    let run = tn(
+    let run = tn_args(
         dir.path(),
-        &[
-            "batch",
-            "--style",
-            "systemone",
-            "--base-url",
-            &primary.base_url,
-            "--questions",
+        &batch_args(
             &qs,
-            "--states",
             &states,
-            "--out",
             &out_path.display().to_string(),
-            "--shadow-style",
-            "systemone",
-            "--shadow-base-url",
-            &broken.base_url,
-            "--shadow-out",
-            &shadow_out.display().to_string(),
-        ],
+            &primary.base_url,
+            &[
+                "--shadow-style",
+                "systemone",
+                "--shadow-base-url",
+                &broken.base_url,
+                "--shadow-out",
+                &shadow_out.display().to_string(),
+            ],
+        ),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(crate::support::out_lines(&out_path).len(), 2);

@@ -221,17 +221,11 @@ fn a_cascade_student_without_a_head_for_the_question_is_named() {
     crate::support::bulk_tape(&tape, 3, false);
     let tape = tape.display().to_string();
     let spam = crate::support::spam_questions().to_string();
-    let out = crate::support::tn(
+    let out = crate::support::cascade_eval(
         dir.path(),
+        &student,
+        &model,
         &[
-            "eval",
-            "--cascade",
-            "--student",
-            &student,
-            "--model-dir",
-            &model,
-            "--style",
-            "tape",
             "--tape",
             &tape,
             "--call",
@@ -255,17 +249,11 @@ fn a_cascade_student_without_a_head_for_the_question_is_named() {
     assert_eq!(out.stderr.matches("--cascade --student").count(), 1);
 
     // The questions it was trained on: no warning.
-    let out = crate::support::tn(
+    let out = crate::support::cascade_eval(
         dir.path(),
+        &student,
+        &model,
         &[
-            "eval",
-            "--cascade",
-            "--student",
-            &student,
-            "--model-dir",
-            &model,
-            "--style",
-            "tape",
             "--tape",
             crate::support::DEMO_TAPE,
             "--call",

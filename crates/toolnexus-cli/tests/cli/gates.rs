@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{Out, TempDir, bulk_tape, spam_questions, tn};
+use crate::support::{Out, TempDir, assess_tape, bulk_tape, spam_questions, tn, tn_args};
 
 /// A run file of `n` rows answered from a generated tape (each recording
 /// billed $0.00002, or with no cost when `with_cost` is false).
@@ -20,26 +20,9 @@ fn run_file(dir: &TempDir, n: usize, with_cost: bool) -> String {
         .collect();
     let examples = dir.write("labels.jsonl", &examples);
     let run = dir.join("run.jsonl").display().to_string();
-    let out = tn(
-        dir.path(),
-        &[
-            "assess",
-            "run",
-            "--style",
-            "tape",
-            "--tape",
-            &tape.display().to_string(),
-            "--call",
-            "bulk",
-            "--questions",
-            &q,
-            "--examples",
-            &examples,
-            "--out",
-            &run,
-            "--no-progress",
-        ],
-    );
+    let tape = tape.display().to_string();
+    let bulk = ["--call", "bulk", "--no-progress"];
+    let out = tn_args(dir.path(), &assess_tape(&tape, &q, &examples, &run, &bulk));
     assert_eq!(out.code, 0, "{out:?}");
     run
 }

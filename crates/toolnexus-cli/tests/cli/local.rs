@@ -2,7 +2,26 @@
 //! `--style local`, `distill` into a student file, `--style student` and
 //! `--cascade`; a missing model names the directory and `toolnexus model fetch`, once.
 
-use crate::support::{TempDir, demo, demo_student, tn};
+use crate::support::{Out, TempDir, cascade_eval, demo, demo_student, tn};
+
+/// `eval` of `questions` over `state` by the embedded model in `model`, as JSON.
+fn eval_local(dir: &TempDir, model: &str, questions: &str, state: &str) -> Out {
+    tn(
+        dir.path(),
+        &[
+            "eval",
+            "--style",
+            "local",
+            "--model-dir",
+            model,
+            "--questions",
+            questions,
+            "--state",
+            state,
+            "--json",
+        ],
+    )
+}
 
 #[test]
 fn local_distill_student_and_cascade_run_offline() {
@@ -13,21 +32,7 @@ fn local_distill_student_and_cascade_run_offline() {
     let questions = demo("questions.json");
     let state = r#"{"message": "my parcel is late"}"#;
 
-    let out = tn(
-        dir.path(),
-        &[
-            "eval",
-            "--style",
-            "local",
-            "--model-dir",
-            &model,
-            "--questions",
-            &questions,
-            "--state",
-            state,
-            "--json",
-        ],
-    );
+    let out = eval_local(&dir, &model, &questions, state);
     assert_eq!(out.code, 0, "{out:?}");
     let d: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(d["model"], "local-minilm-zero-shot");
@@ -74,21 +79,11 @@ fn local_distill_student_and_cascade_run_offline() {
     );
 
     // In front of the offline demo tape: the student or the tape answers.
-    let out = tn(
+    let out = cascade_eval(
         dir.path(),
-        &[
-            "eval",
-            "--cascade",
-            "--student",
-            &student,
-            "--model-dir",
-            &model,
-            "--style",
-            "tape",
-            "--call",
-            "triage",
-            "--json",
-        ],
+        &student,
+        &model,
+        &["--call", "triage", "--json"],
     );
     assert_eq!(out.code, 0, "{out:?}");
 
@@ -279,41 +274,14 @@ fn a_question_with_nothing_to_read_is_refused_by_its_key() {
             r#"question "risk": a score needs instructions or a level's text: there is nothing to read"#,
         ),
     ] {
-        let out = tn(
-            dir.path(),
-            &[
-                "eval",
-                "--style",
-                "local",
-                "--model-dir",
-                &model,
-                "--questions",
-                questions,
-                "--state",
-                r#"{"message": "hello"}"#,
-                "--json",
-            ],
-        );
+        let out = eval_local(&dir, &model, questions, r#"{"message": "hello"}"#);
         assert_eq!(out.code, 2, "{questions}: {out:?}");
         assert!(out.stderr.contains(says), "{questions}: {}", out.stderr);
         assert!(out.stdout.is_empty(), "{questions}: {}", out.stdout);
     }
 
     // A choice read by its options' descriptions needs no instructions.
-    let out = tn(
-        dir.path(),
-        &[
-            "eval",
-            "--style",
-            "local",
-            "--model-dir",
-            &model,
-            "--questions",
-            r#"{"desk": {"type": "choice", "criteria": {"billing": "money moved", "shipping": "a parcel is late"}}}"#,
-            "--state",
-            r#"{"message": "my parcel is late"}"#,
-            "--json",
-        ],
-    );
+    let desk = r#"{"desk": {"type": "choice", "criteria": {"billing": "money moved", "shipping": "a parcel is late"}}}"#;
+    let out = eval_local(&dir, &model, desk, r#"{"message": "my parcel is late"}"#);
     assert_eq!(out.code, 0, "{out:?}");
 }

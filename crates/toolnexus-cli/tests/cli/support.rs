@@ -172,6 +172,89 @@ pub fn tn(cwd: &Path, args: &[&str]) -> Out {
     run(toolnexus(cwd, args))
 }
 
+/// Owned arguments (as the helpers below build them) as `&str`s.
+pub fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// Runs the binary with owned `args` (as the helpers below build them).
+pub fn tn_args(cwd: &Path, args: &[String]) -> Out {
+    tn(cwd, &strs(args))
+}
+
+/// `batch` of the questions `q` over the states `s` into `out`, then `extra`.
+pub fn batch_of(q: &str, s: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    ["batch", "--questions", q, "--states", s, "--out", out]
+        .iter()
+        .chain(extra)
+        .map(|a| a.to_string())
+        .collect()
+}
+
+/// `batch` of `q` over `s` into `out`, asking a System One upstream at
+/// `base_url`, then `extra`.
+pub fn batch_args(q: &str, s: &str, out: &str, base_url: &str, extra: &[&str]) -> Vec<String> {
+    let upstream = ["--style", "systemone", "--base-url", base_url];
+    batch_of(q, s, out, &[&upstream[..], extra].concat())
+}
+
+/// `batch` over call `bulk` of the tape at `tape`: questions `q`, states
+/// `s`, into `out`, then `extra`.
+pub fn tape_batch(tape: &str, q: &str, s: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    let head = [
+        "batch",
+        "--style",
+        "tape",
+        "--tape",
+        tape,
+        "--call",
+        "bulk",
+        "--questions",
+        q,
+        "--states",
+        s,
+        "--out",
+        out,
+    ];
+    head.iter().chain(extra).map(|a| a.to_string()).collect()
+}
+
+/// `assess run` of the tape at `tape` with the questions `q` over the
+/// labelled `examples` into `out`, then `extra`.
+pub fn assess_tape(tape: &str, q: &str, examples: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    let head = [
+        "assess",
+        "run",
+        "--style",
+        "tape",
+        "--tape",
+        tape,
+        "--questions",
+        q,
+        "--examples",
+        examples,
+        "--out",
+        out,
+    ];
+    head.iter().chain(extra).map(|a| a.to_string()).collect()
+}
+
+/// `eval` by a `--cascade` of `student` (over the embedded model in
+/// `model`) in front of a tape, then `extra`.
+pub fn cascade_eval(cwd: &Path, student: &str, model: &str, extra: &[&str]) -> Out {
+    let head = [
+        "eval",
+        "--cascade",
+        "--student",
+        student,
+        "--model-dir",
+        model,
+        "--style",
+        "tape",
+    ];
+    tn(cwd, &[&head[..], extra].concat())
+}
+
 /// A running `toolnexus serve`, killed on drop.
 pub struct Server {
     pub child: Guard,
@@ -414,24 +497,6 @@ impl Bulk {
 
     /// `batch` over the tape into `out`, then `extra`.
     pub fn batch(&self, out: &str, extra: &[&str]) -> Vec<String> {
-        let mut args: Vec<String> = [
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &self.tape,
-            "--call",
-            "bulk",
-            "--questions",
-            &self.questions,
-            "--states",
-            &self.states,
-            "--out",
-            out,
-        ]
-        .map(String::from)
-        .to_vec();
-        args.extend(extra.iter().map(|s| s.to_string()));
-        args
+        tape_batch(&self.tape, &self.questions, &self.states, out, extra)
     }
 }
