@@ -284,14 +284,7 @@ fn demo_batch(dir: &TempDir, name: &str, cache: &str, n: usize, extra: &[&str]) 
 /// `batch` over the first `n` demo states with the `style` flags, through
 /// `cache`: the out file's lines, in input order.
 fn demo_batch_as(dir: &TempDir, name: &str, cache: &str, n: usize, style: &[&str]) -> Vec<Value> {
-    let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
-    let states: String = labels
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .take(n)
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].to_string() + "\n")
-        .collect();
-    let states = dir.write(&format!("{name}.states.jsonl"), &states);
+    let states = demo_states(dir, name, n);
     let out = dir.join(&format!("{name}.jsonl")).display().to_string();
     let questions = crate::support::demo("questions.json");
     let extra = [style, &["--cache", cache, "--no-progress"]].concat();
@@ -304,10 +297,21 @@ fn demo_batch_as(dir: &TempDir, name: &str, cache: &str, n: usize, style: &[&str
     lines
 }
 
-#[test]
-fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other() {
-    let dir = TempDir::new("cache-calibration");
-    // A calibration of the demo tape, as `assess calibrate` writes it.
+/// The first `n` states of the demo's labelled set, one per line, in
+/// `{name}.states.jsonl`: the file's path.
+fn demo_states(dir: &TempDir, name: &str, n: usize) -> String {
+    let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
+    let states: String = labels
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .take(n)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].to_string() + "\n")
+        .collect();
+    dir.write(&format!("{name}.states.jsonl"), &states)
+}
+
+/// A calibration of the demo tape, as `assess calibrate` writes it: its path.
+fn demo_calibration(dir: &TempDir) -> String {
     let run = dir.join("run.jsonl").display().to_string();
     let (tape, questions) = (demo("tape.json"), demo("questions.json"));
     let args = assess_tape(&tape, &questions, &demo("labels.jsonl"), &run, &[]);
@@ -316,6 +320,13 @@ fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other()
     let cal = dir.join("cal.json").display().to_string();
     let out = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
     assert_eq!(out.code, 0, "{out:?}");
+    cal
+}
+
+#[test]
+fn a_calibrated_batch_and_a_plain_one_on_one_cache_never_answer_for_each_other() {
+    let dir = TempDir::new("cache-calibration");
+    let cal = demo_calibration(&dir);
     let cache = dir.join("c.db").display().to_string();
     let decision = |l: &Value| l["decision"].clone();
 
@@ -580,56 +591,17 @@ fn two_calls_of_one_tape_on_one_cache_never_answer_for_each_other() {
 #[test]
 fn a_batch_out_file_is_resumed_only_by_the_stack_that_wrote_it() {
     let dir = TempDir::new("out-stack");
-    let run = dir.join("run.jsonl").display().to_string();
-    let tape = crate::support::demo("tape.json");
-    let questions = crate::support::demo("questions.json");
-    let out = tn(
-        dir.path(),
-        &[
-            "assess",
-            "run",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--questions",
-            &questions,
-            "--examples",
-            &crate::support::demo("labels.jsonl"),
-            "--out",
-            &run,
-        ],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
-    let cal = dir.join("cal.json").display().to_string();
-    let out = tn(dir.path(), &["assess", "calibrate", &run, "--out", &cal]);
-    assert_eq!(out.code, 0, "{out:?}");
-    let labels = std::fs::read_to_string(crate::support::demo("labels.jsonl")).unwrap();
-    let states: String = labels
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .take(4)
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["state"].to_string() + "\n")
-        .collect();
-    let states = dir.write("states.jsonl", &states);
+    let cal = demo_calibration(&dir);
+    let states = demo_states(&dir, "out", 4);
+    let (tape, questions) = (demo("tape.json"), demo("questions.json"));
     let results = dir.join("out.jsonl").display().to_string();
     let batch = |extra: &[&str]| {
-        let mut args = vec![
-            "batch",
-            "--style",
-            "tape",
-            "--tape",
-            &tape,
-            "--questions",
-            &questions,
-            "--states",
-            &states,
-            "--out",
-            &results,
-            "--no-progress",
-        ];
-        args.extend(extra);
-        tn(dir.path(), &args)
+        let style = [
+            &["--style", "tape", "--tape", &tape, "--no-progress"],
+            extra,
+        ]
+        .concat();
+        tn_args(dir.path(), &batch_of(&questions, &states, &results, &style))
     };
     let first = batch(&["--calibration", &cal]);
     assert_eq!(first.code, 0, "{first:?}");
