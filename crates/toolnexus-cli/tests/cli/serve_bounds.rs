@@ -18,6 +18,8 @@ struct Served {
     child: Guard,
     addr: String,
     log: Arc<Mutex<String>>,
+    /// The thread reading the log, until serve closes its stderr.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Served {
@@ -34,7 +36,7 @@ impl Served {
         let log = Arc::new(Mutex::new(String::new()));
         let mut stderr = child.0.stderr.take().unwrap();
         let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = stderr.read(&mut buf) {
                 if n == 0 {
@@ -46,10 +48,22 @@ impl Served {
             }
         });
         let addr = first_line_address(&mut child);
-        Served { child, addr, log }
+        Served {
+            child,
+            addr,
+            log,
+            reader: Some(reader),
+        }
     }
 
-    fn log(&self) -> String {
+    /// What serve has logged so far; once it has exited, all of it (the
+    /// reader is joined first, so no last line is still in the pipe).
+    fn log(&mut self) -> String {
+        if matches!(self.child.0.try_wait(), Ok(Some(_)))
+            && let Some(reader) = self.reader.take()
+        {
+            let _ = reader.join();
+        }
         self.log.lock().unwrap().clone()
     }
 
@@ -185,7 +199,7 @@ fn still_open(s: &TcpStream) -> bool {
 #[test]
 fn idle_and_slow_connections_leave_a_normal_request_answered_and_idle_ones_closed() {
     let dir = TempDir::new("serve-hostile");
-    let server = Served::start(
+    let mut server = Served::start(
         dir.path(),
         &[
             "--style",
@@ -384,6 +398,7 @@ fn a_request_longer_than_the_shutdown_grace_does_not_keep_serve_alive() {
         ],
     );
     let (addr, body) = (server.addr.clone(), demo_body());
+    let (sent, sent_rx) = std::sync::mpsc::channel();
     let client = std::thread::spawn(move || {
         let mut s = TcpStream::connect(&addr).unwrap();
         let head = format!(
@@ -391,8 +406,12 @@ fn a_request_longer_than_the_shutdown_grace_does_not_keep_serve_alive() {
             body.len()
         );
         s.write_all(head.as_bytes()).unwrap();
+        let _ = sent.send(());
         closed_within(&mut s, Duration::from_secs(60))
     });
+    // The request is written before the signal, and serve has had time to
+    // read it (on a loaded machine a fixed sleep from the start was not enough).
+    sent_rx.recv_timeout(Duration::from_secs(20)).unwrap();
     std::thread::sleep(Duration::from_millis(700));
     let asked = Instant::now();
     server.sigterm();
