@@ -37,7 +37,12 @@
 //!   key, the network, a long-running server, files the reader makes);
 //! - `<!-- readme-test: model -->`: run with `$TOOLNEXUS_MODEL_DIR` when it
 //!   holds the embedded model, else skipped (a failure under
-//!   `TOOLNEXUS_REQUIRE_MODEL=1`, as CI sets).
+//!   `TOOLNEXUS_REQUIRE_MODEL=1`, as CI sets);
+//! - `<!-- readme-test: serve -->`: a transcript of a command that runs until
+//!   stopped (`toolnexus serve`): it is started, its standard output is read
+//!   until it has printed as many lines as shown (20 s at most), then it is
+//!   stopped with SIGTERM. `--addr 127.0.0.1:8787` is run as
+//!   `127.0.0.1:0`, and the address it binds is shown as `127.0.0.1:8787`.
 //!
 //! Refreshing the README after a message changed:
 //! `TOOLNEXUS_README_BLESS=1 cargo test -p toolnexus-cli --test cli -- readme`
@@ -52,6 +57,9 @@ use crate::support::{TempDir, run, toolnexus};
 
 const SKIP: &str = "<!-- readme-test: skip";
 const MODEL: &str = "<!-- readme-test: model -->";
+const SERVE: &str = "<!-- readme-test: serve -->";
+/// The address the README's serve examples show; run as `127.0.0.1:0`.
+const SHOWN_ADDR: &str = "127.0.0.1:8787";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -220,6 +228,65 @@ fn blessed(shown: &[String], actual: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// A command that runs until stopped (see the `serve` marker): the first
+/// `lines` lines of its standard output, with its bound address shown as
+/// the README shows it.
+fn until_stopped(dir: &TempDir, args: &[String], model_dir: &Path, lines: usize) -> Vec<String> {
+    use std::io::BufRead as _;
+    let run: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if a == SHOWN_ADDR {
+                "127.0.0.1:0"
+            } else {
+                a.as_str()
+            }
+        })
+        .collect();
+    let mut cmd = toolnexus(dir.path(), &run);
+    cmd.env("TOOLNEXUS_MODEL_DIR", model_dir)
+        .env("HOME", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = crate::support::Guard(cmd.spawn().expect("spawn toolnexus"));
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut got: Vec<String> = Vec::new();
+    while got.len() < lines {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => got.push(line),
+            Err(_) => break,
+        }
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status();
+    let _ = crate::support::wait(&mut child.0, std::time::Duration::from_secs(20));
+    // The address it bound, from its first line, shown as the README shows it.
+    let bound = got
+        .first()
+        .and_then(|l| l.strip_prefix("listening on http://"))
+        .map(str::to_string);
+    tidy(
+        &got.iter()
+            .map(|l| match &bound {
+                Some(b) => l.replace(b.as_str(), SHOWN_ADDR) + "\n",
+                None => format!("{l}\n"),
+            })
+            .collect::<String>(),
+    )
+}
+
 fn model_dir() -> Option<PathBuf> {
     std::env::var_os("TOOLNEXUS_MODEL_DIR")
         .map(PathBuf::from)
@@ -260,7 +327,11 @@ fn the_readme_examples_run_and_print_what_it_shows() {
                 skipped += 1;
                 continue;
             }
-            assert_eq!(m, MODEL, "README.md:{}: unknown marker", block.first);
+            assert!(
+                m == MODEL || m == SERVE,
+                "README.md:{}: unknown marker {m}",
+                block.first
+            );
         }
         let wants_model = block.marker.as_deref() == Some(MODEL);
         let model_here = match (wants_model, &model) {
@@ -347,6 +418,18 @@ fn the_readme_examples_run_and_print_what_it_shows() {
             });
             if exit_shown.is_some() {
                 shown_trimmed.pop();
+            }
+            if block.marker.as_deref() == Some(SERVE) {
+                let actual = until_stopped(&dir, &args, &model_here, shown_trimmed.len());
+                if !matches(&shown_trimmed, &actual) {
+                    failures.push(format!(
+                        "README.md:{at}: `{}` printed otherwise than shown:\n--- shown\n{}\n--- printed\n{}",
+                        block.lines[s],
+                        shown_trimmed.join("\n"),
+                        actual.join("\n")
+                    ));
+                }
+                continue;
             }
             let out = exec(&args);
             let actual = tidy(&format!("{}{}", out.stdout, out.stderr));
