@@ -23,9 +23,9 @@
 //! files and what a command writes stays out of the tree. No API key is set,
 //! `HOME` is the scratch directory, and `TOOLNEXUS_MODEL_DIR` is an empty
 //! directory unless the block is marked `model`. Only what the shell needs for
-//! the README's commands is understood (words, `'…'` and `"…"`): a pipe,
-//! a redirection, a variable or a `…` in a command fails the test, so such a
-//! block must be marked.
+//! the README's commands is understood (words, `'…'` and `"…"`, and a last
+//! `< FILE` for standard input): a pipe, another redirection, a variable or a
+//! `…` in a command fails the test, so such a block must be marked.
 //!
 //! Elisions in a shown output: a line `...` stands for any number of lines,
 //! and `[..]` inside a line for any text on that line (a latency, a path).
@@ -146,6 +146,10 @@ fn words(line: &str, at: usize) -> Vec<String> {
                     out.push(std::mem::take(&mut word));
                     in_word = false;
                 }
+            }
+            // `< FILE` at the end: standard input from a file (see `exec`).
+            '<' if !in_word && chars.peek().is_some_and(|c| c.is_whitespace()) => {
+                out.push("<".to_string());
             }
             '|' | '>' | '<' | '$' | '`' | '&' | ';' | '…' | '[' | '~' => panic!(
                 "README.md:{at}: {c:?} in a command is not run by this test: mark the block {SKIP} (why) -->"
@@ -350,10 +354,19 @@ fn the_readme_examples_run_and_print_what_it_shows() {
             continue;
         };
         let exec = |args: &[String]| {
+            // `… < FILE`: the file on standard input.
+            let (args, stdin) = match args {
+                [head @ .., lt, file] if lt == "<" => (head, Some(dir.join(file))),
+                _ => (args, None),
+            };
+            assert!(!args.iter().any(|a| a == "<"), "`<` only last: {args:?}");
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             let mut cmd = toolnexus(dir.path(), &refs);
             cmd.env("TOOLNEXUS_MODEL_DIR", &model_here)
                 .env("HOME", dir.path());
+            if let Some(file) = stdin {
+                cmd.stdin(std::fs::File::open(&file).expect("the file a README command reads"));
+            }
             run(cmd)
         };
         if block.lang == "sh" {
@@ -504,4 +517,9 @@ fn the_harness_matches_elisions_and_splits_words() {
     assert!(
         std::panic::catch_unwind(|| command("toolnexus guard check-policy > p.json", 1)).is_err()
     );
+    assert_eq!(
+        command("$ toolnexus guard < call.json", 1),
+        Some(vec!["guard".into(), "<".into(), "call.json".into()])
+    );
+    assert!(std::panic::catch_unwind(|| command("toolnexus guard <call.json", 1)).is_err());
 }
