@@ -422,7 +422,7 @@ impl Evaluator for DecisionTune {
 /// `manifest.json`, which pins every model file's SHA-256 (checked at load):
 /// a cache never serves one checkpoint's answer for another's.
 pub fn decisiontune(model: DecisionTune) -> Classifier {
-    let files = crate::laya::files_fingerprint(&model.inner.dir, &["manifest.json"]);
+    let files = crate::modernbert::files_fingerprint(&model.inner.dir, &["manifest.json"]);
     Classifier::from_evaluator(DECISIONTUNE_MODEL, model)
         .with_fingerprint_part(DECISIONTUNE_STYLE, files)
 }

@@ -20,7 +20,7 @@ use crate::bert::Gelu;
 use crate::error::{LocalError, msg};
 use crate::kernels::{Attend, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, take};
 use crate::modernbert::{
-    EncoderConfig, Fields, ModernBert, Packed, read_checkpoint_file, read_safetensors,
+    EncoderConfig, Fields, FilesAside, ModernBert, Packed, read_checkpoint_file, read_safetensors,
     read_tokenizer, token_ids, token_ids_bounded,
 };
 use crate::pyjson::{Separators, dumps};
@@ -93,7 +93,18 @@ struct Inner {
     /// Per `"<type>:<bucket>"`, clamped.
     by_options: HashMap<String, f64>,
     dir: PathBuf,
+    /// The SHA-256 over [`LAYA_FILES`]' SHA-256s: the classifier's fingerprint.
+    files: String,
 }
+
+/// The checkpoint files whose contents can change an answer.
+const LAYA_FILES: [&str; 5] = [
+    LAYA_CONFIG_FILE,
+    "encoder/config.json",
+    "tokenizer/tokenizer.json",
+    "tokenizer/tokenizer_config.json",
+    "model.safetensors",
+];
 
 impl std::fmt::Debug for Laya {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -144,6 +155,9 @@ impl Laya {
     /// not have, a tensor of unknown name or shape.
     pub fn load(dir: impl AsRef<Path>) -> Result<Laya, LocalError> {
         let dir = dir.as_ref();
+        // The files' hashes, worked out on a thread of their own while the
+        // checkpoint loads (the weights are read twice, once off the load's path).
+        let hashing = FilesAside::start(dir, &LAYA_FILES);
         let cfg_path = dir.join(LAYA_CONFIG_FILE);
         let bytes = read_checkpoint_file(&cfg_path)?;
         let cfg = Fields::parse(&cfg_path, &bytes)?;
@@ -266,6 +280,7 @@ impl Laya {
                 temperature,
                 by_options,
                 dir: dir.to_path_buf(),
+                files: hashing.finish(),
             }),
         })
     }
@@ -944,38 +959,11 @@ impl FullEvaluator for Laya {
 ///
 /// Its [`fingerprint`](Classifier::fingerprint) names the checkpoint's
 /// contents (the SHA-256 of its config, encoder config, tokenizer files and
-/// weights, read once here), so a cache never serves one checkpoint's answer
-/// for another's.
+/// weights, worked out beside the load), so a cache never serves one
+/// checkpoint's answer for another's.
 pub fn laya(model: Laya) -> Classifier {
-    let files = files_fingerprint(
-        model.dir(),
-        &[
-            LAYA_CONFIG_FILE,
-            "encoder/config.json",
-            "tokenizer/tokenizer.json",
-            "tokenizer/tokenizer_config.json",
-            "model.safetensors",
-        ],
-    );
+    let files = model.inner.files.clone();
     Classifier::from_evaluator(LAYA_MODEL, model).with_fingerprint_part(LAYA_STYLE, files)
-}
-
-/// One SHA-256 over the SHA-256 of each of `files` in `dir` (a file that
-/// cannot be read, or is not a regular file, counts by its path alone): what a
-/// checkpoint style's fingerprint names. Called after the checkpoint loaded,
-/// so each file was read once already and is a regular file.
-pub(crate) fn files_fingerprint(dir: &Path, files: &[&str]) -> String {
-    let mut all = String::new();
-    for name in files {
-        let path = dir.join(name);
-        let hash = match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => crate::embed::file_sha256(&path)
-                .unwrap_or_else(|_| format!("unreadable {}", path.display())),
-            _ => format!("absent {}", path.display()),
-        };
-        all.push_str(&format!("{name}={hash}\n"));
-    }
-    toolnexus::classifier::Fingerprint::digest(all)
 }
 
 #[cfg(test)]

@@ -371,6 +371,55 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, LocalError> {
     Err(msg::not_regular(path, what))
 }
 
+/// One SHA-256 over the SHA-256 of each of `files` in `dir` (a file that
+/// cannot be read, or is not a regular file, counts by its path alone): what a
+/// checkpoint style's fingerprint names. Only regular files are opened, so a
+/// FIFO in the checkpoint never blocks it.
+pub(crate) fn files_fingerprint(dir: &Path, files: &[&str]) -> String {
+    let mut all = String::new();
+    for name in files {
+        let path = dir.join(name);
+        let hash = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => crate::embed::file_sha256(&path)
+                .unwrap_or_else(|_| format!("unreadable {}", path.display())),
+            _ => format!("absent {}", path.display()),
+        };
+        all.push_str(&format!("{name}={hash}\n"));
+    }
+    toolnexus::classifier::Fingerprint::digest(all)
+}
+
+/// [`files_fingerprint`] worked out on a thread of its own while a
+/// checkpoint loads, or inline when no thread can be started.
+pub(crate) enum FilesAside {
+    Running(std::thread::JoinHandle<String>),
+    Done(String),
+}
+
+impl FilesAside {
+    pub(crate) fn start(dir: &Path, files: &'static [&'static str]) -> FilesAside {
+        let theirs = dir.to_path_buf();
+        let spawned = std::thread::Builder::new()
+            .name("toolnexus-checkpoint-sha256".into())
+            .spawn(move || files_fingerprint(&theirs, files));
+        match spawned {
+            Ok(handle) => FilesAside::Running(handle),
+            Err(_) => FilesAside::Done(files_fingerprint(dir, files)),
+        }
+    }
+
+    /// The fingerprint (a load that fails drops this and the thread ends on
+    /// its own).
+    pub(crate) fn finish(self) -> String {
+        match self {
+            FilesAside::Running(handle) => handle
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            FilesAside::Done(files) => files,
+        }
+    }
+}
+
 /// A whole checkpoint file, once it is known to be a regular file.
 pub(crate) fn read_checkpoint_file(path: &Path) -> Result<Vec<u8>, LocalError> {
     regular_file(path)?;
