@@ -11,6 +11,7 @@ mod examples;
 mod file;
 pub mod gates;
 pub mod metrics;
+pub mod out;
 pub mod report;
 pub(crate) mod rng;
 mod run;
