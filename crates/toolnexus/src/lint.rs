@@ -719,13 +719,7 @@ impl Cx<'_> {
         }
     }
 
-    fn choice(
-        &mut self,
-        k: &str,
-        c: &ChoiceQuestion,
-        criteria: Option<&Value>,
-        cpath: &[Seg],
-    ) {
+    fn choice(&mut self, k: &str, c: &ChoiceQuestion, criteria: Option<&Value>, cpath: &[Seg]) {
         let options: Vec<(&String, &Value)> = criteria
             .and_then(Value::as_object)
             .map(|m| m.iter().collect())

@@ -100,7 +100,10 @@ pub fn run(args: LintArgs) -> Result<Exit> {
                 "failed": failed || !unreadable.is_empty(),
             },
         });
-        say!("{}", serde_json::to_string_pretty(&json).unwrap_or_default());
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
     } else {
         for f in &report.findings {
             let question = f
@@ -118,7 +121,12 @@ pub fn run(args: LintArgs) -> Result<Exit> {
             );
         }
         for s in &report.skipped {
-            say!("note: {} ({}) skipped: {}", s.rule.id, s.rule.name, s.reason);
+            say!(
+                "note: {} ({}) skipped: {}",
+                s.rule.id,
+                s.rule.name,
+                s.reason
+            );
         }
         say!(
             "{}",

@@ -625,7 +625,7 @@ impl OutLine {
     /// let line = r#"{"line":1,"decision":{"model":"m","answers":{"spam":{"type":"noul","noul":0.9}}}}"#;
     /// let out = toolnexus::assess::out::OutFile::parse(line, "o")?;
     /// let d = out.lines[0].decision().unwrap()?;
-    /// assert_eq!(d.noul("spam")?, 0.9);
+    /// assert_eq!(d.noul("spam")?.noul, 0.9);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decision(&self) -> Option<Result<Decision, ClassifierError>> {
@@ -716,8 +716,7 @@ impl OutLine {
         if self.cached() {
             Cost::cache_hit()
         } else {
-            self.cost()
-                .unwrap_or_else(|| Cost::of_usage(&self.usage()))
+            self.cost().unwrap_or_else(|| Cost::of_usage(&self.usage()))
         }
     }
 }

@@ -64,8 +64,14 @@ impl Sink {
     /// One result line, in one write.
     ///
     /// ```
-    /// let mut sink = toolnexus::assess::out::Sink::Stdout;
+    /// use toolnexus::assess::out::Sink;
+    ///
+    /// let path = std::env::temp_dir().join(format!("toolnexus-doc-sink-{}", std::process::id()));
+    /// let mut sink = Sink::Stream(std::fs::File::create(&path)?);
     /// sink.write("{\"line\":1,\"error\":\"x\"}\n")?;
+    /// sink.finish()?;
+    /// assert_eq!(std::fs::read_to_string(&path)?, "{\"line\":1,\"error\":\"x\"}\n");
+    /// # std::fs::remove_file(&path)?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn write(&mut self, record: &str) -> std::io::Result<()> {

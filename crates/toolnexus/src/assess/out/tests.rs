@@ -177,7 +177,10 @@ fn the_reader_and_a_resume_agree_on_what_a_result_line_is() {
             b"{\"line\":1,\"decision\":{},\"error\":\"x\"}",
             "both \"decision\" and \"error\"",
         ),
-        (b"[1", "invalid JSON at line 1, column 2: EOF while parsing a list"),
+        (
+            b"[1",
+            "invalid JSON at line 1, column 2: EOF while parsing a list",
+        ),
     ] {
         let mut body = f.header().into_bytes();
         body.extend_from_slice(line);
@@ -190,9 +193,16 @@ fn the_reader_and_a_resume_agree_on_what_a_result_line_is() {
         let e = OutFile::parse(&text, &p).err().unwrap();
         assert!(matches!(e, OutError::BadLine { at: 2, .. }), "{e}");
     }
-    let e = open(&temp("beyond.jsonl", format!("{}{{\"line\":4,\"error\":\"x\"}}\n", f.header()).as_bytes()), &f, PLAN)
-        .err()
-        .unwrap();
+    let e = open(
+        &temp(
+            "beyond.jsonl",
+            format!("{}{{\"line\":4,\"error\":\"x\"}}\n", f.header()).as_bytes(),
+        ),
+        &f,
+        PLAN,
+    )
+    .err()
+    .unwrap();
     assert!(
         matches!(
             e,
@@ -222,6 +232,12 @@ fn the_reader_reads_streams_and_leaves_a_torn_final_line_out() {
     assert!(out.lines[0].cached());
     // A complete final line without its newline is read; a broken one
     // elsewhere is an error.
-    assert_eq!(OutFile::parse("{\"line\":1,\"error\":\"x\"}", "o").unwrap().lines.len(), 1);
+    assert_eq!(
+        OutFile::parse("{\"line\":1,\"error\":\"x\"}", "o")
+            .unwrap()
+            .lines
+            .len(),
+        1
+    );
     assert!(OutFile::parse("{\"li\n{\"line\":1,\"error\":\"x\"}\n", "o").is_err());
 }
