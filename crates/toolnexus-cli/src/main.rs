@@ -52,6 +52,7 @@ mod commands;
 mod demo;
 mod exit;
 mod input;
+mod out_file;
 mod render;
 mod style;
 mod warnings;

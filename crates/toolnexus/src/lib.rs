@@ -63,7 +63,8 @@
 //! Modules: [`classifier`] (the seam), [`client`] (the small chat client and
 //! [`BoxFuture`](client::BoxFuture)), [`judge`] (builders, bands, gates,
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
-//! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
+//! (a shared rate limiter), [`lint`] (static checks of question sets, before
+//! anything is asked), [`cache`] (a decision cache; SQLite with the
 //! `sqlite` feature), [`compose`] (fallback and shadow), [`cost`] (where a
 //! cost came from, dated price tables, token estimates, and budgets that cap
 //! what a run spends), [`probe`] (encoding probes: shuffle, order, polarity,
@@ -100,6 +101,7 @@ pub mod compose;
 pub mod cost;
 pub mod judge;
 pub mod limit;
+pub mod lint;
 pub mod pinning;
 pub mod probe;
 #[cfg(feature = "test-util")]

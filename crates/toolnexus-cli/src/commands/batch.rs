@@ -2,7 +2,7 @@
 //! bounded concurrency, an optional requests-per-minute limit, progress, and
 //! resume.
 //!
-//! The out file (see [`out`] for the format) is this command's own:
+//! The out file (see [`toolnexus::assess::out`] for the format) is this command's own:
 //! - A regular out file starts with a header line,
 //!   `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…","stack":"…"}}`:
 //!   the SHA-256 of the states file's bytes and of the canonical questions, the
@@ -36,8 +36,6 @@
 //!   the states refused are not written (a rerun asks them), exit 6.
 //! - `--estimate` sends nothing: see `commands::cost`.
 
-pub(crate) mod out;
-mod sha256;
 mod shadow;
 
 use std::collections::BTreeMap;
@@ -51,6 +49,7 @@ use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
+use toolnexus::assess::out;
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::cost::budget::Budget;
 use toolnexus::cost::{Cost, Shape};
@@ -150,8 +149,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         rerun_errors: args.rerun_errors,
         last_line,
     };
-    let mut opened = out::open(&args.out, &fingerprint, plan)?;
+    let mut opened = out::open(&args.out, &fingerprint, plan)
+        .map_err(|e| crate::out_file::error(e, plan, crate::out_file::Reader::Run))?;
     let shown = args.out.display();
+    for note in &opened.notes {
+        tell!("{}", crate::out_file::note(note, &shown.to_string()));
+    }
     if opened.truncated > 0 {
         tell!(
             "batch: dropped a torn final line ({} bytes) from {shown} left by an interrupted run; its state is redone",

@@ -19,6 +19,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde_json::{Value, json};
+use toolnexus::assess::out::{self, LineFault, OutError, OutFile};
 use toolnexus::assess::{Run, read_examples};
 use toolnexus::cache::{Cache as _, cache_key_for};
 use toolnexus::classifier::{EvalRequest, Questions};
@@ -297,38 +298,33 @@ fn read_samples(path: &Path) -> Result<Read> {
             "{shown}: line 1: neither a batch out file nor an assess run file"
         )));
     }
+    let out = OutFile::parse(&text, path).map_err(|e| match e {
+        OutError::BadLine {
+            at,
+            fault: LineFault::NotJson(e),
+            ..
+        } => exit::usage(format!("{shown}:{at}: not JSON: {e}")),
+        e => exit::usage(e),
+    })?;
+    // A torn final line of an interrupted run: left out.
+    read.left += usize::from(out.torn_line.is_some());
     // Lines written before each line carried its cost: the header's style says.
-    let local_style = head
+    let local_style = out
+        .header
         .as_ref()
-        .and_then(|h| h.pointer("/fingerprint/style"))
-        .and_then(Value::as_str)
-        .is_some_and(toolnexus_stack::is_local_style);
+        .and_then(|h| h.fingerprint.as_ref())
+        .is_some_and(|f| toolnexus_stack::is_local_style(&f.style));
     let mut shapeless = 0usize;
-    let last = text.split('\n').count();
-    for (n, line) in input::jsonl_lines(&text) {
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            // A torn final line of an interrupted run: left out.
-            Err(_) if n == last && !text.ends_with('\n') => {
-                read.left += 1;
-                continue;
-            }
-            Err(e) => {
-                return Err(exit::usage(format!("{shown}:{n}: not JSON: {e}")));
-            }
-        };
-        if v.get("toolnexus").is_some() {
-            continue;
-        }
-        let Some(d) = v.get("decision") else {
+    for l in &out.lines {
+        let Some(d) = l.decision_value() else {
             read.left += 1;
             continue;
         };
-        if v.get("cached").and_then(Value::as_bool) == Some(true) {
+        if l.cached() {
             read.left += 1;
             continue;
         }
-        let source = v.pointer("/cost/source").and_then(Value::as_str);
+        let source = l.value().pointer("/cost/source").and_then(Value::as_str);
         if source == Some("local") || (source.is_none() && local_style) {
             read.local += 1;
             continue;
@@ -337,21 +333,16 @@ fn read_samples(path: &Path) -> Result<Read> {
             read.left += 1;
             continue;
         }
-        let Some(shape) = v.get("shape").and_then(Shape::from_value) else {
+        let Some(shape) = l.shape() else {
             shapeless += 1;
             continue;
         };
-        let tokens = |k: &str| {
-            d.get("usage")
-                .and_then(|u| u.get(k))
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-        };
-        if tokens("input_tokens") > 0 {
+        let usage = l.usage();
+        if usage.input_tokens > 0 {
             let model = d.get("model").and_then(Value::as_str).unwrap_or_default();
             read.samples.push((
-                Sample::new(shape, tokens("input_tokens"), tokens("output_tokens")),
-                (model.to_string(), format!("{shown} line {n}")),
+                Sample::new(shape, usage.input_tokens, usage.output_tokens),
+                (model.to_string(), format!("{shown} line {}", l.at)),
             ));
         } else {
             read.left += 1;
@@ -435,22 +426,20 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
     let stack = built.classifier.fingerprint().clone();
     let model = built.classifier.model().to_string();
     // The lines a resumed run would not ask again.
-    let fingerprint = crate::commands::batch::out::Fingerprint::new(
+    let fingerprint = out::Fingerprint::new(
         text.as_bytes(),
         &questions,
         built.style.as_str(),
         &model,
         &stack,
     );
-    let done = crate::commands::batch::out::already_done(
-        &args.out,
-        &fingerprint,
-        crate::commands::batch::out::Plan {
-            restart: args.restart,
-            rerun_errors: args.rerun_errors,
-            last_line: text.split('\n').count(),
-        },
-    )?;
+    let plan = out::Plan {
+        restart: args.restart,
+        rerun_errors: args.rerun_errors,
+        last_line: text.split('\n').count(),
+    };
+    let done = out::already_done(&args.out, &fingerprint, plan)
+        .map_err(|e| crate::out_file::error(e, plan, crate::out_file::Reader::Estimate))?;
     let mut seen = HashSet::new();
     let mut counted = Counted {
         inputs: 0,

@@ -441,7 +441,7 @@ fn no_module_reaches_up_a_layer() {
             "client" => 2,
             "classifier" | "cost" => 3,
             "judge" => 4,
-            "assess" | "cache" | "compose" | "probe" => 5,
+            "assess" | "cache" | "compose" | "lint" | "probe" => 5,
             "testing" => 6,
             _ => return None,
         })
