@@ -292,7 +292,10 @@ fn the_reader_draws_the_arrows_rust_resolves() {
             "elsewhere/c_impl.rs",
             "pub struct C;\npub fn k() { crate::b::uses(); }\n",
         ),
-        ("d/e.rs", "pub fn h() { super::f(); }\n"),
+        (
+            "d/e.rs",
+            "pub fn h() { super::f(); }\npub(in crate::d) fn m() {}\n",
+        ),
         ("tests.rs", "use crate::d::e::h;\n"),
     ];
     for (path, text) in files {
@@ -959,7 +962,12 @@ impl Crate {
                             segs.push(s.to_string());
                             k += 2;
                         }
-                        if let Some(to) = self.resolve(module, &segs) {
+                        // `pub(in crate::a)` names where an item is seen,
+                        // not something the module uses.
+                        let visibility = prev.is_some_and(|p| p.ident() == Some("in"));
+                        if let Some(to) = self.resolve(module, &segs)
+                            && !visibility
+                        {
                             push(to, t.line);
                         }
                         i = k;
