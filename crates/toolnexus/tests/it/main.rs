@@ -9,6 +9,7 @@ mod cost;
 mod decisions;
 mod faults;
 mod judge;
+mod layers;
 mod limit;
 mod llm;
 mod observe;
