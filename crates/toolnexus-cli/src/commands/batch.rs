@@ -65,7 +65,7 @@ use crate::{input, render};
 pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     args.out = args.out_file.clone().unwrap_or_default();
     if args.estimate.estimate {
-        return crate::commands::cost::estimate_batch(args).await;
+        return crate::spend::estimate_batch(args).await;
     }
     // Ctrl-C and SIGTERM are watched from the start: one that arrives while
     // the run sets up still stops it before any state is asked.
@@ -224,7 +224,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let write_failed =
         |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
     let (mut ok, mut failed, mut hits, mut not_started) = (0usize, 0usize, 0usize, 0usize);
-    let mut spent = crate::commands::cost::Tally::default();
+    let mut spent = crate::spend::Tally::default();
     let interrupted = loop {
         let next = tokio::select! {
             biased;
@@ -297,10 +297,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             count(ok + failed, "result"),
             count(not_started, "state")
         );
-        tell!(
-            "{}",
-            crate::commands::caps::message("batch", b, &args.caps, &done)
-        );
+        tell!("{}", crate::caps::message("batch", b, &args.caps, &done));
         return Ok(Exit::CapReached);
     }
     let from_cache = match (&args.cache, crate::warnings::cache_failures()) {

@@ -1,15 +1,11 @@
 //! `toolnexus cache stats|clear|export`: a decision cache file, inspected.
 
 use anyhow::Result;
-use toolnexus::cache::{SqliteCache, SqliteOptions};
 
 use crate::args::CacheFileArgs;
 use crate::exit::{self, Exit};
 
-/// Opens a cache file (bad or foreign files are bad input, exit 2).
-pub fn open(path: &std::path::Path) -> Result<SqliteCache> {
-    SqliteCache::open(path, SqliteOptions::default()).map_err(failed)
-}
+pub use crate::style::open_cache as open;
 
 /// A Unix time in seconds as an RFC 3339 UTC date, `2026-12-05T03:35:47Z`.
 pub fn utc_date(unix: i64) -> String {

@@ -109,6 +109,7 @@ const TOOLNEXUS_LOCAL: &[Row] = &[
 /// so a new command is placed on purpose.
 #[rustfmt::skip]
 const TOOLNEXUS_CLI: &[Row] = &[
+    ("out",               0, "the printing macros that never panic: every printing module uses them"),
     ("exit",              0, "exit codes and their rendering: every command returns through them"),
     ("warnings",          0, "the warning sink is a leaf any layer may report to"),
     ("stdio",             0, "standard stream handling is a leaf the commands print through"),
@@ -118,10 +119,11 @@ const TOOLNEXUS_CLI: &[Row] = &[
     ("out_file",          1, "the batch out file's messages name the flags and pick the exit"),
     ("args",              1, "the clap types are plain data"),
     ("style",             2, "the settings: arguments into the stack builder's spec for commands"),
+    ("caps",              2, "the message a run stopped by a cap ends with reads the caps' flags"),
+    ("spend",             2, "estimates and cost lines build stacks through the settings"),
     ("commands::assess",  3, "assess adapts arguments to the library's assessment"),
     ("commands::batch",   3, "batch adapts arguments to a run over a states file"),
     ("commands::cache",   3, "cache inspects, clears and exports cache files"),
-    ("commands::caps",    3, "caps sits among the commands, though it is a shared piece"),
     ("commands::cost",    3, "cost fits prices and estimates a batch"),
     ("commands::distill", 3, "distill trains a student"),
     ("commands::eval",    3, "eval adapts one call"),
@@ -181,37 +183,13 @@ const KNOWN: &[&str] = &[
     // The student names `Embedder` and `LocalError` through the crate root.
     "toolnexus-local: up student -> crate",
     // `style.rs` resolves `--student builtin:guard` through the guard
-    // command, which builds its judge through `style.rs`.
-    "toolnexus-cli: circle commands <-> style",
+    // command, which builds its judge through `style.rs`; the estimates in
+    // `spend.rs` build through `style.rs` for the commands that print them.
+    "toolnexus-cli: circle commands <-> spend <-> style",
     "toolnexus-cli: up style -> commands::guard",
-    // The caps' message and the cost estimate are shared pieces that still
-    // live inside commands: each sharing is a command importing another.
-    "toolnexus-cli: command assess -> caps",
-    "toolnexus-cli: command assess -> cost",
-    "toolnexus-cli: command batch -> caps",
-    "toolnexus-cli: command batch -> cost",
-    "toolnexus-cli: command cost -> cache",
+    // The guard's engine lives in its command: install and mcp use it.
     "toolnexus-cli: command install -> guard",
     "toolnexus-cli: command mcp -> guard",
-    "toolnexus-cli: command probe -> cost",
-    "toolnexus-cli: command tape -> caps",
-    // The printing macros `say!`, `put!` and `tell!` are defined in
-    // `main.rs`, so every module that prints reaches up to the root.
-    "toolnexus-cli: up commands::assess -> crate",
-    "toolnexus-cli: up commands::assess::drift -> crate",
-    "toolnexus-cli: up commands::batch -> crate",
-    "toolnexus-cli: up commands::cost -> crate",
-    "toolnexus-cli: up commands::distill -> crate",
-    "toolnexus-cli: up commands::guard -> crate",
-    "toolnexus-cli: up commands::guard::log -> crate",
-    "toolnexus-cli: up commands::install -> crate",
-    "toolnexus-cli: up commands::lint -> crate",
-    "toolnexus-cli: up commands::mcp -> crate",
-    "toolnexus-cli: up commands::mcp::stdio -> crate",
-    "toolnexus-cli: up commands::model -> crate",
-    "toolnexus-cli: up commands::serve -> crate",
-    "toolnexus-cli: up commands::tape -> crate",
-    "toolnexus-cli: up stdio -> crate",
 ];
 
 /// Every crate under `crates/` keeps the three rules, less today's `KNOWN`.
