@@ -8,18 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::ClassifierError;
 
-/// HTTP statuses retried by default: 408, 429, 500, 502, 503, 504 and 529.
-pub const DEFAULT_RETRYABLE_STATUSES: [u16; 7] = [408, 429, 500, 502, 503, 504, 529];
+// The default set lives with the error it classifies (`ClassifierError::is_retryable`
+// reads it), so the error module needs nothing from here.
+pub use crate::error::DEFAULT_RETRYABLE_STATUSES;
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Decides whether a failed attempt is retried (see [`ErrorTier`]).
 pub type OnErrorFn = Arc<dyn Fn(&ErrorInfo<'_>) -> ErrorTier + Send + Sync>;
-
-pub(crate) fn is_default_retryable_status(status: u16) -> bool {
-    DEFAULT_RETRYABLE_STATUSES.contains(&status)
-}
 
 /// What `on_error` decides for a failed attempt.
 ///
