@@ -135,7 +135,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -1486,9 +1485,9 @@ impl ShadowShared {
         let Some(path) = self.jsonl.clone() else {
             return;
         };
-        let mut line = d.to_json().to_string().into_bytes();
-        line.push(b'\n');
-        let written = tokio::task::spawn_blocking(move || append(&path, &line)).await;
+        let line = d.to_json().to_string().into_bytes();
+        let written =
+            tokio::task::spawn_blocking(move || crate::fs::append_line(&path, &line)).await;
         let failure = match written {
             Ok(Ok(())) => return,
             Ok(Err(e)) => e.to_string(),
@@ -1502,13 +1501,4 @@ impl ShadowShared {
             "shadow: cannot append to the JSONL file"
         );
     }
-}
-
-/// Appends `line` to the file at `path` with one write.
-fn append(path: &Path, line: &[u8]) -> std::io::Result<()> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?
-        .write_all(line)
 }

@@ -435,7 +435,7 @@ fn no_module_reaches_up_a_layer() {
     fn layer(module: &str) -> Option<u8> {
         Some(match module {
             "error" | "retry" | "canonical" | "json" | "context" | "usage" | "defaults"
-            | "redact" | "env" | "limit" | "pinning" => 0,
+            | "redact" | "env" | "limit" | "pinning" | "fs" | "date" => 0,
             "http" => 1,
             "client" => 2,
             "classifier" | "cost" => 3,
