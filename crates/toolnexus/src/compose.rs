@@ -1,5 +1,6 @@
-//! Compositions over the [`Evaluator`] seam (SPEC §12): each takes
-//! classifiers and gives back a [`Classifier`], so a composition is used,
+//! Compositions over the [`Evaluator`](crate::classifier::Evaluator) seam
+//! (SPEC §12): each takes classifiers and gives back a
+//! [`Classifier`](crate::classifier::Classifier), so a composition is used,
 //! shared, wrapped and composed again like any other.
 //!
 //! # Fallback

@@ -274,7 +274,7 @@ impl From<&ClassifierError> for CandidateFailure {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Disagreement {
-    /// The call's [`EvalContext::call_name`], possibly empty.
+    /// The call's [`EvalContext::call_name`](crate::classifier::EvalContext::call_name), possibly empty.
     pub call_name: String,
     /// The model that answered for the primary (its decision's `model`).
     pub primary_model: String,

@@ -230,7 +230,7 @@ impl Fallback {
 }
 
 /// `primary`, then each of `next` in order, each asked only when the one before
-/// it is unavailable ([`is_unavailable`]). See the [module docs](self) for
+/// it is unavailable ([`is_unavailable`]). See the [module docs](super) for
 /// what moves on and what the errors say; [`Fallback`] adds options.
 ///
 /// ```

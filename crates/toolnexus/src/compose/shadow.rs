@@ -337,7 +337,7 @@ impl Drop for InFlight {
 
 /// `primary`'s answers, with `candidate` asked the same request off the
 /// caller's path on a sample of the calls and compared with it (see the
-/// [module docs](self)). The classifier answers to the primary's
+/// [module docs](super)). The classifier answers to the primary's
 /// [`model`](Classifier::model).
 ///
 /// Only calls the primary answered are mirrored: a primary failure is returned

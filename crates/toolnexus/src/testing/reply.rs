@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// What the [`Server`] does with one request: a complete response, or a fault.
+/// What the [`Server`](super::Server) does with one request: a complete response, or a fault.
 ///
 /// Build complete responses with [`Reply::json`], [`Reply::value`] and the chat
 /// shapes [`Reply::openai_chat`] and [`Reply::anthropic_message`]; add headers
@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 /// variants are built directly.
 ///
 /// Every fault happens after the whole request was read and recorded, so
-/// [`Server::count`] counts attempts that met a fault too. Where a fault leaves
-/// the connection open (the stalls), it stays open until the [`Server`] is
+/// [`Server::count`](super::Server::count) counts attempts that met a fault too. Where a fault leaves
+/// the connection open (the stalls), it stays open until the [`Server`](super::Server) is
 /// dropped.
 ///
 /// ```
@@ -98,7 +98,7 @@ pub enum Reply {
     },
     /// A `200` with a chunked body of `total` spaces in 64 KiB chunks and no
     /// `content-length`: for size caps. What got written before the client hung
-    /// up is counted in [`Observed`].
+    /// up is counted in [`Observed`](super::Observed).
     Chunked {
         /// Body bytes in all.
         total: usize,
@@ -242,7 +242,7 @@ impl Reply {
     }
 
     /// This reply, after waiting `delay` once the request is read. Under a
-    /// Tokio runtime with paused time, [`Server::start`]'s delays are virtual.
+    /// Tokio runtime with paused time, [`Server::start`](super::Server::start)'s delays are virtual.
     ///
     /// ```
     /// use std::time::{Duration, Instant};

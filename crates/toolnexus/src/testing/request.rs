@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-/// One request the [`Server`] read, as it arrived.
+/// One request the [`Server`](super::Server) read, as it arrived.
 ///
 /// ```
 /// use toolnexus::testing::{Reply, Server};

@@ -69,7 +69,7 @@ impl TapeError {
         self.kind
     }
 
-    /// The file involved (`None` for [`Tape::from_json`]).
+    /// The file involved (`None` for [`Tape::from_json`](super::Tape::from_json)).
     ///
     /// ```
     /// use toolnexus::judge::Tape;

@@ -146,7 +146,7 @@ impl Tape {
     /// Within a call name, entries are listed by canonical questions and state.
     /// When that is not the order they were recorded in, every entry of that
     /// call also gets an `"ordinal"` (its place in recording order, from 0), so
-    /// [`TapeMatch::Sequence`] replays the same after a save and load; a call
+    /// [`TapeMatch::Sequence`](super::TapeMatch::Sequence) replays the same after a save and load; a call
     /// whose entries were recorded in listed order (like every file written
     /// before ordinals existed) is written without them, byte for byte as before.
     ///
