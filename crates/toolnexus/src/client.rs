@@ -222,13 +222,16 @@ pub struct ClientOptions {
     pub timeout_ms: u64,
     /// Retries after the first attempt: 0 means the default (2), -1 means none.
     pub retries: i32,
-    /// Backoff base in milliseconds: retry `n` waits `base × 2^n` unless the
-    /// server sent `Retry-After`.
+    /// Backoff base in milliseconds: retry `n` waits up to `base × 2^n` unless
+    /// the server sent `Retry-After`.
     pub retry_base_ms: u64,
     /// Total retry budget of one call in milliseconds, attempts and waits
-    /// together: 0 means the default (30 000).
+    /// together: 0 means the default (30 000). A retry whose wait would reach
+    /// it is not made; the last error is returned.
     pub retry_budget_ms: u64,
-    /// How backoff waits are spread (default full jitter; `Retry-After` stays exact).
+    /// How backoff waits are spread: full jitter by default (each wait drawn
+    /// from `0..=retry_base_ms × 2^attempt`), [`Jitter::Seeded`] for
+    /// reproducible tests, [`Jitter::Off`] for none. `Retry-After` stays exact.
     pub retry_jitter: Jitter,
     /// HTTP statuses to retry on top of the default set (it only adds).
     pub retryable_statuses: Vec<u16>,

@@ -44,7 +44,7 @@ pub(super) enum Dist {
     Probs(BTreeMap<String, f64>),
 }
 
-pub(super) fn dist(d: &Decision, key: &str) -> Option<Dist> {
+fn dist(d: &Decision, key: &str) -> Option<Dist> {
     match d.answers.get(key)? {
         DecisionAnswer::Noul(n) => Some(Dist::P(n.noul)),
         DecisionAnswer::Choice(c) => Some(Dist::Probs(c.probabilities.clone())),

@@ -14,10 +14,10 @@ use super::server::{Handler, Observed, Shared};
 use super::{Reply, Request};
 
 /// The largest request head the server reads before it drops the connection.
-pub(super) const MAX_HEAD_BYTES: usize = 1024 * 1024;
+const MAX_HEAD_BYTES: usize = 1024 * 1024;
 
 /// The size of each chunk of a [`Reply::Chunked`] body.
-pub(super) const CHUNK_BYTES: usize = 64 * 1024;
+const CHUNK_BYTES: usize = 64 * 1024;
 
 pub(super) async fn accept_loop(listener: TcpListener, handler: Handler, shared: Arc<Shared>) {
     // Owning the connection tasks here means aborting this task ends them all.
@@ -45,7 +45,7 @@ pub(super) enum After {
     Done,
 }
 
-pub(super) async fn serve_connection(mut conn: Connection, handler: Handler, shared: Arc<Shared>) {
+async fn serve_connection(mut conn: Connection, handler: Handler, shared: Arc<Shared>) {
     while let Some(req) = conn.read_request().await {
         let close = req
             .header("connection")
@@ -68,7 +68,7 @@ pub(super) async fn serve_connection(mut conn: Connection, handler: Handler, sha
 }
 
 /// One accepted connection and the bytes read from it but not yet consumed.
-pub(super) struct Connection {
+struct Connection {
     sock: TcpStream,
     buf: Vec<u8>,
 }
@@ -277,7 +277,7 @@ impl Connection {
     }
 }
 
-pub(super) async fn write_chunked(
+async fn write_chunked(
     sock: &mut TcpStream,
     total: usize,
     observed: &Observed,
@@ -306,7 +306,7 @@ pub(super) async fn stall() -> After {
 }
 
 /// The head of a JSON response declaring `declared` body bytes.
-pub(super) fn body_head(status: u16, declared: usize) -> Vec<u8> {
+fn body_head(status: u16, declared: usize) -> Vec<u8> {
     format!(
         "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {declared}\r\n\r\n",
         reason(status)
@@ -320,7 +320,7 @@ pub(super) fn reset(sock: &TcpStream) {
     let _ = sock.set_zero_linger();
 }
 
-pub(super) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 

@@ -126,7 +126,7 @@ impl Shared {
 }
 
 /// How the server's accept loop runs, and so how it is stopped.
-pub(super) enum Runner {
+enum Runner {
     /// A task on the caller's runtime.
     Task(tokio::task::AbortHandle),
     /// A runtime on a thread of its own, stopped when the sender drops.

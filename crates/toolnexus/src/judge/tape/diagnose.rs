@@ -92,7 +92,7 @@ pub(super) fn diff(recorded: &Value, asked: &Value, root: &str) -> Diff {
     out
 }
 
-pub(super) fn diff_into(out: &mut Diff, path: &mut String, was: &Value, now: &Value) {
+fn diff_into(out: &mut Diff, path: &mut String, was: &Value, now: &Value) {
     match (was, now) {
         (Value::Object(a), Value::Object(b)) if !(a.is_empty() && b.is_empty()) => {
             let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
@@ -139,7 +139,7 @@ pub(super) fn leaves(v: &Value) -> usize {
 }
 
 /// Appends an object key to a path: `.key` for plain keys, else `["key"]`.
-pub(super) fn push_key(path: &mut String, key: &str) {
+fn push_key(path: &mut String, key: &str) {
     let plain = !key.is_empty()
         && key
             .chars()

@@ -289,7 +289,7 @@ pub(super) fn entry_value(e: &TapeEntry) -> Value {
 /// Pretty JSON with keys sorted bytewise, written by hand so the order never
 /// depends on the map type a build happens to use. Scalars and empty containers
 /// are written in canonical form.
-pub(super) fn write_pretty(out: &mut String, v: &Value, depth: usize) {
+fn write_pretty(out: &mut String, v: &Value, depth: usize) {
     let pad = |out: &mut String, depth: usize| {
         for _ in 0..depth {
             out.push_str("  ");
@@ -444,18 +444,18 @@ pub(super) fn parse(text: &str, path: Option<&Path>) -> Result<Tape, TapeError> 
 }
 
 /// An entry's `ordinal`: `None` when absent, `Some(Err(()))` when not a u64.
-pub(super) fn parse_ordinal(v: &Value) -> Option<Result<u64, ()>> {
+fn parse_ordinal(v: &Value) -> Option<Result<u64, ()>> {
     match v.get("ordinal") {
         None | Some(Value::Null) => None,
         Some(n) => Some(n.as_u64().ok_or(())),
     }
 }
 
-pub(super) fn strip(e: ClassifierError) -> String {
+fn strip(e: ClassifierError) -> String {
     e.detail().to_string()
 }
 
-pub(super) fn parse_entry(call: &str, v: &Value) -> Result<TapeEntry, String> {
+fn parse_entry(call: &str, v: &Value) -> Result<TapeEntry, String> {
     let o = v.as_object().ok_or("entry is not a JSON object")?;
     let model = match o.get("model") {
         Some(Value::String(s)) => s.clone(),

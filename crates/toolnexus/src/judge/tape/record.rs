@@ -9,7 +9,7 @@ use crate::context::BoxFuture;
 use super::{Tape, TapeEntry, TapeOutcome};
 
 /// What [`Tape::recorder`] runs: the live classifier, each outcome recorded.
-pub(super) struct Recorder {
+struct Recorder {
     tape: Tape,
     live: Classifier,
 }

@@ -19,7 +19,7 @@ use super::diagnose::{diff, diff_doc, nearest_text};
 use super::{Tape, TapeOutcome, entry_key, entry_value};
 
 /// What a replayer runs: lookups in an index built once.
-pub(super) struct Replayer {
+struct Replayer {
     index: Arc<ReplayIndex>,
     own: String,
 }
@@ -139,7 +139,7 @@ pub(super) struct Recording {
 
 /// The recordings under one call name, in recording order.
 #[derive(Default)]
-pub(super) struct CallIndex {
+struct CallIndex {
     recordings: Vec<Recording>,
     /// entry key → index into `recordings`.
     by_key: HashMap<String, usize>,
@@ -148,7 +148,7 @@ pub(super) struct CallIndex {
 }
 
 /// A replayer's snapshot of a tape.
-pub(super) struct ReplayIndex {
+struct ReplayIndex {
     mode: TapeMatch,
     calls: HashMap<String, CallIndex>,
     /// Every recorded call name, sorted (for a miss on an unknown one).
@@ -225,7 +225,7 @@ pub(super) fn miss(call: &str, why: &str) -> ClassifierError {
 }
 
 /// How many call names a miss lists at most.
-pub(super) const NAMES_SHOWN: usize = 10;
+const NAMES_SHOWN: usize = 10;
 
 /// Why an unknown call name misses: the tape is empty, or which names it has.
 pub(super) fn no_such_call(names: &[String]) -> String {
