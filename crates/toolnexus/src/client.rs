@@ -55,7 +55,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -71,7 +70,7 @@ use crate::retry::{Jitter, OnErrorFn};
 
 mod chat;
 
-pub use chat::{ChatMessage, ChatReply, Role, TokenLogprob};
+pub use chat::{ChatMessage, ChatReply, Role, Style, TokenLogprob};
 
 /// The `anthropic-version` header the Anthropic style sends.
 ///
@@ -93,80 +92,6 @@ pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 4096;
 /// assert_eq!(toolnexus::client::DEFAULT_TOP_LOGPROBS, 20);
 /// ```
 pub const DEFAULT_TOP_LOGPROBS: u32 = 20;
-
-/// Which chat wire a [`Client`] speaks.
-///
-/// ```
-/// use toolnexus::client::Style;
-///
-/// let s: Style = "anthropic".parse()?;
-/// assert_eq!(s, Style::Anthropic);
-/// assert_eq!(Style::default().as_str(), "openai");
-/// assert_eq!(
-///     "gemini".parse::<Style>().unwrap_err().to_string(),
-///     "client: unknown style \"gemini\" (want openai|anthropic)"
-/// );
-/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Style {
-    /// OpenAI-compatible `POST {base_url}/chat/completions` with a Bearer key
-    /// (OpenAI, OpenRouter, vLLM, llama.cpp, Ollama, LM Studio, …).
-    #[default]
-    OpenAi,
-    /// Anthropic's `POST {base_url}/messages` with `x-api-key` and `anthropic-version`.
-    Anthropic,
-}
-
-impl Style {
-    /// The style's spelling: `openai` or `anthropic`.
-    ///
-    /// ```
-    /// assert_eq!(toolnexus::client::Style::Anthropic.as_str(), "anthropic");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Style::OpenAi => "openai",
-            Style::Anthropic => "anthropic",
-        }
-    }
-
-    fn path(self) -> &'static str {
-        match self {
-            Style::OpenAi => "/chat/completions",
-            Style::Anthropic => "/messages",
-        }
-    }
-
-    /// The response field that says why generation stopped.
-    pub(crate) fn stop_field(self) -> &'static str {
-        match self {
-            Style::OpenAi => "finish_reason",
-            Style::Anthropic => "stop_reason",
-        }
-    }
-}
-
-impl fmt::Display for Style {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Style {
-    type Err = ClassifierError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Style::OpenAi),
-            "anthropic" => Ok(Style::Anthropic),
-            _ => Err(client_config(format!(
-                "unknown style {s:?} (want openai|anthropic)"
-            ))),
-        }
-    }
-}
 
 /// Everything [`create_client`] needs. Build it with a struct literal and
 /// `..Default::default()`; zero and empty fields take the defaults below.

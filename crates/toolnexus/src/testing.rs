@@ -73,10 +73,12 @@
 //! head. Do not expose it.
 
 mod conn;
+mod observed;
 mod reply;
 mod request;
 mod server;
 
+pub use observed::Observed;
 pub use reply::{Reply, anthropic_message_body, closed_base_url, openai_chat_body};
 pub use request::Request;
-pub use server::{Builder, Observed, Server};
+pub use server::{Builder, Server};

@@ -14,7 +14,7 @@ use crate::classifier::{
 };
 use crate::context::BoxFuture;
 
-use super::Disagreement;
+use super::disagreement::Disagreement;
 
 /// How many candidate calls a [`shadow`] runs at once unless told otherwise.
 ///

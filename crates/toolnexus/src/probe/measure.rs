@@ -8,7 +8,10 @@ use crate::assess::rng::Rng;
 use crate::assess::wilson;
 use crate::classifier::{Decision, DecisionAnswer, Question, Questions};
 
-use super::*;
+use super::result::{
+    BOOTSTRAP_RESAMPLES, BROKEN_SHIFT, FOLLOW_BROKEN, FOLLOW_SLACK, NOISE_FACTOR, Probe,
+    ProbeResult, TOLERANCE, Variant, Verdict,
+};
 
 /// The repeat probe's figures on one question.
 pub(super) struct Noise {

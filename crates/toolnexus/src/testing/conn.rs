@@ -10,8 +10,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use super::server::{Handler, Observed, Shared};
-use super::{Reply, Request};
+use super::observed::{Handler, Observed, Shared};
+use super::reply::Reply;
+use super::request::Request;
 
 /// The largest request head the server reads before it drops the connection.
 const MAX_HEAD_BYTES: usize = 1024 * 1024;

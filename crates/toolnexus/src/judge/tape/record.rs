@@ -6,7 +6,8 @@ use crate::classifier::{
 };
 use crate::context::BoxFuture;
 
-use super::{Tape, TapeEntry, TapeOutcome};
+use super::format::{TapeEntry, TapeOutcome};
+use super::store::Tape;
 
 /// What [`Tape::recorder`] runs: the live classifier, each outcome recorded.
 struct Recorder {

@@ -16,7 +16,8 @@ use crate::classifier::{
 use crate::context::BoxFuture;
 
 use super::diagnose::{diff, diff_doc, nearest_text};
-use super::{Tape, TapeOutcome, entry_key, entry_value};
+use super::format::{TapeOutcome, entry_key, entry_value};
+use super::store::Tape;
 
 /// What a replayer runs: lookups in an index built once.
 struct Replayer {
