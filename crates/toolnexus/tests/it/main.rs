@@ -21,3 +21,4 @@ mod secrets;
 mod support;
 mod systemone;
 mod tape_match;
+mod transport;
