@@ -69,7 +69,9 @@
 //! cost came from, dated price tables, token estimates, and budgets that cap
 //! what a run spends), [`probe`] (encoding probes: shuffle, order, polarity,
 //! repeat, without labels) and [`pinning`] (floating aliases such as
-//! `jev-latest`, and what one was seen to answer as).
+//! `jev-latest`, and what one was seen to answer as). Two small leaves serve
+//! the library and its binary alike: [`fs`] (files replaced atomically, lines
+//! appended) and [`date`] (UTC calendar arithmetic).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
@@ -99,6 +101,8 @@ pub mod cache;
 pub mod classifier;
 pub mod compose;
 pub mod cost;
+pub mod date;
+pub mod fs;
 pub mod judge;
 pub mod limit;
 pub mod lint;

@@ -23,3 +23,4 @@ mod secrets;
 mod support;
 mod systemone;
 mod tape_match;
+mod transport;
