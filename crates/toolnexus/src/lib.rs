@@ -86,6 +86,7 @@ mod defaults;
 mod env;
 mod error;
 mod json;
+mod price;
 mod redact;
 mod retry;
 mod usage;

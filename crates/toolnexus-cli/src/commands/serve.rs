@@ -52,8 +52,11 @@
 //! - Ctrl-C or SIGTERM stops accepting, lets requests in flight finish for at
 //!   most `--shutdown-grace` (default 10 s), closes what is left, and exits 0.
 
+mod auth;
 mod body;
 mod conn;
+mod errors;
+mod ids;
 mod request;
 
 use std::collections::BTreeMap;
@@ -81,6 +84,12 @@ use crate::style::{self, Fallback};
 use body::BodyError;
 use request::{Invalid, Parsed};
 
+use auth::{authorised, required_key};
+use errors::{
+    Hints, body_problem, byte_offset, failure, miss, problem, unprocessable, upstream_id,
+};
+use ids::{RequestId, RequestIds};
+
 /// The response header every answer carries.
 pub const REQUEST_ID_HEADER: &str = "x-typesafe-request-id";
 
@@ -94,8 +103,10 @@ pub const VERDICTS_HEADER: &str = "x-toolnexus-verdicts";
 
 /// The response header naming top-level request fields the style ignored.
 pub const IGNORED_HEADER: &str = "x-toolnexus-ignored";
+
 /// The request id the backend behind answered with, when it sent one.
 pub const UPSTREAM_REQUEST_ID_HEADER: &str = "x-upstream-request-id";
+
 /// The model name the official SDKs ask for by default.
 pub const SDK_DEFAULT_MODEL: &str = "jev-latest";
 
@@ -159,75 +170,6 @@ impl Reworded {
         };
         if !new.is_empty() {
             let _ = crate::input::read_thresholds(&self.path, Some(&new));
-        }
-    }
-}
-
-/// The request id of the request being answered (set around every request).
-#[derive(Clone)]
-struct RequestId(String);
-
-/// `req_` + 24 hex digits: 8 from the start time, 16 from a bijective mix of a
-/// per-process seed and a counter, so no two requests of one server share one.
-struct RequestIds {
-    stamp: u32,
-    seed: u64,
-    next: AtomicU64,
-}
-
-impl RequestIds {
-    fn new() -> RequestIds {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        RequestIds {
-            stamp: now.as_secs() as u32,
-            seed: (now.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32),
-            next: AtomicU64::new(0),
-        }
-    }
-
-    fn next(&self) -> String {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        format!(
-            "req_{:08x}{:016x}",
-            self.stamp,
-            splitmix64(self.seed.wrapping_add(n))
-        )
-    }
-}
-
-/// A bijection on u64 (SplitMix64's finaliser): distinct inputs, distinct outputs.
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Reads the key `--require-key-env` names, once.
-fn required_key(var: Option<&str>) -> Result<Option<Vec<u8>>> {
-    let Some(var) = var.map(str::trim) else {
-        return Ok(None);
-    };
-    if var.is_empty() {
-        return Err(exit::usage("--require-key-env needs a variable name"));
-    }
-    match std::env::var_os(var) {
-        None => Err(exit::usage(format!(
-            "--require-key-env {var}: {var} is not set; set it to the key clients must send as Authorization: Bearer <key>"
-        ))),
-        Some(v) => {
-            let v = v.to_str().ok_or_else(|| {
-                exit::usage(format!("--require-key-env {var}: {var} is not valid UTF-8"))
-            })?;
-            let v = v.trim();
-            if v.is_empty() {
-                return Err(exit::usage(format!(
-                    "--require-key-env {var}: {var} is empty; set it to the key clients must send"
-                )));
-            }
-            Ok(Some(v.as_bytes().to_vec()))
         }
     }
 }
@@ -570,30 +512,6 @@ fn shutdown() -> impl Future<Output = ()> {
     }
 }
 
-/// Compares in time that depends only on the expected key's length.
-fn constant_time_eq(got: &[u8], want: &[u8]) -> bool {
-    let mut diff = u8::from(got.len() != want.len());
-    for (i, w) in want.iter().enumerate() {
-        diff |= got.get(i).copied().unwrap_or(0) ^ w;
-    }
-    std::hint::black_box(diff) == 0
-}
-
-/// Whether the request carries `Authorization: Bearer <key>`.
-fn authorised(key: &[u8], headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(header::AUTHORIZATION) else {
-        return false;
-    };
-    let value = value.as_bytes();
-    let Some(scheme) = value.get(..7) else {
-        return false;
-    };
-    if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return false;
-    }
-    constant_time_eq(value[7..].trim_ascii(), key)
-}
-
 /// Around every request: the key check, the request id, the access log line.
 async fn around(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let id = app.ids.next();
@@ -624,34 +542,6 @@ async fn around(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Re
         started.elapsed().as_millis()
     );
     resp
-}
-
-/// `{"detail":{"message":…,"error_type":…}}` with a status.
-fn problem(status: StatusCode, error_type: &str, message: impl Into<String>) -> Response {
-    let body = json!({"detail": {"message": message.into(), "error_type": error_type}});
-    (status, axum::Json(body)).into_response()
-}
-
-/// A 422 with the API's validation list.
-fn unprocessable(errors: &[Invalid]) -> Response {
-    let detail: Vec<Value> = errors.iter().map(Invalid::wire).collect();
-    (
-        StatusCode::UNPROCESSABLE_ENTITY,
-        axum::Json(json!({ "detail": detail })),
-    )
-        .into_response()
-}
-
-fn body_problem(e: BodyError) -> Response {
-    match e {
-        BodyError::TooLarge(m) => problem(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", m),
-        BodyError::Malformed(m) => problem(StatusCode::BAD_REQUEST, "invalid_body", m),
-        BodyError::UnsupportedEncoding(m) => problem(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_encoding",
-            m,
-        ),
-    }
 }
 
 async fn models(State(app): State<Arc<App>>) -> Response {
@@ -898,33 +788,6 @@ async fn answer(
     }
 }
 
-/// Where a JSON syntax error is, as a byte offset into the body (the `loc`
-/// FastAPI gives a `json_invalid` error).
-fn byte_offset(body: &[u8], e: &serde_json::Error) -> usize {
-    if e.is_eof() {
-        return body.len();
-    }
-    let line_start: usize = body
-        .split(|b| *b == b'\n')
-        .take(e.line().saturating_sub(1))
-        .map(|l| l.len() + 1)
-        .sum();
-    (line_start + e.column().saturating_sub(1)).min(body.len())
-}
-
-/// A replay miss: 404 naming the call only. The library's message says which
-/// recording came nearest and how it differs, quoting recorded and requested
-/// states and questions: that is for the server's log, not for any client.
-fn miss(app: &App, e: &ClassifierError) -> Response {
-    let message = match e.kind() {
-        ErrorKind::TapeMiss => ClassifierError::tape_miss(&app.call).to_string(),
-        _ => ClassifierError::static_miss().to_string(),
-    };
-    let mut resp = problem(StatusCode::NOT_FOUND, "not_recorded", message);
-    upstream_id(&mut resp, e.request_id());
-    resp
-}
-
 /// The library request for a parsed one. The System One style gets everything;
 /// other styles answer with their own model, so `model` must name one that
 /// `GET /v1/models` lists (it is then not passed on), and the library refuses
@@ -967,106 +830,10 @@ fn eval_request(app: &App, p: Parsed) -> Result<EvalRequest, Invalid> {
     Ok(req)
 }
 
-/// The names a refusal may quote, to say where in the body it points.
-struct Hints {
-    assets: Vec<String>,
-    extra: Vec<String>,
-    questions: Vec<String>,
-}
-
-impl Hints {
-    fn of(r: &EvalRequest) -> Hints {
-        Hints {
-            assets: r.assets.keys().cloned().collect(),
-            extra: r.extra.keys().cloned().collect(),
-            questions: r.questions.keys().cloned().collect(),
-        }
-    }
-
-    /// Where in the body an error quoting one of these names points.
-    fn loc(&self, text: &str) -> Vec<Value> {
-        let quoted = |n: &String| text.contains(&format!("{n:?}"));
-        let mut loc = vec![json!("body")];
-        if let Some(a) = self.assets.iter().find(|n| quoted(n)) {
-            loc.extend([json!("assets"), json!(a)]);
-        } else if let Some(k) = self.extra.iter().find(|n| quoted(n)) {
-            loc.push(json!(k));
-        } else if let Some(q) = self.questions.iter().find(|n| quoted(n)) {
-            loc.extend([json!("questions"), json!(q)]);
-        } else if text.contains("model") {
-            loc.push(json!("model"));
-        }
-        loc
-    }
-}
-
-fn upstream_id(resp: &mut Response, id: Option<&str>) {
-    if let Some(v) = id.and_then(|v| HeaderValue::from_str(v).ok()) {
-        resp.headers_mut().insert(UPSTREAM_REQUEST_ID_HEADER, v);
-    }
-}
-
-/// The cause an upstream HTTP error carries, without `POST <url>: HTTP <n>: `.
-fn upstream_cause(e: &ClassifierError, status: u16) -> String {
-    let d = e.detail();
-    let marker = format!("HTTP {status}: ");
-    match d.find(&marker) {
-        Some(i) => d[i + marker.len()..].to_string(),
-        None => d.to_string(),
-    }
-}
-
-/// Seconds for `Retry-After`, rounded up.
-fn retry_after_secs(d: Duration) -> u64 {
-    d.as_secs() + u64::from(d.subsec_nanos() > 0)
-}
-
-/// How a failed evaluation is answered.
-fn failure(e: &ClassifierError, hints: &Hints) -> Response {
-    let mut resp = match e.kind() {
-        ErrorKind::Http => match e.status().and_then(|s| StatusCode::from_u16(s).ok()) {
-            // The upstream's own error type passes through unchanged (SPEC §16).
-            Some(status) if status.is_client_error() || status.is_server_error() => problem(
-                status,
-                e.error_type().unwrap_or("upstream_http"),
-                upstream_cause(e, status.as_u16()),
-            ),
-            _ => problem(StatusCode::BAD_GATEWAY, "upstream_http", e.to_string()),
-        },
-        ErrorKind::Unsupported | ErrorKind::InvalidQuestion => unprocessable(&[Invalid {
-            loc: hints.loc(&e.to_string()),
-            msg: e.detail().to_string(),
-            kind: "value_error",
-        }]),
-        ErrorKind::Timeout => problem(
-            StatusCode::GATEWAY_TIMEOUT,
-            "upstream_timeout",
-            e.to_string(),
-        ),
-        ErrorKind::Transport => problem(
-            StatusCode::BAD_GATEWAY,
-            "upstream_unreachable",
-            e.to_string(),
-        ),
-        ErrorKind::Decode | ErrorKind::Incoherent | ErrorKind::ResponseTooLarge => {
-            problem(StatusCode::BAD_GATEWAY, "upstream_invalid", e.to_string())
-        }
-        ErrorKind::Cancelled => {
-            problem(StatusCode::SERVICE_UNAVAILABLE, "cancelled", e.to_string())
-        }
-        _ => problem(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
-    };
-    if let Some(d) = e.retry_after()
-        && let Ok(v) = HeaderValue::from_str(&retry_after_secs(d).to_string())
-    {
-        resp.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    upstream_id(&mut resp, e.request_id());
-    resp
-}
-
 #[cfg(test)]
 mod tests {
+    use super::auth::constant_time_eq;
+    use super::errors::retry_after_secs;
     use super::*;
 
     #[test]

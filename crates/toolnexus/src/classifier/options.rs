@@ -208,7 +208,7 @@ pub struct MetricEvent {
     /// settled by a pricing layer ([`crate::cost::pricing`]), 0 for a cache hit.
     pub cost: Option<f64>,
     /// Where `cost` came from; `None` exactly when `cost` is.
-    pub cost_source: Option<crate::cost::CostSource>,
+    pub cost_source: Option<crate::price::CostSource>,
     /// The error text of a failed call, or the warning text.
     pub error: Option<String>,
     /// The question key a warning is about.
@@ -406,10 +406,10 @@ pub struct ClassifierOptions {
     /// States in flight at once in `evaluate_batch`.
     pub batch_concurrency: usize,
     /// How each call's cost is settled when the backend reports none (see
-    /// [`crate::cost::Pricing`]): the cost and its source then reach
+    /// [`crate::price::Pricing`]): the cost and its source then reach
     /// [`Evaluated::cost`](super::Evaluated::cost) and every [`MetricEvent`].
     /// `None`: only a reported cost is known.
-    pub pricing: Option<crate::cost::Pricing>,
+    pub pricing: Option<crate::price::Pricing>,
 }
 
 impl fmt::Debug for ClassifierOptions {

@@ -23,9 +23,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::prices::Price;
 use crate::canonical::canonical_json;
 use crate::classifier::{Question, Questions};
+use crate::price::Price;
 
 /// The `format` of an estimator file.
 ///

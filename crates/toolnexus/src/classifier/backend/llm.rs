@@ -36,7 +36,7 @@ pub(crate) async fn evaluate(
     let mut out = prompt::decode_reply_for(&reply.text, &reply.model, Some(questions))?;
     out.decision.usage = reply.usage;
     Ok(Evaluated {
-        cost: crate::cost::Cost::of_usage(&out.decision.usage),
+        cost: crate::price::Cost::of_usage(&out.decision.usage),
         decision: out.decision,
         request_id: None,
         dropped: out.dropped,

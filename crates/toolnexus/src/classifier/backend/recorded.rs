@@ -41,7 +41,7 @@ impl ReplayBackend {
             })
             .map_err(|e| msg::config(format!("static: recorded decision {i}: {}", e.detail())))?;
             let d = Evaluated {
-                cost: crate::cost::Cost::of_usage(&d.decision.usage),
+                cost: crate::price::Cost::of_usage(&d.decision.usage),
                 decision: d.decision,
                 request_id: None,
                 dropped: d.dropped,

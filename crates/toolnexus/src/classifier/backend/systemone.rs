@@ -142,7 +142,7 @@ impl HttpBackend {
             );
         }
         Ok(Evaluated {
-            cost: crate::cost::Cost::of_usage(&decoded.decision.usage),
+            cost: crate::price::Cost::of_usage(&decoded.decision.usage),
             decision: decoded.decision,
             request_id: resp.request_id,
             dropped: decoded.dropped,
