@@ -350,6 +350,42 @@ pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder> {
     toolnexus_local::Embedder::load(&dir).map_err(exit::usage)
 }
 
+/// Where `toolnexus guard`'s judge comes from: `--server` (a warm serve, with
+/// the built-in judge here as its fallback), the style flags, or (neither)
+/// the built-in judge on `--model-dir`. Nothing is built until a call needs
+/// the judge; naming both a server and a style is bad usage.
+pub fn guard_judge(
+    style: &StyleArgs,
+    server: Option<&str>,
+) -> Result<toolnexus_guard::JudgeSource> {
+    use toolnexus_guard::{Judge, JudgeError, JudgeSource};
+    let named = style.live.style.is_some() || style.tape.is_some() || style.cascade;
+    let built = |args: &StyleArgs| {
+        build(args, Fallback::SystemOne)
+            .map(|b| Judge::new(b.classifier, b.call))
+            .map_err(|e| JudgeError::build(format!("{e:#}")))
+    };
+    Ok(match (server, named) {
+        (Some(_), true) => {
+            return Err(exit::usage(
+                "--server asks a toolnexus serve; the style flags choose another judge: give one or the other",
+            ));
+        }
+        (Some(url), false) => {
+            let mut args = StyleArgs::default();
+            args.live.style = Some(StyleName::SystemOne);
+            args.live.base_url = Some(toolnexus_guard::judge::server_base_url(url));
+            args.live.retries = Some(0);
+            JudgeSource::server(url, style.model_dir.clone(), move || built(&args))
+        }
+        (None, true) => {
+            let args = style.clone();
+            JudgeSource::supplied(move || built(&args))
+        }
+        (None, false) => JudgeSource::builtin(style.model_dir.clone()),
+    })
+}
+
 /// `--style laya` or `decisiontune` on the checkpoint in `--model-dir`. A
 /// directory that is not such a checkpoint is bad input, named with the file
 /// and field at fault.
@@ -373,8 +409,8 @@ fn local_student(args: &StyleArgs) -> Result<toolnexus_local::student::LocalStud
         exit::usage("--style student and --cascade need --student FILE (from toolnexus distill)")
     })?;
     // The guard's own student is built in (what `toolnexus guard` runs).
-    let s = if path == Path::new(crate::commands::guard::BUILTIN_STUDENT) {
-        crate::commands::guard::builtin_student().map_err(exit::usage)?
+    let s = if path == Path::new(toolnexus_guard::BUILTIN_STUDENT) {
+        toolnexus_guard::builtin_student().map_err(exit::usage)?
     } else {
         toolnexus_local::student::Student::load(path)
             .map_err(|e| exit::usage(format!("--student: {e}")))?
