@@ -329,8 +329,9 @@ fn state(seen: ToolCall) -> Value {
     Value::Object(state)
 }
 
-/// Arguments as compact JSON, the text a rule without a field reads.
-fn compact(input: &Map<String, Value>) -> String {
+/// Arguments as compact JSON: the text a rule without a field reads, and
+/// what the log hashes.
+pub(crate) fn compact(input: &Map<String, Value>) -> String {
     // A map of JSON values has only string keys and finite numbers: it
     // always serialises.
     serde_json::to_string(input).expect("a JSON object always serialises")

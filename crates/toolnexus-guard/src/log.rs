@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::call::ToolCall;
-use crate::engine::Judgment;
+use crate::engine::{Judgment, compact};
 use crate::policy::Policy;
 
 /// Credentials as they appear in commands and files: replaced by `[redacted]`.
@@ -134,7 +134,7 @@ pub fn write(policy: &Policy, entry: Entry<'_>, started: Instant) -> std::io::Re
             if let Some(cwd) = &call.cwd {
                 line.insert("cwd".into(), json!(cwd));
             }
-            let input = Value::Object(call.tool_input.clone()).to_string();
+            let input = compact(&call.tool_input);
             line.insert("input_sha256".into(), json!(sha256(input.as_bytes())));
             if spec.log_commands {
                 let text = redact(&input);
