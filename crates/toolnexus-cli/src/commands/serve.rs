@@ -205,21 +205,6 @@ fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The civil date (UTC) of a Unix time, as YYYY-MM-DD.
-fn civil_date(unix_secs: u64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = (unix_secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
 /// Reads the key `--require-key-env` names, once.
 fn required_key(var: Option<&str>) -> Result<Option<Vec<u8>>> {
     let Some(var) = var.map(str::trim) else {
@@ -301,32 +286,18 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     // The SDK in front retries; serve does not multiply its attempts unless asked.
     args.style.live.retries = Some(args.style.live.retries.unwrap_or(-1));
     let key = required_key(args.require_key_env.as_deref())?;
-    let mut built = style::build(&args.style, Fallback::Demo(StyleName::Static))?;
-    if !args.fallback_base_urls.is_empty() {
-        if built.style != StyleName::SystemOne {
-            return Err(exit::usage(format!(
-                "--fallback-base-url: only --style systemone falls back to another endpoint (this is --style {})",
-                built.style.as_str()
-            )));
-        }
-        let mut next = Vec::new();
-        for url in &args.fallback_base_urls {
-            let mut live = args.style.live.clone();
-            live.base_url = Some(url.clone());
-            next.push(
-                style::live_classifier(&live, StyleName::SystemOne)
-                    .map_err(|e| exit::usage(format!("--fallback-base-url {url}: {e}")))?,
-            );
-        }
-        built.classifier = toolnexus::compose::fallback(built.classifier, next);
-    }
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
-    built.classifier =
-        crate::commands::cache::wrap_with(built.classifier, args.cache.as_deref(), args.alias_ttl)?;
-    // Outside the cache, so a hit is a known 0.
-    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
-    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
+    let built = style::build_with(
+        &args.style,
+        Fallback::Demo(StyleName::Static),
+        &style::Layers {
+            prices: Some(&args.prices),
+            cache: args.cache.as_deref().map(|p| (p, args.alias_ttl)),
+            fallback_base_urls: &args.fallback_base_urls,
+            ..Default::default()
+        },
+    )?;
     let bands = args
         .thresholds
         .as_deref()
@@ -364,7 +335,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
             && args.style.calibration.is_none()
             && !args.style.cascade,
         models: listed_models(&built, args.style.calibration.is_some()),
-        started_on: civil_date(started),
+        started_on: toolnexus::date::ymd(i64::try_from(started).unwrap_or(i64::MAX)),
         delay: Duration::from_millis(args.delay_ms),
         max_body: args.max_body_bytes,
         key,
@@ -1109,13 +1080,6 @@ mod tests {
             assert!(id[4..].chars().all(|c| c.is_ascii_hexdigit()));
             assert!(seen.insert(id));
         }
-    }
-
-    #[test]
-    fn dates_are_civil() {
-        assert_eq!(civil_date(0), "1970-01-01");
-        assert_eq!(civil_date(951_782_400), "2000-02-29");
-        assert_eq!(civil_date(1_789_430_400), "2026-09-15");
     }
 
     #[test]
