@@ -25,7 +25,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
-const HELDOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/guard/calls.heldout.jsonl");
+const HELDOUT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../toolnexus-guard/data/calls.heldout.jsonl"
+);
 
 struct Server(Child, String);
 

@@ -165,9 +165,9 @@ fn spec(
     spec.student = match &args.student {
         None => None,
         // The guard's own student is built in (what `toolnexus guard` runs).
-        Some(p) if p == Path::new(crate::commands::guard::BUILTIN_STUDENT) => {
+        Some(p) if p == Path::new(toolnexus_guard::BUILTIN_STUDENT) => {
             Some(toolnexus_stack::StudentSource::Loaded(
-                Box::new(crate::commands::guard::builtin_student().map_err(exit::usage)?),
+                Box::new(toolnexus_guard::builtin_student().map_err(exit::usage)?),
                 p.display().to_string(),
             ))
         }
@@ -286,6 +286,42 @@ pub fn check_cascade(
 /// fetch it (the library's message carries the advice).
 pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder> {
     toolnexus_stack::embedder(dir).map_err(|e| exit::usage(e.to_string()))
+}
+
+/// Where `toolnexus guard`'s judge comes from: `--server` (a warm serve, with
+/// the built-in judge here as its fallback), the style flags, or (neither)
+/// the built-in judge on `--model-dir`. Nothing is built until a call needs
+/// the judge; naming both a server and a style is bad usage.
+pub fn guard_judge(
+    style: &StyleArgs,
+    server: Option<&str>,
+) -> Result<toolnexus_guard::JudgeSource> {
+    use toolnexus_guard::{Judge, JudgeError, JudgeSource};
+    let named = style.live.style.is_some() || style.tape.is_some() || style.cascade;
+    let built = |args: &StyleArgs| {
+        build(args, Fallback::SystemOne)
+            .map(|b| Judge::new(b.classifier, b.call))
+            .map_err(|e| JudgeError::build(format!("{e:#}")))
+    };
+    Ok(match (server, named) {
+        (Some(_), true) => {
+            return Err(exit::usage(
+                "--server asks a toolnexus serve; the style flags choose another judge: give one or the other",
+            ));
+        }
+        (Some(url), false) => {
+            let mut args = StyleArgs::default();
+            args.live.style = Some(StyleName::SystemOne);
+            args.live.base_url = Some(toolnexus_guard::judge::server_base_url(url));
+            args.live.retries = Some(0);
+            JudgeSource::server(url, style.model_dir.clone(), move || built(&args))
+        }
+        (None, true) => {
+            let args = style.clone();
+            JudgeSource::supplied(move || built(&args))
+        }
+        (None, false) => JudgeSource::builtin(style.model_dir.clone()),
+    })
 }
 
 /// Loads `--tape FILE`, or the built-in demo tape without one.

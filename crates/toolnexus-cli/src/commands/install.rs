@@ -159,36 +159,31 @@ fn check_guard_args(words: &[String]) -> Result<()> {
                 .map_or("", String::as_str)
         )));
     }
-    let policy = match &g.judge.policy {
-        Some(p) => {
-            let text = p.to_string_lossy();
-            if text.contains('$') || text.contains('`') {
-                tell!(
-                    "note: --guard-args: --policy {text} is expanded by the shell when the hook runs; not checked here"
-                );
-                None
-            } else {
-                let p = match text.strip_prefix("~/") {
-                    Some(rest) => home()?.join(rest),
-                    None => p.clone(),
-                };
-                let loaded = crate::commands::guard::policy::Policy::load(&p).map_err(|e| {
-                    exit::usage(format!("--guard-args: --policy {}: {e}", p.display()))
-                })?;
-                loaded.check_rules().map_err(|e| {
-                    exit::usage(format!("--guard-args: --policy {}: {e}", p.display()))
-                })?;
-                Some(p)
+    if let Some(p) = &g.judge.policy {
+        let text = p.to_string_lossy();
+        if text.contains('$') || text.contains('`') {
+            tell!(
+                "note: --guard-args: --policy {text} is expanded by the shell when the hook runs; not checked here"
+            );
+        } else {
+            let p = match text.strip_prefix("~/") {
+                Some(rest) => home()?.join(rest),
+                None => p.clone(),
+            };
+            let loaded = toolnexus_guard::Policy::load(&p)
+                .map_err(|e| exit::usage(format!("--guard-args: --policy {}: {e}", p.display())))?;
+            loaded
+                .check_rules()
+                .map_err(|e| exit::usage(format!("--guard-args: --policy {}: {e}", p.display())))?;
+            for w in &loaded.warnings {
+                tell!("warning: {w}");
             }
         }
-        None => None,
-    };
-    crate::commands::guard::Guard::load(
-        policy.as_deref(),
-        &g.judge.style,
-        g.judge.server.as_deref(),
-    )
-    .map_err(|e| exit::usage(format!("--guard-args: {e:#}")))?;
+    }
+    // The judge is built only when a call needs it: checking its flags here
+    // builds nothing.
+    crate::style::guard_judge(&g.judge.style, g.judge.server.as_deref())
+        .map_err(|e| exit::usage(format!("--guard-args: {e:#}")))?;
     Ok(())
 }
 
@@ -485,11 +480,14 @@ fn check_mcp_args(words: &[String]) -> Result<()> {
         input::read_thresholds(p, None).map_err(at)?;
     }
     if let Some(p) = &m.policy {
-        let loaded = crate::commands::guard::policy::Policy::load(p)
+        let loaded = toolnexus_guard::Policy::load(p)
             .map_err(|e| exit::usage(format!("--mcp-args: --policy {}: {e}", p.display())))?;
         loaded
             .check_rules()
             .map_err(|e| exit::usage(format!("--mcp-args: --policy {}: {e}", p.display())))?;
+        for w in &loaded.warnings {
+            tell!("warning: {w}");
+        }
     }
     if let Some(p) = &m.style.tape
         && !p.is_file()

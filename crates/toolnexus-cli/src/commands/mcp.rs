@@ -37,10 +37,10 @@ use toolnexus::classifier::{
 use toolnexus::judge::Bands;
 
 use crate::args::{McpArgs, StyleArgs, StyleName};
-use crate::commands::guard::{Guard, ToolCall};
 use crate::exit::{self, Exit};
 use crate::input;
 use crate::style::{self, Fallback};
+use toolnexus_guard::{Guard, JudgeSource, Policy, ToolCall};
 
 mod stdio;
 
@@ -264,10 +264,9 @@ impl Judgments {
                 .filter(|n| !n.trim().is_empty())
                 .ok_or_else(|| a.bad("tool_name", "is the tool's name (text, e.g. \"Bash\")"))?
                 .to_string();
-            let tool_input = a.required("tool_input")?;
-            if !tool_input.is_object() {
+            let Some(tool_input) = a.required("tool_input")?.as_object() else {
                 return Err(a.bad("tool_input", "is an object: the tool's arguments"));
-            }
+            };
             let cwd = match a.optional("cwd") {
                 None => None,
                 Some(Value::String(c)) => Some(c.clone()),
@@ -290,13 +289,13 @@ impl Judgments {
         let judgment = guard.judge(&call).await;
         let text = format!(
             "verdict: {} ({})",
-            judgment.verdict.as_str(),
+            judgment.permission.as_str(),
             judgment.reason
         );
         succeeded(
             text,
             json!({
-                "verdict": judgment.verdict.as_str(),
+                "verdict": judgment.permission.as_str(),
                 "reason": judgment.reason,
                 "detail": judgment.detail,
             }),
@@ -356,26 +355,30 @@ impl Judgments {
         let policy = self.policy.clone();
         // The guard keeps its own judge (the policy's built-in one), on the
         // same embedded model directory as the other tools.
-        let judge = StyleArgs {
-            model_dir: self.model_dir.clone(),
-            ..StyleArgs::default()
-        };
+        let judge = JudgeSource::builtin(self.model_dir.clone());
         self.guard
             .get_or_init(|| async move {
                 let loaded = tokio::task::spawn_blocking(move || {
-                    Guard::load(policy.as_deref(), &judge, None)
+                    let policy =
+                        match policy.as_deref() {
+                            Some(p) => Policy::load(p)
+                                .map_err(|e| format!("policy {}: {e}", p.display()))?,
+                            None => Policy::builtin()
+                                .map_err(|e| format!("the built-in policy: {e}"))?,
+                        };
+                    for w in &policy.warnings {
+                        tell!("warning: {w}");
+                    }
+                    Ok::<_, String>(Guard::new(policy, judge))
                 })
                 .await;
                 match loaded {
                     Ok(Ok(g)) => Ok(Arc::new(g)),
-                    Ok(Err(e)) => {
-                        let e = format!("{e:#}");
-                        Err(if e.starts_with("guard") {
-                            e
-                        } else {
-                            format!("guard: {e}")
-                        })
-                    }
+                    Ok(Err(e)) => Err(if e.starts_with("guard") {
+                        e
+                    } else {
+                        format!("guard: {e}")
+                    }),
                     Err(_) => Err("guard: loading the policy failed unexpectedly".to_string()),
                 }
             })

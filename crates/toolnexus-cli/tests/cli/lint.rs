@@ -390,7 +390,7 @@ fn the_repositorys_own_question_files_pass_strict() {
     let dir = TempDir::new("lint-repo");
     let root = env!("CARGO_MANIFEST_DIR");
     let files = [
-        format!("{root}/guard/guard.questions.json"),
+        format!("{root}/../toolnexus-guard/data/guard.questions.json"),
         crate::support::demo("questions.json"),
         format!("{root}/../toolnexus-local/examples/routing/routing.questions.json"),
     ];

@@ -154,12 +154,32 @@ const TOOLNEXUS_STACK: &[Row] = &[
     ("crate",  2, "the root builds through the bottom and the layers: it is the face"),
 ];
 
+/// The guard: the permission, JSON, paths and needles are leaves; a call and
+/// a policy's field readers stand on them; rules, the policy, the judge, the
+/// engine and the log each on the one before.
+#[rustfmt::skip]
+const TOOLNEXUS_GUARD: &[Row] = &[
+    ("permission", 0, "allow, ask and deny are plain values"),
+    ("json",       0, "strict JSON reading is pure"),
+    ("paths",      0, "lexical path resolution is pure"),
+    ("needles",    0, "an expression's literal prefixes need only its parser"),
+    ("fields",     1, "a policy's field readers return permissions and keyed errors"),
+    ("call",       1, "a tool call is read from JSON"),
+    ("rules",      2, "rules read calls, paths and needles, and are read as fields"),
+    ("policy",     3, "the policy file holds questions, cuts and rules"),
+    ("judge",      4, "the built-in judge runs the policy's compiled-in student"),
+    ("engine",     5, "the engine judges a call by the policy, with the judge"),
+    ("log",        6, "the log records the engine's judgments"),
+    ("crate",      7, "the root only declares modules and re-exports: it is the face"),
+];
+
 /// Every crate's table, by the crate's directory name under `crates/`, and
 /// the module whose children are commands (rule 3), if the crate has one.
 const TABLES: &[(&str, &[Row], Option<&str>)] = &[
     ("toolnexus", TOOLNEXUS, None),
     ("toolnexus-local", TOOLNEXUS_LOCAL, None),
     ("toolnexus-cli", TOOLNEXUS_CLI, Some("commands")),
+    ("toolnexus-guard", TOOLNEXUS_GUARD, None),
     ("toolnexus-stack", TOOLNEXUS_STACK, None),
 ];
 
@@ -175,14 +195,6 @@ const KNOWN: &[&str] = &[
     "toolnexus-local: up modernbert -> embed",
     // The student names `Embedder` and `LocalError` through the crate root.
     "toolnexus-local: up student -> crate",
-    // `style.rs` resolves `--student builtin:guard` through the guard
-    // command, which builds its judge through `style.rs`; the estimates in
-    // `spend.rs` build through `style.rs` for the commands that print them.
-    "toolnexus-cli: circle commands <-> spend <-> style",
-    "toolnexus-cli: up style -> commands::guard",
-    // The guard's engine lives in its command: install and mcp use it.
-    "toolnexus-cli: command install -> guard",
-    "toolnexus-cli: command mcp -> guard",
 ];
 
 /// Every crate under `crates/` keeps the three rules, less today's `KNOWN`.

@@ -1,25 +1,25 @@
 //! Works out, once, the literal prefixes ("needles") of every expression in the
-//! built-in guard policy (`guard/policy.json`), so that a hook skips a rule whose
+//! built-in guard policy (`data/policy.json`), so that a hook skips a rule whose
 //! needles are absent from the call without parsing the rule first. The table is
 //! keyed by the expression's text: a user's policy reusing a built-in expression
 //! gets the same needles; any other expression has its needles found at run time
-//! by the same function (`src/commands/guard/needles.rs`).
+//! by the same function (`src/needles.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-#[path = "src/commands/guard/needles.rs"]
+#[path = "src/needles.rs"]
 mod needles;
 
 /// The rule keys that hold a regular expression.
 const EXPRESSION_KEYS: &[&str] = &["tools", "pattern", "unless", "unless_path"];
 
 fn main() {
-    let policy = "guard/policy.json";
+    let policy = "data/policy.json";
     println!("cargo:rerun-if-changed={policy}");
-    println!("cargo:rerun-if-changed=src/commands/guard/needles.rs");
-    let text = std::fs::read_to_string(policy).expect("guard/policy.json is readable");
-    let v: serde_json::Value = serde_json::from_str(&text).expect("guard/policy.json is JSON");
+    println!("cargo:rerun-if-changed=src/needles.rs");
+    let text = std::fs::read_to_string(policy).expect("data/policy.json is readable");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("data/policy.json is JSON");
     let mut table: BTreeMap<String, Option<Vec<Vec<u8>>>> = BTreeMap::new();
     for rule in v["rules"].as_array().into_iter().flatten() {
         for key in EXPRESSION_KEYS {

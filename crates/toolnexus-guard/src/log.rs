@@ -11,8 +11,9 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::policy::Policy;
-use super::{Judgment, ToolCall};
+use crate::call::ToolCall;
+use crate::engine::{Judgment, compact};
+use crate::policy::Policy;
 
 /// Credentials as they appear in commands and files: replaced by `[redacted]`.
 fn secrets() -> &'static [Regex] {
@@ -36,6 +37,12 @@ fn secrets() -> &'static [Regex] {
 }
 
 /// `text` with every credential replaced by `[redacted]`.
+///
+/// ```
+/// use toolnexus_guard::log::redact;
+/// assert_eq!(redact("export KEY=AKIAIOSFODNN7EXAMPLE"), "export KEY=[redacted]");
+/// assert_eq!(redact("cargo test"), "cargo test");
+/// ```
 pub fn redact(text: &str) -> String {
     let mut out = text.to_string();
     for re in secrets() {
@@ -56,27 +63,70 @@ fn sha256(bytes: &[u8]) -> String {
     s
 }
 
-/// Appends one line for a call (or for input that was not a call). A log that
-/// cannot be written is said on stderr and changes no verdict.
-pub fn write(
-    policy: &Policy,
-    call: Option<(&ToolCall, &Map<String, Value>)>,
-    raw: &[u8],
-    judged: Option<(&Judgment, bool)>,
-    error: Option<&str>,
-    started: Instant,
-) {
-    let Some(spec) = &policy.log else { return };
+/// What one log line is about.
+#[derive(Debug, Clone, Copy)]
+pub enum Entry<'a> {
+    /// A call the guard judged.
+    Judged {
+        /// The call as the hook gave it (hidden fields included: only its
+        /// hash is logged, unless the policy logs commands).
+        call: &'a ToolCall,
+        /// The hook's `session_id`, if it gave one.
+        session_id: Option<&'a str>,
+        /// The hook's `tool_use_id`, if it gave one.
+        tool_use_id: Option<&'a str>,
+        /// The guard's judgment.
+        judgment: &'a Judgment,
+        /// Whether the answer was printed (a silent allow is not).
+        printed: bool,
+    },
+    /// Input that was not a call: its bytes (only their hash is logged) and why.
+    Unread {
+        /// The input as read.
+        raw: &'a [u8],
+        /// Why it could not be read; the permission logged is the policy's `on_error`.
+        error: &'a str,
+    },
+}
+
+/// Appends one line about `entry` to the policy's log, if it has one. An error
+/// is for the caller to say (a log that cannot be written changes no verdict).
+///
+/// ```
+/// use std::time::Instant;
+/// use toolnexus_guard::{Policy, log};
+/// let dir = std::env::temp_dir().join(format!("toolnexus-guard-doc-log-{}", std::process::id()));
+/// let file = dir.join("guard.jsonl");
+/// let policy = Policy::parse(
+///     &format!(r#"{{"toolnexus":"guard-policy","version":1,"log":{{"path":{:?}}}}}"#, file.display().to_string()),
+///     None,
+/// )?;
+/// log::write(&policy, log::Entry::Unread { raw: b"{oops", error: "not JSON" }, Instant::now())?;
+/// let line = std::fs::read_to_string(&file)?;
+/// assert!(line.contains(r#""verdict":"ask","error":"not JSON""#), "{line}");
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write(policy: &Policy, entry: Entry<'_>, started: Instant) -> std::io::Result<()> {
+    let Some(spec) = &policy.log else {
+        return Ok(());
+    };
     let mut line = Map::new();
     let ts = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
     line.insert("ts_ms".into(), json!(ts));
-    match call {
-        Some((call, hook)) => {
-            for k in ["session_id", "tool_use_id"] {
-                if let Some(Value::String(s)) = hook.get(k) {
+    match entry {
+        Entry::Judged {
+            call,
+            session_id,
+            tool_use_id,
+            judgment,
+            printed,
+        } => {
+            for (k, v) in [("session_id", session_id), ("tool_use_id", tool_use_id)] {
+                if let Some(s) = v {
                     line.insert(k.into(), json!(s));
                 }
             }
@@ -84,44 +134,38 @@ pub fn write(
             if let Some(cwd) = &call.cwd {
                 line.insert("cwd".into(), json!(cwd));
             }
-            line.insert(
-                "input_sha256".into(),
-                json!(sha256(call.tool_input.to_string().as_bytes())),
-            );
+            let input = compact(&call.tool_input);
+            line.insert("input_sha256".into(), json!(sha256(input.as_bytes())));
             if spec.log_commands {
-                let text = redact(&call.tool_input.to_string());
+                let text = redact(&input);
                 line.insert(
                     "tool_input".into(),
                     serde_json::from_str(&text).unwrap_or(Value::String(text)),
                 );
             }
-        }
-        None => {
-            line.insert("input_sha256".into(), json!(sha256(raw)));
-        }
-    }
-    if let Some((j, printed)) = judged {
-        line.insert(
-            "verdict".into(),
-            if j.skipped {
-                Value::Null
-            } else {
-                json!(j.verdict.as_str())
-            },
-        );
-        line.insert("printed".into(), json!(printed));
-        line.insert("reason".into(), json!(j.reason));
-        if let Value::Object(d) = &j.detail {
-            for (k, v) in d {
-                if k != "latency_ms" {
-                    line.insert(k.clone(), v.clone());
+            line.insert(
+                "verdict".into(),
+                if judgment.skipped {
+                    Value::Null
+                } else {
+                    json!(judgment.permission.as_str())
+                },
+            );
+            line.insert("printed".into(), json!(printed));
+            line.insert("reason".into(), json!(judgment.reason));
+            if let Value::Object(d) = &judgment.detail {
+                for (k, v) in d {
+                    if k != "latency_ms" {
+                        line.insert(k.clone(), v.clone());
+                    }
                 }
             }
         }
-    }
-    if let Some(e) = error {
-        line.insert("verdict".into(), json!(super::on_error_now().as_str()));
-        line.insert("error".into(), json!(e));
+        Entry::Unread { raw, error } => {
+            line.insert("input_sha256".into(), json!(sha256(raw)));
+            line.insert("verdict".into(), json!(policy.on_error.as_str()));
+            line.insert("error".into(), json!(error));
+        }
     }
     line.insert(
         "latency_ms".into(),
@@ -129,12 +173,7 @@ pub fn write(
     );
     let mut text = Value::Object(line).to_string();
     text.push('\n');
-    if let Err(e) = append(&spec.path, spec.max_bytes, text.as_bytes()) {
-        tell!(
-            "toolnexus guard: the log {} could not be written: {e}",
-            spec.path.display()
-        );
-    }
+    append(&spec.path, spec.max_bytes, text.as_bytes())
 }
 
 /// Appends `line` to the log at `path` in one write, holding the file's lock.

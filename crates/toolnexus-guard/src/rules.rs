@@ -1,0 +1,427 @@
+//! A policy's hard rules: regular expressions over a tool call, each making
+//! the permission at least ask or deny (rules only ever tighten). An
+//! expression's syntax is checked when a user's policy is read, and it is
+//! compiled on first use, as an ASCII byte expression, only when one of its
+//! literal prefixes (its needles) is in the text.
+
+use std::sync::OnceLock;
+
+use regex::bytes::Regex;
+use serde_json::{Map, Value, json};
+
+use crate::call::ToolCall;
+use crate::fields::{PolicyError, err, tightening};
+use crate::needles::needles;
+use crate::paths::{absolute, inside};
+use crate::permission::Permission;
+
+/// A hard rule: a regular expression over a tool call that makes the
+/// permission at least `permission` (rules only ever tighten).
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Its name, as reasons and logs give it.
+    pub id: String,
+    /// Which tools it looks at (every tool when `None`).
+    pub tools: Option<Pattern>,
+    /// Which argument it reads (`None`: the whole tool_input as compact JSON).
+    pub field: Option<String>,
+    /// What must match (`None`: the rule fires on the tool alone).
+    pub pattern: Option<Pattern>,
+    /// What, when it also matches, keeps the rule from firing.
+    pub unless: Option<Pattern>,
+    /// Fires when a path argument lies outside the call's cwd.
+    pub outside_cwd: bool,
+    /// With `outside_cwd`: paths matching this do not count.
+    pub unless_path: Option<Pattern>,
+    /// Ask or deny.
+    pub permission: Permission,
+    /// One line of why, for the reason.
+    pub why: String,
+}
+
+/// A rule's regular expression: its syntax checked when the policy is read,
+/// compiled on first use. A hook compiles only what the call in front of it
+/// needs (a Bash command never builds the Write rules' automata).
+#[derive(Debug)]
+pub struct Pattern {
+    source: String,
+    /// Every match starts with one of these (when the set is small and known):
+    /// a text holding none of them cannot match, and nothing is compiled.
+    /// Found on first use, like the automaton.
+    needles: OnceLock<Option<Vec<Vec<u8>>>>,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Clone for Pattern {
+    fn clone(&self) -> Pattern {
+        Pattern {
+            source: self.source.clone(),
+            needles: self.needles.clone(),
+            compiled: OnceLock::new(),
+        }
+    }
+}
+
+impl Pattern {
+    /// The expression as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether it matches; `None` when it cannot be built (over the size limit).
+    pub fn matches(&self, text: &[u8]) -> Option<bool> {
+        if let Some(needles) = self
+            .needles
+            .get_or_init(|| builtin_needles(&self.source).unwrap_or_else(|| needles(&self.source)))
+            && !needles
+                .iter()
+                .any(|n| memchr::memmem::find(text, n).is_some())
+        {
+            return Some(false);
+        }
+        self.compiled
+            .get_or_init(|| build(&self.source).ok())
+            .as_ref()
+            .map(|r| r.is_match(text))
+    }
+
+    /// Builds it now: the size limit is the one error the syntax check cannot see.
+    pub fn check(&self) -> Result<(), PatternError> {
+        build(&self.source).map(|_| ())
+    }
+}
+
+/// ASCII classes (`\w`, `\s`, `\b`, `(?i)`) over the text's bytes: commands,
+/// paths and URLs are matched as bytes, and Unicode classes cost several times
+/// as much to build.
+fn build(source: &str) -> Result<Regex, PatternError> {
+    regex::bytes::RegexBuilder::new(source)
+        .unicode(false)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            let text = e.to_string();
+            PatternError(text.lines().last().unwrap_or(&text).trim().to_string())
+        })
+}
+
+/// Why an expression cannot be built (its last line: over the size limit, or
+/// a syntax the reader let through).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct PatternError(String);
+
+include!(concat!(env!("OUT_DIR"), "/builtin_needles.rs"));
+
+/// The needles of a built-in expression, worked out at build time (build.rs).
+fn builtin_needles(source: &str) -> Option<Option<Vec<Vec<u8>>>> {
+    let i = BUILTIN_NEEDLES
+        .binary_search_by(|(s, _)| (*s).cmp(source))
+        .ok()?;
+    Some(
+        BUILTIN_NEEDLES[i]
+            .1
+            .map(|list| list.iter().map(|n| n.to_vec()).collect()),
+    )
+}
+
+/// The expression under `key`, if any: with `check`, its syntax is checked
+/// now (a user's rules); the built-in rules are checked by a test instead.
+pub(crate) fn regex(
+    key: &str,
+    v: Option<&Value>,
+    check: bool,
+) -> Result<Option<Pattern>, PolicyError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) if !check => Ok(Some(Pattern {
+            source: s.clone(),
+            needles: OnceLock::new(),
+            compiled: OnceLock::new(),
+        })),
+        Some(Value::String(s)) => {
+            regex_syntax::ParserBuilder::new()
+                .unicode(false)
+                .utf8(false)
+                .build()
+                .parse(s)
+                .map_err(|e| {
+                    let text = e.to_string();
+                    let last = text.lines().last().unwrap_or(&text).trim().to_string();
+                    err(key, format!("not a regular expression: {last}"))
+                })?;
+            Ok(Some(Pattern {
+                source: s.clone(),
+                needles: OnceLock::new(),
+                compiled: OnceLock::new(),
+            }))
+        }
+        Some(v) => Err(err(
+            key,
+            format!("must be a regular expression (a string), not {v}"),
+        )),
+    }
+}
+
+const RULE_KEYS: &[&str] = &[
+    "id",
+    "tools",
+    "field",
+    "pattern",
+    "unless",
+    "outside_cwd",
+    "unless_path",
+    "verdict",
+    "why",
+];
+
+/// `check`: the expressions' syntax is checked now (a user's rules); the
+/// built-in rules are compiled in tests instead, so a hook does not pay for it.
+pub(crate) fn parse_rules(key: &str, v: &Value, check: bool) -> Result<Vec<Rule>, PolicyError> {
+    let a = v
+        .as_array()
+        .ok_or_else(|| err(key, "must be an array of rules"))?;
+    let mut out: Vec<Rule> = Vec::new();
+    for (i, r) in a.iter().enumerate() {
+        let at = format!("{key}[{i}]");
+        let o = r
+            .as_object()
+            .ok_or_else(|| err(&at, "a rule is an object {id, tools?, field?, pattern?, unless?, outside_cwd?, unless_path?, verdict, why}"))?;
+        for k in o.keys() {
+            if !RULE_KEYS.contains(&k.as_str()) && !k.starts_with('_') {
+                return Err(err(
+                    format!("{at}.{k}"),
+                    format!("unknown key (known: {})", RULE_KEYS.join(", ")),
+                ));
+            }
+        }
+        let id = match o.get("id") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            _ => return Err(err(format!("{at}.id"), "missing: every rule has a name")),
+        };
+        let at = format!("{key}[{i}] ({id})");
+        if out.iter().any(|x| x.id == id) {
+            return Err(err(format!("{at}.id"), "used by an earlier rule"));
+        }
+        let permission = tightening(
+            &format!("{at}.verdict"),
+            o.get("verdict").unwrap_or(&Value::Null),
+        )
+        .map_err(|e| match o.get("verdict").and_then(Value::as_str) {
+            Some("allow") => err(
+                e.key,
+                "rules can only make a verdict stricter: ask or deny, never allow",
+            ),
+            _ => e,
+        })?;
+        let field = match o.get("field") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.is_empty() => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => {
+                return Err(err(
+                    format!("{at}.field"),
+                    format!("must be an argument name, not {v}"),
+                ));
+            }
+        };
+        let outside_cwd = match o.get("outside_cwd") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(err(
+                    format!("{at}.outside_cwd"),
+                    format!("must be true or false, not {v}"),
+                ));
+            }
+        };
+        let rule = Rule {
+            tools: regex(&format!("{at}.tools"), o.get("tools"), check)?,
+            pattern: regex(&format!("{at}.pattern"), o.get("pattern"), check)?,
+            unless: regex(&format!("{at}.unless"), o.get("unless"), check)?,
+            unless_path: regex(&format!("{at}.unless_path"), o.get("unless_path"), check)?,
+            why: match o.get("why") {
+                None => format!("matched rule {id}"),
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => {
+                    return Err(err(
+                        format!("{at}.why"),
+                        format!("must be a string, not {v}"),
+                    ));
+                }
+            },
+            id,
+            field,
+            outside_cwd,
+            permission,
+        };
+        if rule.tools.is_none() && rule.pattern.is_none() && !rule.outside_cwd {
+            return Err(err(
+                at,
+                "matches every call: give it tools, a pattern or outside_cwd",
+            ));
+        }
+        if rule.outside_cwd && rule.pattern.is_some() {
+            return Err(err(
+                format!("{at}.pattern"),
+                "an outside_cwd rule matches paths; use unless_path to exempt some",
+            ));
+        }
+        out.push(rule);
+    }
+    Ok(out)
+}
+
+/// A rule as the policy file spells it (for the effective policy).
+pub(crate) fn rule_json(r: &Rule) -> Value {
+    let mut o = Map::new();
+    o.insert("id".into(), json!(r.id));
+    if let Some(t) = &r.tools {
+        o.insert("tools".into(), json!(t.as_str()));
+    }
+    if let Some(f) = &r.field {
+        o.insert("field".into(), json!(f));
+    }
+    if let Some(p) = &r.pattern {
+        o.insert("pattern".into(), json!(p.as_str()));
+    }
+    if let Some(u) = &r.unless {
+        o.insert("unless".into(), json!(u.as_str()));
+    }
+    if r.outside_cwd {
+        o.insert("outside_cwd".into(), json!(true));
+    }
+    if let Some(u) = &r.unless_path {
+        o.insert("unless_path".into(), json!(u.as_str()));
+    }
+    o.insert("verdict".into(), json!(r.permission.as_str()));
+    o.insert("why".into(), json!(r.why));
+    Value::Object(o)
+}
+
+/// Argument names that hold a path a tool reads or writes.
+const PATH_ARGS: &[&str] = &[
+    "file_path",
+    "path",
+    "notebook_path",
+    "source",
+    "destination",
+];
+
+impl Rule {
+    /// Whether the rule fires on a call; `whole` is the call's tool_input as
+    /// compact JSON (computed once for all rules).
+    pub fn fires(&self, call: &ToolCall, whole: &str) -> bool {
+        if let Some(t) = &self.tools
+            && t.matches(call.tool_name.as_bytes()) == Some(false)
+        {
+            return false;
+        }
+        if self.outside_cwd {
+            let Some(cwd) = call.cwd.as_deref() else {
+                return false;
+            };
+            return PATH_ARGS
+                .iter()
+                .filter_map(|k| call.tool_input.get(*k)?.as_str())
+                .map(|p| absolute(cwd, p))
+                .any(|p| {
+                    !inside(cwd, &p)
+                        && self
+                            .unless_path
+                            .as_ref()
+                            .is_none_or(|u| u.matches(p.as_bytes()) != Some(true))
+                });
+        }
+        let owned;
+        let text: &str = match &self.field {
+            None => whole,
+            Some(f) => match call.tool_input.get(f) {
+                Some(Value::String(s)) => s,
+                Some(v) => {
+                    owned = v.to_string();
+                    &owned
+                }
+                None => return false,
+            },
+        };
+        if let Some(p) = &self.pattern
+            && p.matches(text.as_bytes()) == Some(false)
+        {
+            return false;
+        }
+        self.unless
+            .as_ref()
+            .is_none_or(|u| u.matches(text.as_bytes()) != Some(true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The built-in policy's own rules, read as a hook reads them (unchecked).
+    fn builtin_rules() -> Vec<Rule> {
+        let policy: Value = serde_json::from_str(include_str!("../data/policy.json")).unwrap();
+        parse_rules("rules", &policy["rules"], false).unwrap()
+    }
+
+    #[test]
+    fn every_builtin_expression_builds_and_has_its_needles_from_the_build() {
+        let mut seen = 0;
+        for r in &builtin_rules() {
+            for x in [&r.tools, &r.pattern, &r.unless, &r.unless_path]
+                .into_iter()
+                .flatten()
+            {
+                x.check().unwrap();
+                let built = builtin_needles(x.as_str());
+                assert_eq!(built, Some(needles(x.as_str())), "{}", x.as_str());
+                seen += 1;
+            }
+        }
+        assert!(seen > 60, "{seen}");
+        assert_eq!(builtin_needles("not (a built-in) expression"), None);
+    }
+
+    #[test]
+    fn a_pattern_is_skipped_only_when_no_match_is_possible() {
+        let p = |src: &str| regex("k", Some(&json!(src)), true).unwrap().unwrap();
+        let push = p(r"git\s+push\b.*--force");
+        assert!(needles(push.as_str()).is_some());
+        assert_eq!(push.matches(b"cargo test"), Some(false));
+        assert!(push.compiled.get().is_none(), "nothing was compiled");
+        assert_eq!(push.matches(b"git  push origin --force"), Some(true));
+        let ci = p(r"(?i)\bdrop\s+table");
+        assert_eq!(ci.matches(b"DROP TABLE x"), Some(true));
+        assert_eq!(ci.matches(b"Drop Table x"), Some(true));
+        // Optional leading classes widen the needles; matches are unchanged.
+        let anchored = p(r"^\s*(printenv|env)\s*$");
+        assert_eq!(anchored.matches(b"  env"), Some(true));
+        assert_eq!(anchored.matches(b"env"), Some(true));
+        assert_eq!(anchored.matches(b"ls"), Some(false));
+        // A class at the start with no bound: no needles, always compiled.
+        let open = p(r"[^x]+y");
+        assert!(needles(open.as_str()).is_none());
+        assert_eq!(open.matches(b"aay"), Some(true));
+    }
+
+    #[test]
+    fn an_outside_cwd_rule_reads_paths_lexically() {
+        let rules = parse_rules(
+            "rules",
+            &json!([{"id": "out", "outside_cwd": true, "unless_path": "^/tmp/", "verdict": "ask"}]),
+            true,
+        )
+        .unwrap();
+        let call = |path: &str| ToolCall {
+            tool_name: "Write".into(),
+            tool_input: json!({"file_path": path}).as_object().cloned().unwrap(),
+            cwd: Some("/home/a/p".into()),
+        };
+        assert!(!rules[0].fires(&call("src/x.rs"), ""));
+        assert!(rules[0].fires(&call("../q/x.rs"), ""));
+        assert!(!rules[0].fires(&call("/tmp/scratch"), ""));
+    }
+}
