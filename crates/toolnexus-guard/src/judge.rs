@@ -282,13 +282,23 @@ pub fn builtin_judge(model_dir: Option<&Path>) -> Result<Classifier, JudgeError>
             "the embedded model is not on this machine (run `toolnexus model fetch`): {e}"
         ))
     })?;
-    let embedder = toolnexus_local::Embedder::load(&dir).map_err(JudgeError::build)?;
-    let student = builtin_student()?;
-    let local = toolnexus_local::student::LocalStudent::new(embedder.clone(), student)
-        .map_err(|e| JudgeError::build(format!("the built-in guard student: {e}")))?;
-    let zero = toolnexus_local::zero_shot(embedder);
-    let (c, _) = toolnexus_local::student::cascade(local, zero, Some(0.0));
-    Ok(c)
+    // Through the one stack builder: the zero-shot style on the embedded
+    // model, the built-in student in front at threshold 0 (it answers every
+    // request it has heads for).
+    let spec = toolnexus_stack::StackSpec {
+        style: Some("local".into()),
+        model_dir: Some(dir),
+        student: Some(toolnexus_stack::StudentSource::Loaded(
+            Box::new(builtin_student()?),
+            BUILTIN_STUDENT.to_string(),
+        )),
+        cascade: true,
+        cascade_threshold: Some(0.0),
+        ..Default::default()
+    };
+    toolnexus_stack::build_answering(&spec)
+        .map(|s| s.classifier)
+        .map_err(|e| JudgeError::build(e.to_string()))
 }
 
 /// How `--student` names the built-in guard student.

@@ -82,14 +82,16 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
     }
     let call = || spec.call.clone().unwrap_or_else(|| "cli".to_string());
     let local = ENGINES.contains(&style.as_str());
+    // The embedded model, loaded once for the style and a cascade's student.
+    let mut shared: Option<toolnexus_local::Embedder> = None;
     let mut stack = match style.as_str() {
-        "local" => bare(
-            toolnexus_local::zero_shot(embedder(spec.model_dir.as_deref())?),
-            &style,
-            call(),
-        ),
+        "local" => {
+            let e = embedder(spec.model_dir.as_deref())?;
+            shared = Some(e.clone());
+            bare(toolnexus_local::zero_shot(e), &style, call())
+        }
         "student" => bare(
-            toolnexus_local::student::student(local_student(spec, &style)?),
+            toolnexus_local::student::student(local_student(spec, &style, None)?),
             &style,
             call(),
         ),
@@ -141,14 +143,15 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
                 "--cascade puts the student in front of another style, not of --style student",
             );
         }
-        let local = local_student(spec, &style)?;
+        let local = local_student(spec, &style, shared)?;
         let shown = spec
             .student
             .as_ref()
             .map(StudentSource::label)
             .unwrap_or_default();
         stack.cascade_student = Some((local.student().clone(), shown));
-        let (classifier, stats) = toolnexus_local::student::cascade(local, stack.classifier, None);
+        let (classifier, stats) =
+            toolnexus_local::student::cascade(local, stack.classifier, spec.cascade_threshold);
         stack.classifier = classifier;
         stack.cascade = Some(stats);
     }
@@ -281,6 +284,7 @@ fn open_weights(name: &str, dir: Option<&Path>) -> Result<Classifier, StackError
 fn local_student(
     spec: &StackSpec,
     style: &str,
+    loaded: Option<toolnexus_local::Embedder>,
 ) -> Result<toolnexus_local::student::LocalStudent, StackError> {
     let (student, shown) = match &spec.student {
         None => {
@@ -301,7 +305,11 @@ fn local_student(
         "laya" | "decisiontune" => None,
         _ => spec.model_dir.as_deref(),
     };
-    toolnexus_local::student::LocalStudent::new(embedder(dir)?, student)
+    let embedder = match loaded {
+        Some(e) => e,
+        None => embedder(dir)?,
+    };
+    toolnexus_local::student::LocalStudent::new(embedder, student)
         .map_err(|e| StackError::new(format!("--student {shown}: {e}")))
 }
 

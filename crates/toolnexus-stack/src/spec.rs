@@ -59,6 +59,9 @@ pub struct StackSpec {
     pub student: Option<StudentSource>,
     /// Put the student in front of the style.
     pub cascade: bool,
+    /// The confidence at which the cascade's student answers (the student
+    /// file's own threshold when `None`).
+    pub cascade_threshold: Option<f64>,
     /// A calibration file mapping the answers' probabilities.
     pub calibration: Option<PathBuf>,
     /// System One endpoints asked in order when the one before is unavailable.
