@@ -100,13 +100,20 @@
 mod bert;
 mod decisiontune;
 mod embed;
+mod engine;
 mod error;
+#[cfg(feature = "fetch")]
+pub mod fetch;
 mod kernels;
 mod laya;
 mod modernbert;
 mod num;
+mod pins;
 mod pyjson;
+mod registry;
+mod state_text;
 pub mod student;
+mod text;
 mod tiny;
 mod zero_shot;
 
@@ -114,19 +121,21 @@ pub use decisiontune::{
     DECISIONTUNE_FILES, DECISIONTUNE_HUB_REPO, DECISIONTUNE_MANIFEST_SHA256, DECISIONTUNE_MODEL,
     DECISIONTUNE_STYLE, DecisionTune, DecisionTuneRow, decisiontune,
 };
-pub use embed::{
-    CONFIG_FILE, Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, MODEL_SHA256, TOKENIZER_FILE,
-    WEIGHTS_FILE, WHEEL_FILE, WHEEL_MODEL_DIR, WHEEL_PROJECT, WHEEL_SHA256, WHEEL_VERSION,
-    file_sha256, model_dir,
+pub use embed::{Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, model_dir};
+pub use engine::{
+    EngineInfo, LocalEvaluator, ModelDir, QuestionKinds, local_classifier, refuse_unanswerable,
 };
 pub use error::LocalError;
 pub use laya::{
     LAYA_CONFIG_FILE, LAYA_HUB_REPO, LAYA_HUB_REVISION, LAYA_MODEL, LAYA_STYLE,
     LAYA_TEMPERATURE_RANGE, Laya, LayaRow, laya,
 };
+pub use pins::{
+    CONFIG_FILE, MODEL_SHA256, TOKENIZER_FILE, WEIGHTS_FILE, WHEEL_FILE, WHEEL_MODEL_DIR,
+    WHEEL_PROJECT, WHEEL_SHA256, WHEEL_VERSION, file_sha256,
+};
+pub use registry::{Engine, EngineSpec, Registry};
+pub use state_text::{StateText, state_text, state_text_for};
 #[doc(hidden)]
 pub use tiny::tiny_model_for_tests;
-pub use zero_shot::{
-    StateText, ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, state_text,
-    state_text_for, zero_shot,
-};
+pub use zero_shot::{ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, zero_shot};

@@ -23,7 +23,7 @@ use tokenizers::Tokenizer;
 
 use crate::error::{LocalError, msg};
 use crate::kernels::{
-    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Rope, Rows, attention, geglu, groups,
+    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rope, Rows, attention, geglu, groups,
     packed_starts, take,
 };
 
@@ -380,7 +380,7 @@ pub(crate) fn files_fingerprint(dir: &Path, files: &[&str]) -> String {
     for name in files {
         let path = dir.join(name);
         let hash = match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => crate::embed::file_sha256(&path)
+            Ok(m) if m.is_file() => crate::pins::file_sha256(&path)
                 .unwrap_or_else(|_| format!("unreadable {}", path.display())),
             _ => format!("absent {}", path.display()),
         };
@@ -595,8 +595,8 @@ fn boundary_at(text: &str, c: usize) -> bool {
 /// The longest prefix of `text` within `window` bytes (and longer than half
 /// of it) that ends at a pre-token boundary.
 fn prefix_at_boundary(text: &str, window: usize) -> Option<&str> {
-    let hi = crate::embed::floor_char_boundary(text, window);
-    let lo = crate::embed::floor_char_boundary(text, window / 2);
+    let hi = crate::text::floor_char_boundary(text, window);
+    let lo = crate::text::floor_char_boundary(text, window / 2);
     (lo..=hi)
         .rev()
         .find(|&c| boundary_at(text, c))
@@ -859,23 +859,6 @@ impl ModernBert {
             starts,
             hidden: h,
         })
-    }
-}
-
-/// Hidden states of real tokens only, packed row after row.
-pub(crate) struct Packed {
-    /// `[tokens, hidden]`, row-major.
-    pub data: Vec<f32>,
-    /// Each row's first token.
-    pub starts: Vec<usize>,
-    pub hidden: usize,
-}
-
-impl Packed {
-    /// Token `p` of row `row`.
-    pub(crate) fn token(&self, row: usize, p: usize) -> &[f32] {
-        let at = (self.starts[row] + p) * self.hidden;
-        &self.data[at..at + self.hidden]
     }
 }
 

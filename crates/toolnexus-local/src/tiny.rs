@@ -10,8 +10,8 @@ use std::path::Path;
 use candle_core::{Device, Tensor};
 use serde_json::{Map, Value, json};
 
-use crate::embed::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 use crate::error::{LocalError, msg};
+use crate::pins::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 
 const HIDDEN: usize = 32;
 const LAYERS: usize = 2;
