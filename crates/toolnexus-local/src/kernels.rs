@@ -1,7 +1,8 @@
 //! The CPU kernels under the BERT and ModernBERT encoders: matrix products
 //! straight on `gemm` into buffers the caller reuses from layer to layer,
-//! LayerNorm, GeGLU, and attention run per (row, head), with rotary positions
-//! applied on the way in where the model has them.
+//! LayerNorm, GELU (exact, with an erf accurate to f32) and GeGLU, attention
+//! run per (row, head) with rotary positions applied on the way in where the
+//! model has them, and the packed hidden states both encoders return.
 //!
 //! Why not candle's tensor ops here: a candle op allocates its output (fresh
 //! pages, faulted in, for every intermediate of every layer), a batched

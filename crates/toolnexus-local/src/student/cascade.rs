@@ -1,7 +1,6 @@
 //! The cascade: a student in front of a teacher, answering locally where it
 //! is confident enough on every asked key and passing the rest on.
 
-
 use super::runtime::LocalStudent;
 
 /// How many calls a [`cascade`] answered where.
