@@ -4,11 +4,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use toolnexus::classifier::{
-    Backend, Classifier, ClassifierOptions, ClassifierStyle, RecordedDecision, create_classifier,
-};
-use toolnexus::client::{ClientOptions, create_client};
-use toolnexus::judge::{Tape, TapeOutcome};
+use toolnexus::classifier::Classifier;
+use toolnexus::judge::Tape;
 
 use crate::args::{LiveArgs, StyleArgs, StyleName};
 use crate::demo;
@@ -43,6 +40,10 @@ pub struct Built {
     pub cascade: Option<toolnexus_local::student::CascadeStats>,
     /// With `--cascade`: the student in front, and the `--student` it came from.
     pub cascade_student: Option<(toolnexus_local::student::Student, String)>,
+    /// With caps: the budget they share.
+    pub budget: Option<toolnexus::cost::budget::Budget>,
+    /// How the stack settles each call's cost.
+    pub pricing: toolnexus::cost::Pricing,
 }
 
 /// The variable the API key is read from (a name, never a value).
@@ -62,38 +63,66 @@ pub fn key_is_set(var: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| !v.is_empty())
 }
 
-/// Builds the classifier the flags describe, calibrated with `--calibration`
-/// when given.
-pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
-    let mut built = build_style(args, fallback)?;
-    if args.cascade {
-        if matches!(built.style, StyleName::Student) {
-            return Err(exit::usage(
-                "--cascade puts the student in front of another style, not of --style student",
-            ));
-        }
-        let local = local_student(args)?;
-        let shown = args
-            .student
-            .as_deref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        built.cascade_student = Some((local.student().clone(), shown));
-        let (classifier, stats) = toolnexus_local::student::cascade(local, built.classifier, None);
-        built.classifier = classifier;
-        built.cascade = Some(stats);
-    }
-    if let Some(path) = &args.calibration {
-        let calibration = toolnexus::assess::Calibration::load(path)
-            .map_err(|e| exit::usage(format!("--calibration: {e}")))?;
-        built.classifier = toolnexus::assess::calibrating(built.classifier, calibration)
-            .map_err(|e| exit::usage(format!("--calibration {}: {e}", path.display())))?;
-    }
-    Ok(built)
+/// The stack's layers a command asks for beyond the style flags: the price
+/// table, caps and a decision cache. The one builder applies them in its one
+/// order ([`toolnexus_stack`]).
+#[derive(Default)]
+pub struct Layers<'a> {
+    /// `--prices`.
+    pub prices: Option<&'a crate::args::PriceArgs>,
+    /// `--max-cost`, `--max-tokens`, `--max-time`.
+    pub caps: Option<&'a crate::args::CapArgs>,
+    /// `--cache FILE` and `--alias-ttl`.
+    pub cache: Option<(&'a Path, std::time::Duration)>,
+    /// `--fallback-base-url`, repeated.
+    pub fallback_base_urls: &'a [String],
 }
 
-/// The classifier of the style flags alone.
-fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
+/// Builds the classifier the flags describe, calibrated with `--calibration`
+/// when given, with no caps or cache (priced on the built-in table).
+pub fn build(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
+    build_with(args, fallback, &Layers::default())
+}
+
+/// Builds the whole stack: the style flags and `layers`, through the one
+/// builder.
+pub fn build_with(args: &StyleArgs, fallback: Fallback, layers: &Layers) -> Result<Built> {
+    let (spec, style, offline_reason) = spec(args, fallback)?;
+    let mut spec = spec;
+    if let Some(p) = layers.prices {
+        spec.prices = Some(prices(p)?);
+    }
+    spec.caps = layers.caps.map(|c| toolnexus_stack::Caps {
+        max_cost: c.max_cost,
+        max_tokens: c.max_tokens,
+        max_time: c.max_time,
+    });
+    if let Some((path, alias_ttl)) = layers.cache
+        && let Some(cache) = open_for_run(path)?
+    {
+        spec.cache = Some((std::sync::Arc::new(cache), alias_ttl));
+    }
+    spec.fallback_base_urls = layers.fallback_base_urls.to_vec();
+    let stack = toolnexus_stack::build(&spec).map_err(|e| exit::usage(e.to_string()))?;
+    Ok(Built {
+        classifier: stack.classifier,
+        style,
+        call: stack.call,
+        tape: stack.tape,
+        offline_reason,
+        cascade: stack.cascade,
+        cascade_student: stack.cascade_student,
+        budget: stack.budget,
+        pricing: stack.pricing,
+    })
+}
+
+/// The builder's spec from the style flags, the style it runs, and why it is
+/// offline when the command fell back to the demo tape.
+fn spec(
+    args: &StyleArgs,
+    fallback: Fallback,
+) -> Result<(toolnexus_stack::StackSpec, StyleName, Option<String>)> {
     let live = &args.live;
     let (style, offline_reason) = match (live.style, &args.tape) {
         (Some(s), _) => (s, None),
@@ -110,149 +139,60 @@ fn build_style(args: &StyleArgs, fallback: Fallback) -> Result<Built> {
             }
         }
     };
-    refuse_unused_flags(live, style, offline_reason.as_deref(), args)?;
-    if let (Some(m), false) = (args.tape_match, style == StyleName::Tape) {
-        return Err(exit::usage(format!(
-            "--match {m}: only --style tape matches recordings that way (this is --style {})",
-            style.as_str()
-        )));
-    }
-    match style {
-        StyleName::Local | StyleName::Student => {
-            if let Some(t) = &args.tape {
-                return Err(exit::usage(format!(
-                    "--tape {}: only --style tape or static read a tape",
-                    t.display()
-                )));
-            }
-            let classifier = match style {
-                StyleName::Local => {
-                    toolnexus_local::zero_shot(embedder(args.model_dir.as_deref())?)
-                }
-                _ => toolnexus_local::student::student(local_student(args)?),
-            };
-            Ok(Built {
-                classifier,
-                style,
-                call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
-                tape: None,
-                offline_reason,
-                cascade: None,
-                cascade_student: None,
-            })
-        }
-        StyleName::Laya | StyleName::DecisionTune => {
-            if let Some(t) = &args.tape {
-                return Err(exit::usage(format!(
-                    "--tape {}: only --style tape or static read a tape",
-                    t.display()
-                )));
-            }
-            Ok(Built {
-                classifier: open_weights(style, args.model_dir.as_deref())?,
-                style,
-                call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
-                tape: None,
-                offline_reason,
-                cascade: None,
-                cascade_student: None,
-            })
-        }
-        StyleName::SystemOne | StyleName::Llm => {
-            if let Some(t) = &args.tape {
-                return Err(exit::usage(format!(
-                    "--tape {}: only --style tape or static read a tape (use `toolnexus tape record` to record one)",
-                    t.display()
-                )));
-            }
-            Ok(Built {
-                classifier: live_classifier(live, style)?,
-                style,
-                call: args.call.clone().unwrap_or_else(|| "cli".to_string()),
-                tape: None,
-                offline_reason,
-                cascade: None,
-                cascade_student: None,
-            })
-        }
-        StyleName::Tape | StyleName::Static => {
-            let (tape, label) = load_tape(args.tape.as_deref())?;
-            let call = pick_call(
-                &tape,
-                &label,
-                args.call.as_deref(),
-                style,
-                offline_reason.is_some(),
-            )?;
-            let classifier = match style {
-                // The replayer answers by call name: another --call on the
-                // same tape is another stack to a cache.
-                StyleName::Tape => tape
-                    .replayer_with(args.tape_match.unwrap_or_default())
-                    .with_fingerprint_part("call", call.as_str()),
-                _ => static_classifier(&tape, &label, live)?,
-            };
-            Ok(Built {
-                classifier,
-                style,
-                call,
-                tape: Some((tape, label)),
-                offline_reason,
-                cascade: None,
-                cascade_student: None,
-            })
-        }
-    }
-}
-
-/// A connection flag given to a style that has no use for it is an error
-/// naming the flag, never silently ignored (`--model` on a tape would
-/// otherwise look like it picked a model).
-fn refuse_unused_flags(
-    live: &LiveArgs,
-    style: StyleName,
-    offline: Option<&str>,
-    args: &StyleArgs,
-) -> Result<()> {
-    // `--retries` is left out: `serve` sets its own default (none) for any style.
-    let given: [(&str, bool); 8] = [
-        ("--model", live.model.is_some()),
-        ("--base-url", live.base_url.is_some()),
-        ("--backend", live.backend.is_some()),
-        ("--api-key-env", live.api_key_env.is_some()),
-        ("--chat-style", live.chat_style.is_some()),
-        ("--logprobs", live.logprobs),
-        ("--timeout-ms", live.timeout_ms.is_some()),
-        ("--ca-cert", live.ca_cert.is_some()),
-    ];
-    let takes = |flag: &str| match style {
-        StyleName::SystemOne => !matches!(flag, "--chat-style" | "--logprobs"),
-        StyleName::Llm => flag != "--backend",
-        // The Static style names its decisions' model after --model.
-        StyleName::Static => flag == "--model",
-        StyleName::Tape
-        | StyleName::Local
-        | StyleName::Student
-        | StyleName::Laya
-        | StyleName::DecisionTune => false,
-    };
-    let Some((flag, _)) = given.iter().find(|(flag, set)| *set && !takes(flag)) else {
-        return Ok(());
-    };
+    let mut spec = live_spec(live);
+    spec.style = Some(style.as_str().to_string());
     // A connection flag with no key and no style: the user wanted a live
     // answer, so the demo tape is no answer; the one no-key line.
-    if offline.is_some() {
+    if offline_reason.is_some() && toolnexus_stack::first_connection_flag(&spec).is_some() {
         return Err(exit::usage(no_key_line(live, args.model_dir.as_deref())));
     }
-    let goes_with = match style {
-        StyleName::SystemOne => "--style llm",
-        StyleName::Llm => "--style systemone",
-        _ => "--style systemone or llm",
+    spec.tape = match (&args.tape, style) {
+        (Some(p), _) => Some(toolnexus_stack::TapeSource::File(p.clone())),
+        (None, StyleName::Tape | StyleName::Static) => Some(toolnexus_stack::TapeSource::Loaded(
+            demo::demo_tape()?,
+            demo::DEMO_LABEL.to_string(),
+        )),
+        (None, _) => None,
     };
-    Err(exit::usage(format!(
-        "{flag}: --style {} has no use for it (it goes with {goes_with})",
-        style.as_str()
-    )))
+    spec.tape_match = args.tape_match;
+    spec.call = match (&args.call, &offline_reason) {
+        (Some(c), _) => Some(c.clone()),
+        // Only the offline fallback picks the demo's first call by itself.
+        (None, Some(_)) => Some(demo::DEMO_CALL.to_string()),
+        (None, None) => None,
+    };
+    spec.model_dir = args.model_dir.clone();
+    spec.student = match &args.student {
+        None => None,
+        // The guard's own student is built in (what `toolnexus guard` runs).
+        Some(p) if p == Path::new(crate::commands::guard::BUILTIN_STUDENT) => {
+            Some(toolnexus_stack::StudentSource::Loaded(
+                Box::new(crate::commands::guard::builtin_student().map_err(exit::usage)?),
+                p.display().to_string(),
+            ))
+        }
+        Some(p) => Some(toolnexus_stack::StudentSource::File(p.clone())),
+    };
+    spec.cascade = args.cascade;
+    spec.calibration = args.calibration.clone();
+    Ok((spec, style, offline_reason))
+}
+
+/// The connection flags as the builder's options.
+fn live_spec(live: &LiveArgs) -> toolnexus_stack::StackSpec {
+    toolnexus_stack::StackSpec {
+        model: live.model.clone(),
+        base_url: live.base_url.clone(),
+        backend: live.backend,
+        api_key_env: live.api_key_env.clone(),
+        chat_style: live.chat_style,
+        logprobs: live.logprobs,
+        timeout_ms: live.timeout_ms,
+        retries: live.retries,
+        ca_cert: live.ca_cert.clone(),
+        limiter: live.limiter.clone(),
+        ..Default::default()
+    }
 }
 
 /// The one line every command that would ask a live backend says when no key
@@ -345,48 +285,7 @@ pub fn check_cascade(
 /// default directory; a missing model names the directory and, once, how to
 /// fetch it (the library's message carries the advice).
 pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder> {
-    let dir = toolnexus_local::model_dir(dir, &toolnexus::classifier::EnvSource::process())
-        .map_err(|e| exit::usage(format!("--model-dir: {e}")))?;
-    toolnexus_local::Embedder::load(&dir).map_err(exit::usage)
-}
-
-/// `--style laya` or `decisiontune` on the checkpoint in `--model-dir`. A
-/// directory that is not such a checkpoint is bad input, named with the file
-/// and field at fault.
-fn open_weights(style: StyleName, dir: Option<&Path>) -> Result<Classifier> {
-    let name = style.as_str();
-    let dir = dir.ok_or_else(|| {
-        exit::usage(format!(
-            "--style {name} needs --model-dir DIR: the directory of a downloaded {name} checkpoint"
-        ))
-    })?;
-    let loaded = match style {
-        StyleName::Laya => toolnexus_local::Laya::load(dir).map(toolnexus_local::laya),
-        _ => toolnexus_local::DecisionTune::load(dir).map(toolnexus_local::decisiontune),
-    };
-    loaded.map_err(|e| exit::usage(format!("--style {name} --model-dir {}: {e}", dir.display())))
-}
-
-/// `--student FILE` on the embedded model.
-fn local_student(args: &StyleArgs) -> Result<toolnexus_local::student::LocalStudent> {
-    let path = args.student.as_deref().ok_or_else(|| {
-        exit::usage("--style student and --cascade need --student FILE (from toolnexus distill)")
-    })?;
-    // The guard's own student is built in (what `toolnexus guard` runs).
-    let s = if path == Path::new(crate::commands::guard::BUILTIN_STUDENT) {
-        crate::commands::guard::builtin_student().map_err(exit::usage)?
-    } else {
-        toolnexus_local::student::Student::load(path)
-            .map_err(|e| exit::usage(format!("--student: {e}")))?
-    };
-    // With a checkpoint style, --model-dir is the checkpoint's: the student's
-    // embedded model is then in the default directory.
-    let dir = match args.live.style {
-        Some(StyleName::Laya | StyleName::DecisionTune) => None,
-        _ => args.model_dir.as_deref(),
-    };
-    toolnexus_local::student::LocalStudent::new(embedder(dir)?, s)
-        .map_err(|e| exit::usage(format!("--student {}: {e}", path.display())))
+    toolnexus_stack::embedder(dir).map_err(|e| exit::usage(e.to_string()))
 }
 
 /// Loads `--tape FILE`, or the built-in demo tape without one.
@@ -400,198 +299,62 @@ pub fn load_tape(path: Option<&Path>) -> Result<(Tape, String)> {
     }
 }
 
-/// The call name to replay: `--call`, else the tape's only one — the same
-/// rule for the built-in demo tape and a user's. Only the offline fallback (no
-/// style named, no key) picks the demo's first call by itself.
-fn pick_call(
-    tape: &Tape,
-    label: &str,
-    call: Option<&str>,
-    style: StyleName,
-    fallback: bool,
-) -> Result<String> {
-    let names = tape.call_names();
-    if let Some(c) = call {
-        if style == StyleName::Tape && !names.iter().any(|n| n == c) {
-            return Err(exit::usage(format!(
-                "--call {c:?}: {label} has no such call (it has {})",
-                demo::names(&names)
-            )));
-        }
-        return Ok(c.to_string());
-    }
-    if fallback && label == demo::DEMO_LABEL {
-        return Ok(demo::DEMO_CALL.to_string());
-    }
-    match names.as_slice() {
-        [one] => Ok(one.clone()),
-        [] if style == StyleName::Static => Ok("cli".to_string()),
-        [] => Err(exit::usage(format!("{label} is empty: nothing to replay"))),
-        _ if style == StyleName::Static => Ok("cli".to_string()),
-        _ => Err(exit::usage(format!(
-            "--call is required: {label} has calls {}",
-            demo::names(&names)
-        ))),
-    }
-}
-
-/// The Static style over every recorded decision of a tape, whatever its call name.
-fn static_classifier(tape: &Tape, label: &str, live: &LiveArgs) -> Result<Classifier> {
-    let mut models = std::collections::BTreeSet::new();
-    let decisions: Vec<RecordedDecision> = tape
-        .entries()
-        .into_iter()
-        .filter_map(|e| match e.outcome {
-            TapeOutcome::Decision(d) => {
-                models.insert(e.model.clone());
-                Some(RecordedDecision {
-                    state: e.state,
-                    questions: e.questions,
-                    response: serde_json::to_vec(&d.to_value()).unwrap_or_default(),
-                })
-            }
-            TapeOutcome::Failure { .. } => None,
-        })
-        .collect();
-    if decisions.is_empty() {
-        return Err(exit::usage(format!(
-            "--style static: {label} holds no recorded decision"
-        )));
-    }
-    let model = match (&live.model, models.len()) {
-        (Some(m), _) => m.clone(),
-        (None, 1) => models.into_iter().next().unwrap_or_default(),
-        (None, _) => "static".to_string(),
-    };
-    create_classifier(ClassifierOptions {
-        style: ClassifierStyle::Static,
-        model,
-        decisions,
-        ..Default::default()
-    })
-    .map_err(|e| {
-        exit::usage(format!(
-            "--style static: {label}: {e} (replay it with --style tape --call NAME)"
-        ))
-    })
-}
-
-/// `--retries` as the library's `retries` option: absent keeps the library's
-/// default (its 0), and 0 or any negative number means none (its -1).
-pub fn library_retries(flag: Option<i32>) -> i32 {
-    match flag {
-        None => 0,
-        Some(n) if n <= 0 => -1,
-        Some(n) => n,
-    }
-}
-
-/// A System One or Llm classifier from the connection flags.
-pub fn live_classifier(live: &LiveArgs, style: StyleName) -> Result<Classifier> {
-    let text = |o: &Option<String>| o.as_deref().map(str::trim).unwrap_or("").to_string();
-    let timeout_ms = live.timeout_ms.unwrap_or(0);
-    let retries = library_retries(live.retries);
-    let options = match style {
-        StyleName::SystemOne => {
-            if live.chat_style.is_some() || live.logprobs {
-                return Err(exit::usage(
-                    "--chat-style and --logprobs go with --style llm",
-                ));
-            }
-            ClassifierOptions {
-                style: ClassifierStyle::SystemOne,
-                backend: live.backend.unwrap_or(Backend::TypeSafe),
-                base_url: text(&live.base_url),
-                model: text(&live.model),
-                api_key_env: key_env(live),
-                timeout_ms,
-                retries,
-                limiter: live.limiter.clone(),
-                http: Some(http_client(live)?),
-                ..Default::default()
-            }
-        }
-        StyleName::Llm => {
-            if live.base_url.is_none() {
-                return Err(exit::usage(
-                    "--style llm needs --base-url (the chat API root, e.g. http://127.0.0.1:11434/v1)",
-                ));
-            }
-            if live.model.is_none() {
-                return Err(exit::usage(
-                    "--style llm needs --model (the chat model to ask)",
-                ));
-            }
-            let client = create_client(ClientOptions {
-                base_url: text(&live.base_url),
-                style: live.chat_style.unwrap_or_default(),
-                model: text(&live.model),
-                api_key_env: text(&live.api_key_env),
-                timeout_ms,
-                retries,
-                logprobs: live.logprobs,
-                limiter: live.limiter.clone(),
-                http: Some(http_client(live)?),
-                ..Default::default()
-            })
-            .map_err(|e| exit::usage(format!("--style llm: {e}")))?;
-            ClassifierOptions {
-                style: ClassifierStyle::Llm,
-                client: Some(client),
-                ..Default::default()
-            }
-        }
-        other => {
-            return Err(exit::usage(format!(
-                "--style {} is not a live style here (want systemone|llm)",
-                other.as_str()
-            )));
-        }
-    };
-    create_classifier(options).map_err(|e| exit::usage(format!("--style {}: {e}", style.as_str())))
-}
-
-/// The connection pool of a live style: the platform's certificate store
-/// (SSL_CERT_FILE/SSL_CERT_DIR when set) beside the bundled roots, `--ca-cert`'s
-/// certificates, and the proxy the environment names (HTTPS_PROXY, HTTP_PROXY,
-/// ALL_PROXY, NO_PROXY).
-pub fn http_client(live: &LiveArgs) -> Result<toolnexus::http::HttpClient> {
-    let mut b = toolnexus::http::HttpClient::builder()
-        .platform_roots()
-        .proxy_from_env();
-    if let Some(pem) = ca_cert_pem(live.ca_cert.as_deref())? {
-        b = b.add_root_pem(pem);
-    }
-    b.build()
-        .map_err(|e| exit::usage(format!("cannot set up HTTPS: {e}")))
-}
-
-/// The most bytes of a `--ca-cert` file read.
-const MAX_CA_CERT_BYTES: u64 = 4 << 20;
-
 /// The PEM text of `--ca-cert FILE`, checked to hold at least one certificate.
 pub fn ca_cert_pem(path: Option<&Path>) -> Result<Option<Vec<u8>>> {
-    use std::io::Read as _;
-    let Some(path) = path else { return Ok(None) };
-    let bad = |why: String| exit::usage(format!("--ca-cert {}: {why}", path.display()));
-    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(bad("is not a regular file".into()));
+    toolnexus_stack::ca_cert_pem(path).map_err(|e| exit::usage(e.to_string()))
+}
+
+/// The environment variable naming a prices file when `--prices` is not given.
+pub const PRICES_ENV: &str = "TOOLNEXUS_PRICES";
+
+/// The price table of a run: `--prices FILE` (or `$TOOLNEXUS_PRICES`) over the
+/// compiled-in one. A bad file is bad input naming the flag, the file and the key.
+pub fn prices(args: &crate::args::PriceArgs) -> Result<std::sync::Arc<toolnexus::cost::Prices>> {
+    use toolnexus::cost::Prices;
+    let (flag, path) = match &args.prices {
+        Some(p) => ("--prices".to_string(), Some(p.clone())),
+        None => match std::env::var_os(PRICES_ENV) {
+            Some(v) if !v.is_empty() => {
+                (format!("${PRICES_ENV}"), Some(std::path::PathBuf::from(v)))
+            }
+            _ => (String::new(), None),
+        },
+    };
+    let builtin = Prices::builtin();
+    Ok(std::sync::Arc::new(match path {
+        None => builtin,
+        Some(p) => Prices::load(&p)
+            .map_err(|e| exit::usage(format!("{flag} {e}")))?
+            .over(builtin),
+    }))
+}
+
+/// Opens the `--cache FILE` of a run (`batch`, `serve`): a file that is not a
+/// cache is bad input (exit 2) and stops the run before anything is asked; a
+/// file that cannot be opened (permissions, a full disk, a missing directory)
+/// is a warning naming it, the run goes on without a cache, and the command
+/// ends with exit 4 (see [`crate::warnings::cache_failures`]).
+pub fn open_for_run(path: &Path) -> Result<Option<toolnexus::cache::SqliteCache>> {
+    use toolnexus::cache::{CacheErrorKind, SqliteCache, SqliteOptions};
+    match SqliteCache::open(path, SqliteOptions::default()) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) if matches!(e.kind(), CacheErrorKind::Open | CacheErrorKind::Io) => {
+            crate::warnings::cache_failed(&format!(
+                "--cache {}: {e}; going on without a cache (exit 4 at the end)",
+                path.display()
+            ));
+            Ok(None)
+        }
+        Err(e) => Err(cache_failed(e)),
     }
-    let mut pem = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CA_CERT_BYTES + 1).read_to_end(&mut pem))
-        .map_err(|e| bad(e.to_string()))?;
-    if pem.len() as u64 > MAX_CA_CERT_BYTES {
-        return Err(bad(
-            "is larger than 4 MiB; a CA file holds a few certificates".into(),
-        ));
-    }
-    match reqwest::Certificate::from_pem_bundle(&pem) {
-        Ok(c) if !c.is_empty() => Ok(Some(pem)),
-        _ => Err(bad(
-            "holds no PEM certificate (-----BEGIN CERTIFICATE----- …)".into(),
-        )),
+}
+
+/// A cache error as the CLI reports it: a file that is not a cache is bad
+/// input (exit 2); a read or write that fails is I/O (exit 4).
+pub fn cache_failed(e: toolnexus::cache::CacheError) -> anyhow::Error {
+    match e.kind() {
+        toolnexus::cache::CacheErrorKind::Io => exit::io(e),
+        _ => exit::usage(e),
     }
 }
 
@@ -603,19 +366,5 @@ pub fn describe(b: &Built) -> String {
         }
         Some((_, label)) => format!("style static, {label}, model {}", b.classifier.model()),
         None => format!("style {}, model {}", b.style.as_str(), b.classifier.model()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::library_retries;
-
-    #[test]
-    fn zero_retries_means_none() {
-        assert_eq!(library_retries(None), 0, "the library default");
-        assert_eq!(library_retries(Some(0)), -1);
-        assert_eq!(library_retries(Some(-1)), -1);
-        assert_eq!(library_retries(Some(-7)), -1);
-        assert_eq!(library_retries(Some(3)), 3);
     }
 }

@@ -63,6 +63,7 @@ mod choice_options;
 mod content;
 mod decision;
 mod fingerprint;
+mod identity;
 mod options;
 mod question;
 mod wire;
@@ -96,9 +97,10 @@ pub use decision::{
     NoulAnswer, ScoreAnswer, choice_confidence, near_uniform, score_confidence,
 };
 pub use fingerprint::Fingerprint;
+pub use identity::Identity;
 pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,
-    MetricFn, RecordedDecision,
+    MetricFn, MetricName, MetricStatus, RecordedDecision,
 };
 pub use question::{
     BoxQuestion, ChoiceQuestion, MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS, MIN_SCORE_LEVELS,
@@ -601,7 +603,6 @@ struct Inner {
     style: ClassifierStyle,
     model: String,
     engine: Engine,
-    on_metric: Option<MetricFn>,
     batch_concurrency: usize,
     warned: Mutex<HashSet<String>>,
     pricing: Option<crate::cost::Pricing>,
@@ -624,6 +625,10 @@ pub struct Classifier {
     inner: Arc<Inner>,
     /// Beside `inner`, so a layer can add its part to a built classifier.
     fingerprint: Arc<Fingerprint>,
+    /// What the bottom of the stack is, forwarded by every layer.
+    identity: Arc<Identity>,
+    /// Called once per call this classifier opens (see [`Classifier::with_metrics`]).
+    on_metric: Option<MetricFn>,
 }
 
 impl std::fmt::Debug for Classifier {
@@ -631,9 +636,8 @@ impl std::fmt::Debug for Classifier {
         let mut d = f.debug_struct("Classifier");
         d.field("style", &self.inner.style)
             .field("model", &self.inner.model);
-        #[cfg(feature = "http")]
-        if let Engine::SystemOne(b) = &self.inner.engine {
-            d.field("endpoint", &b.endpoint());
+        if let Some(e) = &self.identity.endpoint {
+            d.field("endpoint", e);
         }
         d.finish_non_exhaustive()
     }
@@ -701,13 +705,19 @@ pub fn create_classifier(options: ClassifierOptions) -> Result<Classifier, Class
         _ => r.model.clone(),
     };
     let fingerprint = engine_fingerprint(&engine, &options, &model);
+    let endpoint = match &engine {
+        #[cfg(feature = "http")]
+        Engine::SystemOne(b) => Some(b.endpoint().to_string()),
+        _ => None,
+    };
     Ok(Classifier {
         fingerprint: Arc::new(fingerprint),
+        identity: Arc::new(Identity::new(options.style.as_str(), &model, endpoint)),
+        on_metric: options.on_metric.clone(),
         inner: Arc::new(Inner {
             style: options.style,
             model,
             engine,
-            on_metric: options.on_metric.clone(),
             batch_concurrency: r.batch_concurrency,
             warned: Mutex::new(HashSet::new()),
             pricing: options.pricing.clone(),
@@ -875,6 +885,90 @@ impl Classifier {
     pub fn layered_over(mut self, inner: &Classifier) -> Classifier {
         let own = Fingerprint::clone(&self.fingerprint);
         self.fingerprint = Arc::new(own.over(&inner.fingerprint));
+        self.identity = inner.identity.clone();
+        self
+    }
+
+    /// What the bottom of this stack is ([`Identity`]): its style or engine,
+    /// endpoint, requested model and locality, forwarded by every layer built
+    /// with [`layered_over`](Classifier::layered_over).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolnexus::cache::{MemoryCache, caching};
+    /// use toolnexus::classifier::{ClassifierOptions, create_classifier};
+    /// let judge = create_classifier(ClassifierOptions {
+    ///     base_url: "http://127.0.0.1:9/v1".into(),
+    ///     ..Default::default()
+    /// })?;
+    /// let cached = caching(judge.clone(), Arc::new(MemoryCache::new()));
+    /// assert_eq!(cached.identity(), judge.identity(), "a cache still says what it wraps");
+    /// assert_eq!(cached.identity().style, "systemone");
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// This classifier, saying it is `identity`: what an engine built with
+    /// [`from_evaluator`](Classifier::from_evaluator) calls to name itself and
+    /// say whether it judges on this machine (then pricing settles its calls
+    /// at $0).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::json;
+    /// use toolnexus::classifier::*;
+    ///
+    /// struct Rules;
+    /// impl Evaluator for Rules {
+    ///     fn call(&self, _ctx: EvalContext, _r: EvalRequest) -> BoxFuture<Result<Decision, ClassifierError>> {
+    ///         Box::pin(async { Decision::from_value(&json!({"model": "rules-v1", "answers": {}})) })
+    ///     }
+    /// }
+    /// let judge = Classifier::from_evaluator("rules-v1", Rules)
+    ///     .with_identity(Identity::local("rules", "rules-v1"));
+    /// assert!(judge.identity().local);
+    /// ```
+    pub fn with_identity(mut self, identity: Identity) -> Classifier {
+        self.identity = Arc::new(identity);
+        self
+    }
+
+    /// This classifier with `on_metric` called once for each call it opens (a
+    /// [`MetricEvent`] per evaluate, one per warning), in place of the one its
+    /// options set. A stack's builder sets it on the outermost layer only: one
+    /// call, one event. The classifier is shared, not copied.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use serde_json::json;
+    /// use toolnexus::classifier::*;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ClassifierError> {
+    /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Is it spam?".into(), criteria: None }.into())]);
+    /// let judge = create_classifier(ClassifierOptions {
+    ///     style: ClassifierStyle::Static,
+    ///     decisions: vec![RecordedDecision {
+    ///         state: json!("hi"),
+    ///         questions: qs.clone(),
+    ///         response: br#"{"model":"jev-1.13","answers":{"spam":{"type":"noul","noul":0.8}}}"#.to_vec(),
+    ///     }],
+    ///     ..Default::default()
+    /// })?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// let judge = judge.with_metrics(Arc::new(move |e: &MetricEvent| {
+    ///     log.lock().unwrap().push((e.name, e.status));
+    /// }));
+    /// judge.evaluate(json!("hi"), &qs).await?;
+    /// assert_eq!(*seen.lock().unwrap(), [(MetricName::Evaluate, MetricStatus::Ok)]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_metrics(mut self, on_metric: MetricFn) -> Classifier {
+        self.on_metric = Some(on_metric);
         self
     }
 
@@ -944,8 +1038,9 @@ impl Classifier {
         self.inner.style
     }
 
-    /// Where a System One classifier posts (credentials and query removed);
-    /// `None` for the other styles.
+    /// Where a System One classifier posts (credentials and query removed),
+    /// also seen through the layers over one ([`Identity::endpoint`]); `None`
+    /// for the other styles.
     ///
     /// ```
     /// use toolnexus::classifier::{ClassifierOptions, create_classifier};
@@ -957,11 +1052,7 @@ impl Classifier {
     /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
     /// ```
     pub fn endpoint(&self) -> Option<&str> {
-        match &self.inner.engine {
-            #[cfg(feature = "http")]
-            Engine::SystemOne(b) => Some(b.endpoint()),
-            _ => None,
-        }
+        self.identity.endpoint.as_deref()
     }
 
     /// The model it asks for (a decision's `model` says what actually answered).
@@ -1120,15 +1211,36 @@ impl Classifier {
         extras: Extras<'_>,
     ) -> Result<Evaluated, ClassifierError> {
         validate_questions(questions)?;
+        if IN_CALL.try_with(|_| ()).is_ok() {
+            // A layer of a stack, inside the call its outermost classifier
+            // opened: that one's span, log line and metric cover this call.
+            return self
+                .evaluate_checked(ctx, state, questions, extras, Place::Inside)
+                .await;
+        }
+        let id = &self.identity;
         let span = tracing::info_span!(
             "classifier.evaluate",
-            style = self.inner.style.as_str(),
-            model = %self.inner.model,
+            style = %id.style,
+            model = %id.model,
+            endpoint = id.endpoint.as_deref().unwrap_or(""),
+            local = id.local,
             call_name = %ctx.call_name,
+            answered_model = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error_kind = tracing::field::Empty,
+            ms = tracing::field::Empty,
+            input_tokens = tracing::field::Empty,
+            output_tokens = tracing::field::Empty,
+            cache_hit = tracing::field::Empty,
+            cost_usd = tracing::field::Empty,
+            cost_source = tracing::field::Empty,
+            cascade_stage = tracing::field::Empty,
         );
-        self.evaluate_checked(ctx, state, questions, extras)
-            .instrument(span)
-            .await
+        let call = self
+            .evaluate_checked(ctx, state, questions, extras, Place::Outermost(&span))
+            .instrument(span.clone());
+        IN_CALL.scope((), call).await
     }
 
     async fn dispatch(
@@ -1189,9 +1301,12 @@ impl Classifier {
         state: Value,
         questions: &Questions,
         extras: Extras<'_>,
+        place: Place<'_>,
     ) -> Result<Evaluated, ClassifierError> {
         let started = Instant::now();
-        self.warn_degenerate(&ctx, questions);
+        if let Place::Outermost(_) = place {
+            self.warn_degenerate(&ctx, questions);
+        }
         let asked = extras.model.unwrap_or(&self.inner.model).to_string();
         let result = self.dispatch(&ctx, state, questions, extras).await;
         let result = result.and_then(|mut e| {
@@ -1219,7 +1334,7 @@ impl Classifier {
         if let (Ok(e), Some(p)) = (&mut result, &self.inner.pricing) {
             p.apply(e, &asked);
         }
-        self.report(&ctx, started, &result);
+        self.report(&ctx, started, &result, place);
         result
     }
 
@@ -1341,12 +1456,12 @@ impl Classifier {
         // A dropped answer's key came from the backend: it may echo a secret.
         let (key, text) = (&*self.scrub(key), self.scrub(&text));
         tracing::warn!(target: "toolnexus::classifier", key, call_name = %ctx.call_name, "{text}");
-        if let Some(f) = &self.inner.on_metric {
+        if let Some(f) = &self.on_metric {
             f(&MetricEvent {
-                name: "classifier.warning",
+                name: MetricName::Warning,
                 model: self.inner.model.clone(),
                 call_name: ctx.call_name.clone(),
-                status: "warning",
+                status: MetricStatus::Warning,
                 duration: std::time::Duration::ZERO,
                 input_tokens: 0,
                 output_tokens: 0,
@@ -1365,6 +1480,7 @@ impl Classifier {
         ctx: &EvalContext,
         started: Instant,
         result: &Result<Evaluated, ClassifierError>,
+        place: Place<'_>,
     ) {
         let duration = started.elapsed();
         let request_id = match result {
@@ -1382,7 +1498,16 @@ impl Classifier {
             Ok(d) => self.scrub(&d.model),
             Err(_) => String::new(),
         };
+        if let Place::Outermost(span) = place {
+            let shown = if cache_hit {
+                crate::cost::Cost::cache_hit()
+            } else {
+                cost.clone()
+            };
+            close_span(span, duration, cache_hit, &shown, result, &answered);
+        }
         match result {
+            _ if matches!(place, Place::Inside) => {}
             Ok(d) => tracing::info!(
                 target: "toolnexus::classifier",
                 model = %answered,
@@ -1400,15 +1525,22 @@ impl Classifier {
                 "classifier.evaluate error"
             ),
         }
-        let Some(f) = &self.inner.on_metric else {
+        let Some(f) = &self.on_metric else {
             return;
         };
         let (model, status, input_tokens, output_tokens, cost, error) = match result {
             // A hit spent nothing: no tokens, and a cost that is known to be 0.
-            Ok(_) if cache_hit => (answered, "ok", 0, 0, crate::cost::Cost::cache_hit(), None),
+            Ok(_) if cache_hit => (
+                answered,
+                MetricStatus::Ok,
+                0,
+                0,
+                crate::cost::Cost::cache_hit(),
+                None,
+            ),
             Ok(d) => (
                 answered,
-                "ok",
+                MetricStatus::Ok,
                 d.usage.input_tokens,
                 d.usage.output_tokens,
                 cost,
@@ -1416,7 +1548,7 @@ impl Classifier {
             ),
             Err(e) => (
                 self.inner.model.clone(),
-                "error",
+                MetricStatus::Error,
                 0,
                 0,
                 crate::cost::Cost::UNKNOWN,
@@ -1424,7 +1556,7 @@ impl Classifier {
             ),
         };
         f(&MetricEvent {
-            name: "classifier.evaluate",
+            name: MetricName::Evaluate,
             model,
             call_name: ctx.call_name.clone(),
             status,
@@ -1438,5 +1570,53 @@ impl Classifier {
             request_id,
             cache_hit,
         });
+    }
+}
+
+/// Where a classifier's `run` stands in the call: the outermost classifier of
+/// a stack opens the call's one span, log line and metric; the layers and the
+/// style beneath it run inside them.
+#[derive(Debug, Clone, Copy)]
+enum Place<'a> {
+    /// The call's own span, which this classifier opened.
+    Outermost(&'a tracing::Span),
+    Inside,
+}
+
+tokio::task_local! {
+    /// Set while the outermost classifier of a stack runs a call: a
+    /// classifier that finds it set is a layer (or the style) inside that call.
+    static IN_CALL: ();
+}
+
+/// Fills the call's span with how it ended: what answered, the tokens, the
+/// cost and its source, a cache hit, the latency, or the error's kind.
+fn close_span(
+    span: &tracing::Span,
+    duration: std::time::Duration,
+    cache_hit: bool,
+    cost: &crate::cost::Cost,
+    result: &Result<&Decision, &ClassifierError>,
+    answered: &str,
+) {
+    span.record("ms", duration.as_millis() as u64);
+    match result {
+        Ok(d) => {
+            span.record("outcome", "ok");
+            span.record("answered_model", answered);
+            span.record("cache_hit", cache_hit);
+            span.record("input_tokens", d.usage.input_tokens);
+            span.record("output_tokens", d.usage.output_tokens);
+            if let Some(usd) = cost.usd {
+                span.record("cost_usd", usd);
+            }
+            if let Some(source) = &cost.source {
+                span.record("cost_source", tracing::field::display(source));
+            }
+        }
+        Err(e) => {
+            span.record("outcome", "error");
+            span.record("error_kind", e.kind().as_str());
+        }
     }
 }

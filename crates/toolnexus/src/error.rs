@@ -54,6 +54,9 @@ pub enum ErrorKind {
     /// This style cannot honour part of the request (an image asset, a model
     /// override, an extra wire field, a box question); nothing was sent.
     Unsupported,
+    /// A budget's cap (cost, tokens or time) is reached: the call was refused
+    /// and nothing was sent ([`ClassifierError::is_cap_reached`]).
+    CapReached,
 }
 
 impl ErrorKind {
@@ -63,7 +66,7 @@ impl ErrorKind {
     /// use toolnexus::classifier::ErrorKind;
     /// assert!(ErrorKind::ALL.iter().all(|k| k.as_str().parse::<ErrorKind>().ok() == Some(*k)));
     /// ```
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Config,
         ErrorKind::InvalidQuestion,
         ErrorKind::Decode,
@@ -79,6 +82,7 @@ impl ErrorKind {
         ErrorKind::TapeMiss,
         ErrorKind::Custom,
         ErrorKind::Unsupported,
+        ErrorKind::CapReached,
     ];
 
     /// The kind's stable name, as tapes and metrics write it (`"timeout"`,
@@ -105,6 +109,7 @@ impl ErrorKind {
             ErrorKind::TapeMiss => "tape_miss",
             ErrorKind::Custom => "custom",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::CapReached => "cap_reached",
         }
     }
 }
@@ -401,6 +406,18 @@ impl ClassifierError {
         msg::unsupported(style, what)
     }
 
+    /// A budget's refusal: `classifier: not sent: <why>`, where `why` names
+    /// the cap that is reached. Nothing was sent.
+    ///
+    /// ```
+    /// let e = toolnexus::classifier::ClassifierError::cap_reached("budget: the cost cap is reached");
+    /// assert_eq!(e.to_string(), "classifier: not sent: budget: the cost cap is reached");
+    /// assert!(e.is_cap_reached());
+    /// ```
+    pub fn cap_reached(why: impl fmt::Display) -> Self {
+        ClassifierError::classifier(ErrorKind::CapReached, format!("not sent: {why}"))
+    }
+
     /// Attaches the underlying error, reachable through
     /// [`source`](std::error::Error::source).
     ///
@@ -534,6 +551,18 @@ impl ClassifierError {
     /// The caller cancelled the call.
     pub fn is_cancelled(&self) -> bool {
         self.kind == ErrorKind::Cancelled
+    }
+
+    /// A budget refused the call because one of its caps is reached: nothing
+    /// was sent, and a run that stops here can resume once the cap is raised.
+    ///
+    /// ```
+    /// use toolnexus::classifier::{ClassifierError, ErrorKind};
+    /// let e = ClassifierError::from_message(ErrorKind::CapReached, "not sent: budget: the cost cap is reached");
+    /// assert!(e.is_cap_reached() && !e.is_cancelled() && !e.is_retryable());
+    /// ```
+    pub fn is_cap_reached(&self) -> bool {
+        self.kind == ErrorKind::CapReached
     }
 
     /// The backend answered with an HTTP error status.

@@ -150,14 +150,19 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
         }
     }
     input::refuse_overwrite("--out", &a.out, &inputs)?;
-    let mut built = style::build(&a.style, Fallback::SystemOne)?;
-    let pricing = crate::commands::cost::pricing(built.style.as_str(), &a.prices)?;
+    let mut built = style::build_with(
+        &a.style,
+        Fallback::SystemOne,
+        &style::Layers {
+            prices: Some(&a.prices),
+            caps: Some(&a.caps),
+            ..Default::default()
+        },
+    )?;
+    let budget = built.budget.take();
     let questions = input::read_questions(&a.questions)?;
     style::check_cascade(&built, &questions);
     let examples = read_examples(&a.examples, &questions).map_err(bad)?;
-    let recorded = built.tape.as_ref().map(|(t, _)| (t, built.call.as_str()));
-    let (capped, budget) =
-        crate::commands::caps::wrap(built.classifier, &a.caps, &pricing, recorded)?;
     // A cap holds for the job: what the run file's rows record as spent
     // counts (a file that does not load is reported by the run below).
     if let Some(b) = budget.as_ref()
@@ -165,7 +170,7 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
         && a.out.exists()
         && let Ok(earlier) = toolnexus::assess::Run::load(&a.out)
     {
-        crate::commands::caps::carry(
+        toolnexus_stack::carry(
             Some(b),
             earlier
                 .rows
@@ -173,7 +178,6 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
                 .filter_map(|r| r.decision().map(|d| (r.cost.clone(), d.usage.clone()))),
         );
     }
-    built.classifier = toolnexus::cost::pricing(capped, pricing);
     let mut options = RunOptions::default();
     options.budget = budget.clone();
     options.concurrency = a.concurrency as usize;

@@ -98,7 +98,16 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             initial_concurrency: args.concurrency as usize,
         }));
     }
-    let mut built = style::build(&args.style, Fallback::SystemOne)?;
+    let mut built = style::build_with(
+        &args.style,
+        Fallback::SystemOne,
+        &style::Layers {
+            prices: Some(&args.prices),
+            caps: Some(&args.caps),
+            cache: args.cache.as_deref().map(|p| (p, args.alias_ttl)),
+            ..Default::default()
+        },
+    )?;
     style::check_cascade(&built, &questions);
     let live = matches!(built.style, StyleName::SystemOne | StyleName::Llm);
     if let (Some(_), false) = (args.tpm, live) {
@@ -114,18 +123,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         built.classifier.model(),
         built.classifier.fingerprint(),
     );
-    // The budget sits beneath the cache: a hit costs nothing.
-    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
-    let recorded = built.tape.as_ref().map(|(t, _)| (t, built.call.as_str()));
-    let (capped, budget) =
-        crate::commands::caps::wrap(built.classifier, &args.caps, &pricing, recorded)?;
-    built.classifier = capped;
-    // A cache that cannot be opened is a warning and exit 4 at the end, never
-    // a silent run without one; a file that is not a cache is exit 2 now.
-    built.classifier =
-        crate::commands::cache::wrap_with(built.classifier, args.cache.as_deref(), args.alias_ttl)?;
-    // Outside the cache, so a hit stays a known 0.
-    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
+    let budget = built.budget.take();
     let bands = args
         .thresholds
         .as_deref()
@@ -170,7 +168,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         );
     }
     // A cap holds for the job: what the out file records as spent counts.
-    crate::commands::caps::carry(budget.as_ref(), std::mem::take(&mut opened.spent));
+    toolnexus_stack::carry(budget.as_ref(), std::mem::take(&mut opened.spent));
     let pending: Vec<(usize, String)> = lines
         .iter()
         .filter(|(n, _)| !opened.done.contains(n))
@@ -397,7 +395,7 @@ impl Asked<'_> {
         let request = EvalRequest::new(state, self.questions.clone());
         let done = match self.classifier.evaluate_request(ctx, request).await {
             Ok(done) => done,
-            Err(e) if self.budget.is_some_and(|b| b.refused(&e)) => return None,
+            Err(e) if e.is_cap_reached() => return None,
             Err(e) => return Some(Err(e.to_string())),
         };
         let d = &done.decision;

@@ -1,7 +1,7 @@
 //! `toolnexus cache stats|clear|export`: a decision cache file, inspected.
 
 use anyhow::Result;
-use toolnexus::cache::{CacheError, CacheErrorKind, SqliteCache, SqliteOptions};
+use toolnexus::cache::{SqliteCache, SqliteOptions};
 
 use crate::args::CacheFileArgs;
 use crate::exit::{self, Exit};
@@ -9,51 +9,6 @@ use crate::exit::{self, Exit};
 /// Opens a cache file (bad or foreign files are bad input, exit 2).
 pub fn open(path: &std::path::Path) -> Result<SqliteCache> {
     SqliteCache::open(path, SqliteOptions::default()).map_err(failed)
-}
-
-/// `classifier` behind the decision cache at `path`, when a `--cache` is given
-/// and can be opened (see [`open_for_run`] for what happens when it cannot).
-pub fn wrap(
-    classifier: toolnexus::classifier::Classifier,
-    path: Option<&std::path::Path>,
-) -> Result<toolnexus::classifier::Classifier> {
-    wrap_with(classifier, path, toolnexus::pinning::DEFAULT_ALIAS_TTL)
-}
-
-/// [`wrap`] with `--alias-ttl`: how long a floating alias's resolution is
-/// trusted before a request is sent to re-check it.
-pub fn wrap_with(
-    classifier: toolnexus::classifier::Classifier,
-    path: Option<&std::path::Path>,
-    alias_ttl: std::time::Duration,
-) -> Result<toolnexus::classifier::Classifier> {
-    Ok(match path.map(open_for_run).transpose()?.flatten() {
-        Some(cache) => toolnexus::cache::caching_with(
-            classifier,
-            std::sync::Arc::new(cache),
-            toolnexus::cache::CachingOptions { alias_ttl },
-        ),
-        None => classifier,
-    })
-}
-
-/// Opens the `--cache FILE` of a run (`batch`, `serve`): a file that is not a
-/// cache is bad input (exit 2) and stops the run before anything is asked; a
-/// file that cannot be opened (permissions, a full disk, a missing directory)
-/// is a warning naming it, the run goes on without a cache, and the command
-/// ends with exit 4 (see [`crate::warnings::cache_failures`]).
-pub fn open_for_run(path: &std::path::Path) -> Result<Option<SqliteCache>> {
-    match SqliteCache::open(path, SqliteOptions::default()) {
-        Ok(c) => Ok(Some(c)),
-        Err(e) if matches!(e.kind(), CacheErrorKind::Open | CacheErrorKind::Io) => {
-            crate::warnings::cache_failed(&format!(
-                "--cache {}: {e}; going on without a cache (exit 4 at the end)",
-                path.display()
-            ));
-            Ok(None)
-        }
-        Err(e) => Err(failed(e)),
-    }
 }
 
 /// A Unix time in seconds as an RFC 3339 UTC date, `2026-12-05T03:35:47Z`.
@@ -77,14 +32,7 @@ pub fn utc_date(unix: i64) -> String {
     )
 }
 
-/// A cache error as the CLI reports it: a file that is not a cache is bad
-/// input (exit 2); a read or write that fails is I/O (exit 4).
-pub fn failed(e: CacheError) -> anyhow::Error {
-    match e.kind() {
-        CacheErrorKind::Io => exit::io(e),
-        _ => exit::usage(e),
-    }
-}
+pub use crate::style::cache_failed as failed;
 
 /// `toolnexus cache stats`.
 pub fn stats(a: CacheFileArgs) -> Result<Exit> {

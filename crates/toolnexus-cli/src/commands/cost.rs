@@ -15,56 +15,21 @@
 //!   compiled-in table, and a model no table lists stays unknown.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use anyhow::Result;
 use serde_json::{Value, json};
 use toolnexus::assess::{Run, read_examples};
 use toolnexus::cache::{Cache as _, cache_key_for};
 use toolnexus::classifier::{EvalRequest, Questions};
-use toolnexus::cost::{Cost, Estimate, Estimator, Prices, Pricing, Sample, Shape, usd_text};
+use toolnexus::cost::{Cost, Estimate, Estimator, Pricing, Sample, Shape, usd_text};
 
-use crate::args::{AssessRunArgs, BatchArgs, CostFitArgs, EstimateArgs, PriceArgs};
+use crate::args::{AssessRunArgs, BatchArgs, CostFitArgs, EstimateArgs};
 use crate::exit::{self, Exit};
 use crate::input;
 use crate::style::{self, Fallback};
 
-/// The environment variable naming a prices file when `--prices` is not given.
-pub const PRICES_ENV: &str = "TOOLNEXUS_PRICES";
-
-/// The price table of a run: `--prices FILE` (or `$TOOLNEXUS_PRICES`) over the
-/// compiled-in one. A bad file is bad input naming the flag, the file and the key.
-pub fn prices(args: &PriceArgs) -> Result<Arc<Prices>> {
-    let (flag, path) = match &args.prices {
-        Some(p) => ("--prices".to_string(), Some(p.clone())),
-        None => match std::env::var_os(PRICES_ENV) {
-            Some(v) if !v.is_empty() => (format!("${PRICES_ENV}"), Some(PathBuf::from(v))),
-            _ => (String::new(), None),
-        },
-    };
-    let builtin = Prices::builtin();
-    Ok(Arc::new(match path {
-        None => builtin,
-        Some(p) => Prices::load(&p)
-            .map_err(|e| exit::usage(format!("{flag} {e}")))?
-            .over(builtin),
-    }))
-}
-
-/// Whether a style judges on this machine (an explicit $0, source `local`).
-pub fn is_local(style: &str) -> bool {
-    matches!(style, "local" | "student" | "laya" | "decisiontune")
-}
-
-/// How a run of `style` settles each call's cost.
-pub fn pricing(style: &str, args: &PriceArgs) -> Result<Pricing> {
-    Ok(if is_local(style) {
-        Pricing::Local
-    } else {
-        Pricing::Table(prices(args)?)
-    })
-}
+pub use crate::style::PRICES_ENV;
 
 /// The costs of a run's lines, summed: known ones added, unknown ones counted.
 #[derive(Debug, Default)]
@@ -337,7 +302,7 @@ fn read_samples(path: &Path) -> Result<Read> {
         .as_ref()
         .and_then(|h| h.pointer("/fingerprint/style"))
         .and_then(Value::as_str)
-        .is_some_and(is_local);
+        .is_some_and(toolnexus_stack::is_local_style);
     let mut shapeless = 0usize;
     let last = text.split('\n').count();
     for (n, line) in input::jsonl_lines(&text) {
@@ -451,7 +416,14 @@ struct Counted {
 pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
     let questions = input::read_questions(&args.questions)?;
     let text = input::read_file("--states", &args.states)?;
-    let built = style::build(&args.style, Fallback::SystemOne)?;
+    let built = style::build_with(
+        &args.style,
+        Fallback::SystemOne,
+        &style::Layers {
+            prices: Some(&args.prices),
+            ..Default::default()
+        },
+    )?;
     let cache = match &args.cache {
         // Read-only: a cache that is not there (or empty) is never created.
         Some(p) if std::fs::metadata(p).is_ok_and(|m| m.len() > 0) => {
@@ -520,7 +492,7 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
     report(
         "batch",
         &args.estimate,
-        &args.prices,
+        &built.pricing,
         built.style.as_str(),
         &model,
         counted,
@@ -531,7 +503,14 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
 pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
     let questions: Questions = input::read_questions(&a.questions)?;
     let examples = read_examples(&a.examples, &questions).map_err(exit::usage)?;
-    let built = style::build(&a.style, Fallback::SystemOne)?;
+    let built = style::build_with(
+        &a.style,
+        Fallback::SystemOne,
+        &style::Layers {
+            prices: Some(&a.prices),
+            ..Default::default()
+        },
+    )?;
     // The ids a resumed run would not ask again.
     let mut done: HashSet<String> = HashSet::new();
     if !a.out.as_os_str().is_empty() && a.out.exists() {
@@ -560,7 +539,7 @@ pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
     report(
         "assess run",
         &a.estimate,
-        &a.prices,
+        &built.pricing,
         built.style.as_str(),
         &model,
         counted,
@@ -612,15 +591,14 @@ pub fn cost_line(pricing: &Pricing, model: &str, cost: Option<&(f64, f64, f64, C
 fn report(
     command: &str,
     args: &EstimateArgs,
-    prices: &PriceArgs,
+    pricing: &Pricing,
     style: &str,
     model: &str,
     counted: Counted,
 ) -> Result<Exit> {
     let (est, from) = estimator(args)?;
     let e: Estimate = est.estimate(counted.shapes.iter());
-    let pricing = pricing(style, prices)?;
-    let cost = priced(&pricing, model, &e);
+    let cost = priced(pricing, model, &e);
     if args.json {
         let mut cost_json = cost
             .as_ref()
@@ -691,7 +669,7 @@ fn report(
         e.input_low.round(),
         e.input_high.round()
     );
-    say!("{}", cost_line(&pricing, model, cost.as_ref()));
+    say!("{}", cost_line(pricing, model, cost.as_ref()));
     Ok(Exit::Success)
 }
 
@@ -699,20 +677,6 @@ fn report(
 mod tests {
     use super::*;
     use toolnexus::cost::CostSource;
-
-    #[test]
-    fn the_styles_that_judge_on_this_machine_cost_an_explicit_zero() {
-        for s in ["local", "student", "laya", "decisiontune"] {
-            assert!(is_local(s), "{s}");
-            assert!(matches!(
-                pricing(s, &PriceArgs::default()).unwrap(),
-                Pricing::Local
-            ));
-        }
-        for s in ["systemone", "llm", "tape", "static"] {
-            assert!(!is_local(s), "{s}");
-        }
-    }
 
     #[test]
     fn a_tally_never_sums_an_unknown_cost_as_zero() {

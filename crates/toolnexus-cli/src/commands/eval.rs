@@ -22,9 +22,14 @@ use crate::{demo, input, render};
 
 /// Runs `toolnexus eval`.
 pub async fn run(args: EvalArgs) -> Result<Exit> {
-    let mut built = style::build(&args.style, Fallback::Demo(StyleName::Tape))?;
-    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
-    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
+    let built = style::build_with(
+        &args.style,
+        Fallback::Demo(StyleName::Tape),
+        &style::Layers {
+            prices: Some(&args.prices),
+            ..Default::default()
+        },
+    )?;
     let (questions, state, example) = inputs(&args, &built)?;
     // No key and no style: the demo tape answers only its own recordings, so
     // the user's own questions (read and checked first, so their errors are

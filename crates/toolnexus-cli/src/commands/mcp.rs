@@ -47,11 +47,18 @@ mod stdio;
 /// Serves MCP on stdin/stdout until the client closes it.
 pub async fn run(args: McpArgs) -> Result<Exit> {
     let style_args = pick_style(&args.style)?;
-    let mut built = style::build(&style_args, Fallback::SystemOne)?;
-    built.classifier = crate::commands::cache::wrap(built.classifier, args.cache.as_deref())?;
-    // Outside the cache, so a hit is a known 0.
-    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
-    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
+    let built = style::build_with(
+        &style_args,
+        Fallback::SystemOne,
+        &style::Layers {
+            prices: Some(&args.prices),
+            cache: args
+                .cache
+                .as_deref()
+                .map(|p| (p, toolnexus::pinning::DEFAULT_ALIAS_TTL)),
+            ..Default::default()
+        },
+    )?;
     let bands = args
         .thresholds
         .as_deref()

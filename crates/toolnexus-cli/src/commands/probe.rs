@@ -10,7 +10,7 @@ use toolnexus::classifier::EvalContext;
 use toolnexus::cost::{Estimator, Shape};
 use toolnexus::probe::{Probe, ProbeOptions, ProbeReport, ProbeResult, Verdict, run_probes};
 
-use crate::args::{PriceArgs, ProbeArgs};
+use crate::args::ProbeArgs;
 use crate::exit::{self, Exit};
 use crate::input;
 use crate::style::{self, Fallback};
@@ -59,7 +59,7 @@ pub async fn run(args: ProbeArgs) -> Result<Exit> {
         .flat_map(|s| std::iter::repeat_n(Shape::of(s, &questions), per_state))
         .collect();
     let e = Estimator::default().estimate(shapes.iter());
-    let pricing = crate::commands::cost::pricing(built.style.as_str(), &PriceArgs::default())?;
+    let pricing = built.pricing.clone();
     let model = built.classifier.model().to_string();
     let cost = crate::commands::cost::priced(&pricing, &model, &e);
     let spend = format!(

@@ -301,32 +301,18 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
     // The SDK in front retries; serve does not multiply its attempts unless asked.
     args.style.live.retries = Some(args.style.live.retries.unwrap_or(-1));
     let key = required_key(args.require_key_env.as_deref())?;
-    let mut built = style::build(&args.style, Fallback::Demo(StyleName::Static))?;
-    if !args.fallback_base_urls.is_empty() {
-        if built.style != StyleName::SystemOne {
-            return Err(exit::usage(format!(
-                "--fallback-base-url: only --style systemone falls back to another endpoint (this is --style {})",
-                built.style.as_str()
-            )));
-        }
-        let mut next = Vec::new();
-        for url in &args.fallback_base_urls {
-            let mut live = args.style.live.clone();
-            live.base_url = Some(url.clone());
-            next.push(
-                style::live_classifier(&live, StyleName::SystemOne)
-                    .map_err(|e| exit::usage(format!("--fallback-base-url {url}: {e}")))?,
-            );
-        }
-        built.classifier = toolnexus::compose::fallback(built.classifier, next);
-    }
     // A cache that cannot be opened is a warning and exit 4 at the end, never
     // a silent run without one; a file that is not a cache is exit 2 now.
-    built.classifier =
-        crate::commands::cache::wrap_with(built.classifier, args.cache.as_deref(), args.alias_ttl)?;
-    // Outside the cache, so a hit is a known 0.
-    let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
-    built.classifier = toolnexus::cost::pricing(built.classifier, pricing);
+    let built = style::build_with(
+        &args.style,
+        Fallback::Demo(StyleName::Static),
+        &style::Layers {
+            prices: Some(&args.prices),
+            cache: args.cache.as_deref().map(|p| (p, args.alias_ttl)),
+            fallback_base_urls: &args.fallback_base_urls,
+            ..Default::default()
+        },
+    )?;
     let bands = args
         .thresholds
         .as_deref()

@@ -72,13 +72,21 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         return Err(exit::usage(style::no_key_line(&args.live, None)));
     }
     // --prices (or TOOLNEXUS_PRICES) over the built-in table prices what a cap counts.
-    let pricing = crate::commands::cost::pricing(style.as_str(), &args.prices)?;
-    let (live, budget) = crate::commands::caps::wrap(
-        style::live_classifier(&args.live, style)?,
-        &args.caps,
-        &pricing,
-        None,
+    let mut live_args = crate::args::StyleArgs {
+        live: args.live.clone(),
+        ..Default::default()
+    };
+    live_args.live.style = Some(style);
+    let mut built = style::build_with(
+        &live_args,
+        style::Fallback::SystemOne,
+        &style::Layers {
+            prices: Some(&args.prices),
+            caps: Some(&args.caps),
+            ..Default::default()
+        },
     )?;
+    let (live, budget) = (built.classifier.clone(), built.budget.take());
     let capped = || budget.as_ref().is_some_and(|b| b.reached().is_some());
     // The journal is locked before the tape is read: a second run on the same
     // tape stops here instead of saving over the first one's recordings.
@@ -122,7 +130,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         args.rerun_errors,
     );
     // A cap holds for the job: what the recordings already made spent counts.
-    crate::commands::caps::carry(budget.as_ref(), std::mem::take(&mut plan.spent));
+    toolnexus_stack::carry(budget.as_ref(), std::mem::take(&mut plan.spent));
     // This run's recordings, folded ones first, in the order they arrived.
     let mut arrived: Vec<TapeEntry> = folded.entries;
     if plan.skipped > 0 {
@@ -188,8 +196,8 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                     }
                     Err(_) => continue, // abandoned after a second signal: nothing was recorded
                 };
-                if let (Err(e), Some(b)) = (&result, &budget)
-                    && b.refused(e)
+                if let Err(e) = &result
+                    && e.is_cap_reached()
                 {
                     continue; // refused by a cap: not sent, not recorded
                 }

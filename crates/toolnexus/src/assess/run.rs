@@ -677,7 +677,7 @@ pub async fn run_examples(
                 let latency_ms = started.elapsed().as_secs_f64() * 1e3;
                 let (outcome, cost) = match result {
                     Ok(e) => (Outcome::Decided(e.decision), e.cost),
-                    Err(e) if budget.as_ref().is_some_and(|b| b.refused(&e)) => return None,
+                    Err(e) if e.is_cap_reached() => return None,
                     Err(e) => (
                         Outcome::Failed {
                             kind: e.kind().as_str().to_string(),

@@ -189,15 +189,15 @@ pub type MetricFn = Arc<dyn Fn(&MetricEvent) + Send + Sync>;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct MetricEvent {
-    /// `classifier.evaluate` or `classifier.warning`.
-    pub name: &'static str,
+    /// An evaluation or a warning.
+    pub name: MetricName,
     /// The model asked for (for `classifier.evaluate` with status `ok`, the model
     /// that answered).
     pub model: String,
     /// The `EvalContext::call_name` of the call, possibly empty.
     pub call_name: String,
-    /// `ok` or `error` for an evaluation; `warning` for a warning.
-    pub status: &'static str,
+    /// `Ok` or `Error` for an evaluation; `Warning` for a warning.
+    pub status: MetricStatus,
     /// Wall time of the call.
     pub duration: Duration,
     /// Input tokens of a successful call.
@@ -219,6 +219,73 @@ pub struct MetricEvent {
     /// The decision came from a cache: then the tokens are 0 and `cost` is
     /// `Some(0.0)` (nothing was spent), whatever the recorded decision's usage.
     pub cache_hit: bool,
+}
+
+/// What a [`MetricEvent`] reports. Shown as its `tracing` name.
+///
+/// ```
+/// use toolnexus::classifier::MetricName;
+/// assert_eq!(MetricName::Evaluate.to_string(), "classifier.evaluate");
+/// assert_eq!(MetricName::Warning.as_str(), "classifier.warning");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MetricName {
+    /// One call: `classifier.evaluate`.
+    Evaluate,
+    /// A warning about the questions or an answer: `classifier.warning`.
+    Warning,
+}
+
+impl MetricName {
+    /// The name as `tracing` and the metric sinks show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricName::Evaluate => "classifier.evaluate",
+            MetricName::Warning => "classifier.warning",
+        }
+    }
+}
+
+impl std::fmt::Display for MetricName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the call or warning a [`MetricEvent`] reports ended.
+///
+/// ```
+/// use toolnexus::classifier::MetricStatus;
+/// assert_eq!(MetricStatus::Ok.to_string(), "ok");
+/// assert_eq!(MetricStatus::Error.as_str(), "error");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MetricStatus {
+    /// The call answered.
+    Ok,
+    /// The call failed; [`MetricEvent::error`] says why.
+    Error,
+    /// A warning; [`MetricEvent::error`] holds its text.
+    Warning,
+}
+
+impl MetricStatus {
+    /// `ok`, `error` or `warning`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricStatus::Ok => "ok",
+            MetricStatus::Error => "error",
+            MetricStatus::Warning => "warning",
+        }
+    }
+}
+
+impl std::fmt::Display for MetricStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One recorded response for the Static style.

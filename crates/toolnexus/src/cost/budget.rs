@@ -22,8 +22,8 @@
 //!   offline on a tape. A failed request releases its reservation.
 //! - **When a cap is reached** (a settled spend at or over it, or the time cap
 //!   passed) nothing new starts: [`Budget::reached`] names the cap and every
-//!   later request is refused without being sent, with a cancellation error
-//!   ([`Budget::refused`] tells it apart). Requests already in flight finish.
+//!   later request is refused without being sent, with an error of its own
+//!   kind ([`ClassifierError::is_cap_reached`]). Requests already in flight finish.
 //!
 //! The dollar estimate of a request is its estimator's when it gives one, else
 //! its tokens at the dearer of [`BudgetOptions::price`] and the dollars per
@@ -61,7 +61,7 @@
 //!     judge.evaluate(json!("WIN"), &qs).await?; // $0.01 each: the third takes it to $0.03
 //! }
 //! let e = judge.evaluate(json!("WIN"), &qs).await.unwrap_err();
-//! assert!(budget.refused(&e), "{e}");
+//! assert!(e.is_cap_reached(), "{e}");
 //! assert_eq!(budget.reached(), Some(Cap::Cost));
 //! assert_eq!(budget.spent().calls, 3);
 //! # Ok(())
@@ -76,8 +76,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::classifier::{
-    BoxFuture, Classifier, ClassifierError, ClassifierUsage, ErrorKind, EvalContext, EvalRequest,
-    Evaluated, FullEvaluator,
+    BoxFuture, Classifier, ClassifierError, ClassifierUsage, EvalContext, EvalRequest, Evaluated,
+    FullEvaluator,
 };
 
 /// What a request spends, or is estimated to: tokens (input and output) and
@@ -468,11 +468,6 @@ impl Budget {
         self.lock().reached
     }
 
-    /// Whether `e` is this budget's refusal of a request (nothing was sent).
-    pub fn refused(&self, e: &ClassifierError) -> bool {
-        e.kind() == ErrorKind::Cancelled && self.reached().is_some()
-    }
-
     /// What has been counted so far.
     pub fn spent(&self) -> Spent {
         let s = self.lock();
@@ -644,11 +639,9 @@ impl FullEvaluator for Budgeted {
             let reservation = match reserved {
                 Ok(r) => r,
                 Err(reached) => {
-                    return Err(ClassifierError::from_message(
-                        ErrorKind::Cancelled,
-                        &format!("not sent: {reached}"),
-                    )
-                    .with_source(reached));
+                    return Err(
+                        ClassifierError::cap_reached(reached.to_string()).with_source(reached)
+                    );
                 }
             };
             let result = inner.evaluate_request(ctx, request).await;
@@ -776,14 +769,14 @@ mod tests {
         .unwrap()
     }
 
-    async fn run_all(judge: &Classifier, budget: &Budget, n: usize) -> (usize, usize) {
+    async fn run_all(judge: &Classifier, n: usize) -> (usize, usize) {
         let qs = qs();
         let results =
             futures::future::join_all((0..n).map(|i| judge.evaluate(json!(i), &qs))).await;
         let ok = results.iter().filter(|r| r.is_ok()).count();
         let refused = results
             .iter()
-            .filter(|r| r.as_ref().is_err_and(|e| budget.refused(e)))
+            .filter(|r| r.as_ref().is_err_and(|e| e.is_cap_reached()))
             .count();
         assert_eq!(ok + refused, n, "every failure is a refusal");
         (ok, refused)
@@ -798,7 +791,7 @@ mod tests {
             ..Default::default()
         });
         let judge = budgeted(inner, budget.clone(), shape);
-        let (ok, refused) = run_all(&judge, &budget, 50).await;
+        let (ok, refused) = run_all(&judge, 50).await;
         let spent = budget.spent();
         assert_eq!(budget.reached(), Some(Cap::Tokens));
         assert_eq!(spent.calls as usize, ok);
@@ -833,7 +826,7 @@ mod tests {
             ..Default::default()
         });
         let judge = budgeted(inner, budget.clone(), shape);
-        let (ok, _) = run_all(&judge, &budget, 40).await;
+        let (ok, _) = run_all(&judge, 40).await;
         let spent = budget.spent();
         assert_eq!(budget.reached(), Some(Cap::Cost));
         assert!(
@@ -859,7 +852,7 @@ mod tests {
         let judge = budgeted(inner, budget.clone(), |_: &EvalRequest| {
             Spend::tokens(1_000_000)
         });
-        let (ok, _) = run_all(&judge, &budget, 10).await;
+        let (ok, _) = run_all(&judge, 10).await;
         assert_eq!(ok, 3, "0.042 × 3 = 0.126 ≥ 0.1");
         assert!((budget.spent().usd - 0.126).abs() < 1e-9);
     }
@@ -877,7 +870,7 @@ mod tests {
         for i in 0..10 {
             match judge.evaluate(json!(i), &qs()).await {
                 Ok(_) => ok += 1,
-                Err(e) => assert!(budget.refused(&e), "{e}"),
+                Err(e) => assert!(e.is_cap_reached(), "{e}"),
             }
         }
         assert_eq!(ok, 3, "started at 0, 1 and 2 s");
@@ -901,7 +894,7 @@ mod tests {
         let judge = budgeted(failing, budget.clone(), shape);
         for _ in 0..3 {
             let e = judge.evaluate(json!(1), &qs()).await.unwrap_err();
-            assert!(!budget.refused(&e), "a failure is not a refusal");
+            assert!(!e.is_cap_reached(), "a failure is not a refusal");
         }
         let other = budget.clone();
         let s = other.spent();

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolnexus::cache::{MemoryCache, caching};
 use toolnexus::classifier::{
-    Classifier, ClassifierOptions, ClassifierStyle, Decision, MetricEvent, create_classifier,
+    Classifier, ClassifierOptions, ClassifierStyle, Decision, MetricEvent, MetricName,
+    create_classifier,
 };
 use toolnexus::cost::{CostSource, Prices, Pricing, pricing, pricing_with_metrics};
 use toolnexus::judge::{noul, questions};
@@ -34,7 +35,7 @@ fn metrics() -> (Seen, toolnexus::classifier::MetricFn) {
     (
         seen,
         Arc::new(move |m: &MetricEvent| {
-            if m.name == "classifier.evaluate" {
+            if m.name == MetricName::Evaluate {
                 sink.lock().unwrap().push(m.clone());
             }
         }),

@@ -436,7 +436,7 @@ async fn answers_never_asked_are_dropped_and_reported() {
     let seen = seen.lock().unwrap();
     let warning = seen
         .iter()
-        .find(|m| m.name == "classifier.warning")
+        .find(|m| m.name == MetricName::Warning)
         .expect("a warning");
     assert_eq!(warning.key.as_deref(), Some("mood"));
     assert_eq!(
@@ -1005,7 +1005,7 @@ async fn a_degenerate_choice_warns_once_per_key_and_is_sent_unchanged() {
     let seen = seen.lock().unwrap();
     let warnings: Vec<_> = seen
         .iter()
-        .filter(|m| m.name == "classifier.warning")
+        .filter(|m| m.name == MetricName::Warning)
         .collect();
     assert_eq!(
         warnings.len(),
@@ -1020,7 +1020,7 @@ async fn a_degenerate_choice_warns_once_per_key_and_is_sent_unchanged() {
     );
     assert_eq!(
         seen.iter()
-            .filter(|m| m.name == "classifier.evaluate")
+            .filter(|m| m.name == MetricName::Evaluate)
             .count(),
         3
     );
@@ -1058,12 +1058,12 @@ async fn every_call_emits_one_evaluate_metric() {
     assert_eq!(seen.len(), 2);
     assert_eq!(
         (seen[0].name, seen[0].status, seen[0].call_name.as_str()),
-        ("classifier.evaluate", "ok", "c1")
+        (MetricName::Evaluate, MetricStatus::Ok, "c1")
     );
     assert_eq!(seen[0].model, "rule-1");
     assert_eq!(
         (seen[1].name, seen[1].status),
-        ("classifier.evaluate", "error")
+        (MetricName::Evaluate, MetricStatus::Error)
     );
     assert!(
         seen[1]

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use toolnexus::classifier::{
     ClassifierError, ClassifierOptions, Decision, ErrorKind, ErrorTier, EvalContext, Jitter,
-    MetricEvent, NoulQuestion, Questions, create_classifier,
+    MetricEvent, MetricName, MetricStatus, NoulQuestion, Questions, create_classifier,
 };
 use toolnexus::client::{ChatMessage, ClientOptions, Style, create_client};
 
@@ -705,9 +705,14 @@ async fn ten_thousand_states_under_faults_lose_nothing() {
     let requests = check_server_saw(&server, plan);
     assert_eq!(requests, STATES + 500 + 10 * 2);
     let m = metrics.lock().unwrap();
-    let evaluated = m.iter().filter(|m| m.name == "classifier.evaluate");
+    let evaluated = m.iter().filter(|m| m.name == MetricName::Evaluate);
     assert_eq!(evaluated.clone().count(), STATES, "one metric per state");
-    assert_eq!(evaluated.filter(|m| m.status == "error").count(), 20);
+    assert_eq!(
+        evaluated
+            .filter(|m| m.status == MetricStatus::Error)
+            .count(),
+        20
+    );
     eprintln!(
         "load (per state, buffered 16): {STATES} states, {requests} requests, \
          {} fault answers, {ok} decisions, {failed} named errors, {took:?}",
@@ -740,7 +745,7 @@ async fn evaluate_batch_of_ten_thousand_succeeds_through_transient_faults() {
     let m = metrics.lock().unwrap();
     assert_eq!(
         m.iter()
-            .filter(|m| m.name == "classifier.evaluate" && m.status == "ok")
+            .filter(|m| m.name == MetricName::Evaluate && m.status == MetricStatus::Ok)
             .count(),
         STATES
     );

@@ -656,7 +656,7 @@ async fn secrets_never_show_in_errors_debug_or_metrics() {
     );
 
     let metrics = format!("{:?}", events.lock().unwrap());
-    assert!(metrics.contains("classifier.evaluate"), "{metrics}");
+    assert!(metrics.contains("Evaluate"), "{metrics}");
     let texts = [
         e.to_string(),
         format!("{e:?}"),

@@ -11,6 +11,7 @@ mod faults;
 mod judge;
 mod limit;
 mod llm;
+mod observe;
 mod parity;
 mod parity_http;
 mod pinning;

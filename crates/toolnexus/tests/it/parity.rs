@@ -270,7 +270,7 @@ async fn an_unknown_type_under_a_key_nobody_asked_is_dropped_with_a_warning() {
         api_key_env: "TOOLNEXUS_IT_UNSET_KEY_VAR".into(),
         retries: -1,
         on_metric: Some(Arc::new(move |m: &MetricEvent| {
-            if m.name == "classifier.warning" {
+            if m.name == MetricName::Warning {
                 sink.lock()
                     .unwrap()
                     .push(m.error.clone().unwrap_or_default());

@@ -158,8 +158,8 @@ async fn the_request_id_reaches_errors_metrics_and_results() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
-            ("error", Some("req_err_1".to_string())),
-            ("ok", Some("req_ok_2".to_string()))
+            (MetricStatus::Error, Some("req_err_1".to_string())),
+            (MetricStatus::Ok, Some("req_ok_2".to_string()))
         ]
     );
 }

@@ -336,6 +336,7 @@ async fn public_constructors_make_every_kind() {
             ClassifierError::unsupported("s", "x"),
             ErrorKind::Unsupported,
         ),
+        (ClassifierError::cap_reached("x"), ErrorKind::CapReached),
     ];
     assert_eq!(
         cases.len(),

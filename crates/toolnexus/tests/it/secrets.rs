@@ -30,9 +30,14 @@ const HDR_ENV: &str = "TOOLNEXUS_IT_SWEEP_HDR";
 
 /// Every line of text the library produced in a test.
 #[derive(Clone, Default)]
-struct Texts(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Texts(Arc<Mutex<Vec<String>>>);
 
 impl Texts {
+    /// Every line captured so far.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
     fn push(&self, t: impl Into<String>) {
         self.0.lock().unwrap().push(t.into());
     }
@@ -48,7 +53,7 @@ impl Texts {
         }
     }
 
-    fn metric_sink(&self) -> toolnexus::classifier::MetricFn {
+    pub(crate) fn metric_sink(&self) -> toolnexus::classifier::MetricFn {
         let me = self.clone();
         Arc::new(move |m: &MetricEvent| me.push(format!("metric {m:?}")))
     }
@@ -117,7 +122,7 @@ impl Subscriber for Capture {
 }
 
 /// Installs the capturing subscriber on this thread for the guard's life.
-fn capture(texts: &Texts) -> tracing::subscriber::DefaultGuard {
+pub(crate) fn capture(texts: &Texts) -> tracing::subscriber::DefaultGuard {
     tracing::subscriber::set_default(Capture {
         texts: texts.clone(),
         next_id: AtomicU64::new(0),

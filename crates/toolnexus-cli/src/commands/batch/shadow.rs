@@ -204,10 +204,7 @@ impl Shadow {
             .with_on_disagreement(move |d| sink.report(d));
         let stats = options.stats.clone();
         let second = match budget {
-            Some(b) => {
-                let pricing = crate::commands::cost::pricing(built.style.as_str(), &args.prices)?;
-                crate::commands::caps::share(built.classifier, b, &pricing)
-            }
+            Some(b) => toolnexus_stack::share(built.classifier, b, &built.pricing),
             None => built.classifier,
         };
         let wrapped = shadow(primary, second, options);
