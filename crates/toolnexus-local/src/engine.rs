@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use toolnexus::classifier::{
     BoxFuture, Classifier, ClassifierError, ClassifierUsage, Decision, DecisionAnswer, EvalContext,
-    EvalRequest, Evaluated, FullEvaluator, Question, Questions, validate_questions,
+    EvalRequest, Evaluated, FullEvaluator, Identity, Question, Questions, validate_questions,
 };
 
 /// Which of the noul, choice and score question kinds an engine answers (no
@@ -240,8 +240,7 @@ pub(crate) fn local_decision(
 /// what pricing reads to settle its calls at $0, and what a layer over it
 /// forwards.
 pub(crate) fn marked_local(classifier: Classifier, engine: &str, model: &str) -> Classifier {
-    let _ = (engine, model);
-    classifier
+    classifier.with_identity(Identity::local(engine, model))
 }
 
 /// An engine's blocking work on one request: what [`local_classifier`] runs
@@ -289,6 +288,7 @@ pub trait LocalEvaluator: Send + Sync + 'static {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), ClassifierError> {
 /// let judge = local_classifier(&PRIZE, "prize-1", Prize);
+/// assert!(judge.identity().local && judge.identity().style == "prize");
 /// let qs = Questions::from([("spam".to_string(), NoulQuestion { instructions: "Spam?".into(), criteria: None }.into())]);
 /// assert_eq!(judge.evaluate(json!("you won a prize"), &qs).await?.noul("spam")?.noul, 0.9);
 /// # Ok(())

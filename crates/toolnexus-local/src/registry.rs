@@ -90,6 +90,7 @@ impl Engine {
     /// let local = Registry::builtin().get("local").unwrap().clone();
     /// let judge = local.open(&EngineSpec { model_dir: Some(&dir), ..Default::default() })?;
     /// assert_eq!(judge.model(), "local-minilm-zero-shot");
+    /// assert!(judge.identity().local, "priced at $0, whatever a surface calls it");
     /// # std::fs::remove_dir_all(&dir).ok();
     /// # Ok(())
     /// # }

@@ -77,6 +77,13 @@ async fn a_stand_in_engine_is_found_built_and_answers_what_it_says_it_answers() 
     assert_eq!(engine.info, SHOUTING);
     let judge = engine.open(&EngineSpec::default()).unwrap();
     assert_eq!(judge.model(), "shouting-1");
+    let id = judge.identity();
+    assert!(id.local, "an engine's classifier judges on this machine");
+    assert_eq!(
+        (id.style.as_str(), id.model.as_str()),
+        ("shouting", "shouting-1")
+    );
+    assert!(id.endpoint.is_none());
     let d = judge
         .evaluate(json!("HELLO there"), &shouted())
         .await
@@ -155,6 +162,8 @@ async fn the_zero_shot_engine_refuses_a_box_question_saying_what_it_answers() {
             ..Default::default()
         })
         .unwrap();
+    assert!(judge.identity().local);
+    assert_eq!(judge.identity().style, "local");
     let qs = Questions::from([(
         "dent".to_string(),
         BoxQuestion {
@@ -170,4 +179,24 @@ async fn the_zero_shot_engine_refuses_a_box_question_saying_what_it_answers() {
         "classifier: style \"local\" cannot use box question \"dent\" \
          (it answers noul, choice and score questions)"
     );
+}
+
+#[test]
+fn the_checkpoint_engines_build_from_a_model_dir_and_say_they_are_local() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let engines = Registry::builtin();
+    for (name, model) in [("laya", "laya"), ("decisiontune", "decisiontune-1.0")] {
+        let dir = fixtures.join(name);
+        let judge = engines
+            .get(name)
+            .unwrap()
+            .open(&EngineSpec {
+                model_dir: Some(&dir),
+                ..Default::default()
+            })
+            .unwrap();
+        let id = judge.identity();
+        assert!(id.local, "{name}");
+        assert_eq!((id.style.as_str(), id.model.as_str()), (name, model));
+    }
 }
