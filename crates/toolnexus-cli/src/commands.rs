@@ -11,7 +11,6 @@ use crate::exit::Exit;
 pub mod assess;
 pub mod batch;
 pub mod cache;
-pub mod caps;
 pub mod cost;
 pub mod distill;
 pub mod eval;

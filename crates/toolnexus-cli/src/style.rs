@@ -329,6 +329,12 @@ pub fn prices(args: &crate::args::PriceArgs) -> Result<std::sync::Arc<toolnexus:
     }))
 }
 
+/// Opens a cache file (bad or foreign files are bad input, exit 2).
+pub fn open_cache(path: &Path) -> Result<toolnexus::cache::SqliteCache> {
+    use toolnexus::cache::{SqliteCache, SqliteOptions};
+    SqliteCache::open(path, SqliteOptions::default()).map_err(cache_failed)
+}
+
 /// Opens the `--cache FILE` of a run (`batch`, `serve`): a file that is not a
 /// cache is bad input (exit 2) and stops the run before anything is asked; a
 /// file that cannot be opened (permissions, a full disk, a missing directory)

@@ -10,9 +10,9 @@ use toolnexus::client::{ClientOptions, create_client};
 use toolnexus::cost::Pricing;
 use toolnexus::judge::{Tape, TapeOutcome};
 
-use crate::Stack;
 use crate::error::{StackError, bad};
 use crate::spec::{StackSpec, StudentSource, TapeSource};
+use crate::stack::Stack;
 
 /// The styles that ask a backend over the network.
 const LIVE: [&str; 2] = ["systemone", "llm"];

@@ -6,9 +6,9 @@ use toolnexus::cost::budget::{Budget, BudgetOptions, Spend, TokenPrice, budgeted
 use toolnexus::cost::{Cost, CostSource, Estimator, Pricing, Shape};
 use toolnexus::judge::TapeOutcome;
 
-use crate::Stack;
 use crate::error::{StackError, bad};
 use crate::spec::StackSpec;
+use crate::stack::Stack;
 
 /// The variable a price table's path is read from (the command line's `--prices`).
 const PRICES_ENV: &str = "TOOLNEXUS_PRICES";

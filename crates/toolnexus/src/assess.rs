@@ -1,6 +1,10 @@
 //! Measure judgment quality: labelled examples, metrics, thresholds and calibration
 //! (SPEC §13). Everything here is a pure function of recorded answers and labels;
 //! only the CLI's `assess run` calls a backend.
+//!
+//! Two file formats live here: the run file ([`Run`], written by
+//! [`run_examples`]) and the batch out file ([`out`]: its header and
+//! fingerprint, resume, and a reader for the result lines).
 
 pub mod calibrate;
 mod calibration;
@@ -11,6 +15,7 @@ mod examples;
 mod file;
 pub mod gates;
 pub mod metrics;
+pub mod out;
 pub mod report;
 pub(crate) mod rng;
 mod run;

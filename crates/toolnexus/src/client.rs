@@ -55,28 +55,22 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
 pub use crate::context::BoxFuture;
 use crate::context::EvalContext;
-use crate::defaults::{
-    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_BUDGET_MS,
-    DEFAULT_TIMEOUT_MS,
-};
 pub use crate::env::EnvSource;
 use crate::error::{ClassifierError, Scope, msg};
-pub use crate::http::HttpClient;
-use crate::http::{Auth, Transport, TransportConfig};
+use crate::http::{Auth, Transport};
+pub use crate::http::{HttpClient, TransportOptions};
 use crate::retry::{Jitter, OnErrorFn};
 
 mod chat;
 
-pub use chat::{ChatMessage, ChatReply, Role, TokenLogprob};
+pub use chat::{ChatMessage, ChatReply, Role, Style, TokenLogprob};
 
 /// The `anthropic-version` header the Anthropic style sends.
 ///
@@ -98,80 +92,6 @@ pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 4096;
 /// assert_eq!(toolnexus::client::DEFAULT_TOP_LOGPROBS, 20);
 /// ```
 pub const DEFAULT_TOP_LOGPROBS: u32 = 20;
-
-/// Which chat wire a [`Client`] speaks.
-///
-/// ```
-/// use toolnexus::client::Style;
-///
-/// let s: Style = "anthropic".parse()?;
-/// assert_eq!(s, Style::Anthropic);
-/// assert_eq!(Style::default().as_str(), "openai");
-/// assert_eq!(
-///     "gemini".parse::<Style>().unwrap_err().to_string(),
-///     "client: unknown style \"gemini\" (want openai|anthropic)"
-/// );
-/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Style {
-    /// OpenAI-compatible `POST {base_url}/chat/completions` with a Bearer key
-    /// (OpenAI, OpenRouter, vLLM, llama.cpp, Ollama, LM Studio, …).
-    #[default]
-    OpenAi,
-    /// Anthropic's `POST {base_url}/messages` with `x-api-key` and `anthropic-version`.
-    Anthropic,
-}
-
-impl Style {
-    /// The style's spelling: `openai` or `anthropic`.
-    ///
-    /// ```
-    /// assert_eq!(toolnexus::client::Style::Anthropic.as_str(), "anthropic");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Style::OpenAi => "openai",
-            Style::Anthropic => "anthropic",
-        }
-    }
-
-    fn path(self) -> &'static str {
-        match self {
-            Style::OpenAi => "/chat/completions",
-            Style::Anthropic => "/messages",
-        }
-    }
-
-    /// The response field that says why generation stopped.
-    pub(crate) fn stop_field(self) -> &'static str {
-        match self {
-            Style::OpenAi => "finish_reason",
-            Style::Anthropic => "stop_reason",
-        }
-    }
-}
-
-impl fmt::Display for Style {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Style {
-    type Err = ClassifierError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Style::OpenAi),
-            "anthropic" => Ok(Style::Anthropic),
-            _ => Err(client_config(format!(
-                "unknown style {s:?} (want openai|anthropic)"
-            ))),
-        }
-    }
-}
 
 /// Everything [`create_client`] needs. Build it with a struct literal and
 /// `..Default::default()`; zero and empty fields take the defaults below.
@@ -227,13 +147,16 @@ pub struct ClientOptions {
     pub timeout_ms: u64,
     /// Retries after the first attempt: 0 means the default (2), -1 means none.
     pub retries: i32,
-    /// Backoff base in milliseconds: retry `n` waits `base × 2^n` unless the
-    /// server sent `Retry-After`.
+    /// Backoff base in milliseconds: retry `n` waits up to `base × 2^n` unless
+    /// the server sent `Retry-After`.
     pub retry_base_ms: u64,
     /// Total retry budget of one call in milliseconds, attempts and waits
-    /// together: 0 means the default (30 000).
+    /// together: 0 means the default (30 000). A retry whose wait would reach
+    /// it is not made; the last error is returned.
     pub retry_budget_ms: u64,
-    /// How backoff waits are spread (default full jitter; `Retry-After` stays exact).
+    /// How backoff waits are spread: full jitter by default (each wait drawn
+    /// from `0..=retry_base_ms × 2^attempt`), [`Jitter::Seeded`] for
+    /// reproducible tests, [`Jitter::Off`] for none. `Retry-After` stays exact.
     pub retry_jitter: Jitter,
     /// HTTP statuses to retry on top of the default set (it only adds).
     pub retryable_statuses: Vec<u16>,
@@ -295,6 +218,84 @@ impl fmt::Debug for ClientOptions {
             .field("http", &self.http)
             .field("limiter", &self.limiter)
             .finish()
+    }
+}
+
+impl ClientOptions {
+    /// The transport settings of these options as one value: base URL, key
+    /// variable, headers, timeouts, retries, size cap, pool, limiter and
+    /// environment (see [`TransportOptions`]). What the client's HTTP
+    /// transport is built from.
+    ///
+    /// ```
+    /// use toolnexus::client::ClientOptions;
+    ///
+    /// let opts = ClientOptions { base_url: "http://127.0.0.1:8000/v1".into(), timeout_ms: 900, ..Default::default() };
+    /// let t = opts.transport();
+    /// assert_eq!((t.base_url.as_str(), t.timeout_ms), ("http://127.0.0.1:8000/v1", 900));
+    /// ```
+    pub fn transport(&self) -> TransportOptions {
+        TransportOptions {
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+            headers: self.headers.clone(),
+            timeout_ms: self.timeout_ms,
+            retries: self.retries,
+            retry_base_ms: self.retry_base_ms,
+            retry_budget_ms: self.retry_budget_ms,
+            retry_jitter: self.retry_jitter,
+            retryable_statuses: self.retryable_statuses.clone(),
+            on_error: self.on_error.clone(),
+            max_response_bytes: self.max_response_bytes,
+            http: self.http.clone(),
+            limiter: self.limiter.clone(),
+            env: self.env.clone(),
+        }
+    }
+
+    /// These options with every transport field set from `transport`: the
+    /// same settings a classifier uses can serve the chat client beside it.
+    ///
+    /// ```
+    /// use toolnexus::client::{ClientOptions, TransportOptions};
+    ///
+    /// let t = TransportOptions { base_url: "http://127.0.0.1:8000/v1".into(), retries: -1, ..Default::default() };
+    /// let opts = ClientOptions { model: "qwen2.5".into(), ..Default::default() }.with_transport(t);
+    /// assert_eq!((opts.base_url.as_str(), opts.retries), ("http://127.0.0.1:8000/v1", -1));
+    /// assert_eq!(opts.model, "qwen2.5", "other fields are kept");
+    /// ```
+    pub fn with_transport(mut self, transport: TransportOptions) -> ClientOptions {
+        let TransportOptions {
+            base_url,
+            api_key_env,
+            headers,
+            timeout_ms,
+            retries,
+            retry_base_ms,
+            retry_budget_ms,
+            retry_jitter,
+            retryable_statuses,
+            on_error,
+            max_response_bytes,
+            http,
+            limiter,
+            env,
+        } = transport;
+        self.base_url = base_url;
+        self.api_key_env = api_key_env;
+        self.headers = headers;
+        self.timeout_ms = timeout_ms;
+        self.retries = retries;
+        self.retry_base_ms = retry_base_ms;
+        self.retry_budget_ms = retry_budget_ms;
+        self.retry_jitter = retry_jitter;
+        self.retryable_statuses = retryable_statuses;
+        self.on_error = on_error;
+        self.max_response_bytes = max_response_bytes;
+        self.http = http;
+        self.limiter = limiter;
+        self.env = env;
+        self
     }
 }
 
@@ -399,38 +400,10 @@ pub fn create_client(options: ClientOptions) -> Result<Client, ClassifierError> 
             vec![("anthropic-version", ANTHROPIC_VERSION)],
         ),
     };
-    let nz = |v: u64, d: u64| if v == 0 { d } else { v };
-    let transport = Transport::new(TransportConfig {
-        scope: Scope::Client,
-        endpoint,
-        http: options.http.clone(),
-        limiter: options.limiter.clone(),
-        api_key_env: options.api_key_env.trim().to_string(),
-        auth,
-        headers: options
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        fixed_headers,
-        timeout: Duration::from_millis(nz(options.timeout_ms, DEFAULT_TIMEOUT_MS)),
-        retries: match options.retries {
-            0 => DEFAULT_RETRIES,
-            n if n < 0 => 0,
-            n => n as u32,
-        },
-        retry_base: Duration::from_millis(nz(options.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
-        retry_budget: Duration::from_millis(nz(options.retry_budget_ms, DEFAULT_RETRY_BUDGET_MS)),
-        jitter: options.retry_jitter,
-        env: options.env.clone(),
-        extra_retryable: options.retryable_statuses.clone(),
-        on_error: options.on_error.clone(),
-        max_response_bytes: if options.max_response_bytes == 0 {
-            DEFAULT_MAX_RESPONSE_BYTES
-        } else {
-            options.max_response_bytes
-        },
-    })?;
+    let mut transport = options.transport();
+    transport.api_key_env = transport.api_key_env.trim().to_string();
+    let transport =
+        Transport::new(transport.resolve(Scope::Client, endpoint, auth, fixed_headers))?;
     Ok(Client {
         inner: Arc::new(ClientInner {
             style: options.style,

@@ -6,6 +6,15 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+/// HTTP statuses retried by default: 408, 429, 500, 502, 503, 504 and 529.
+///
+/// ```
+/// use toolnexus::classifier::{ClassifierError, DEFAULT_RETRYABLE_STATUSES};
+/// assert!(DEFAULT_RETRYABLE_STATUSES.contains(&529));
+/// assert!(ClassifierError::http(529, "overloaded").is_retryable());
+/// ```
+pub const DEFAULT_RETRYABLE_STATUSES: [u16; 7] = [408, 429, 500, 502, 503, 504, 529];
+
 /// What went wrong, for callers that branch without parsing text.
 ///
 /// Prefer the predicates on [`ClassifierError`] (`is_timeout`, `is_retryable`, …);
@@ -590,7 +599,7 @@ impl ClassifierError {
             ErrorKind::Transport | ErrorKind::Timeout => true,
             ErrorKind::Http => self
                 .status
-                .is_some_and(crate::retry::is_default_retryable_status),
+                .is_some_and(|s| DEFAULT_RETRYABLE_STATUSES.contains(&s)),
             _ => false,
         }
     }

@@ -23,6 +23,10 @@ use crate::retry::{
     ErrorInfo, ErrorTier, Jitter, JitterSource, OnErrorFn, backoff, classify, retry_after_from,
 };
 
+mod options;
+
+pub use options::TransportOptions;
+
 /// The most of an error body that is read to find the backend's cause.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The most characters of a backend's cause kept in an error message.

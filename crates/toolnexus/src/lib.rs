@@ -63,12 +63,15 @@
 //! Modules: [`classifier`] (the seam), [`client`] (the small chat client and
 //! [`BoxFuture`](client::BoxFuture)), [`judge`] (builders, bands, gates,
 //! tapes), [`assess`] (judgment quality, thresholds, calibration), [`limit`]
-//! (a shared rate limiter), [`cache`] (a decision cache; SQLite with the
+//! (a shared rate limiter), [`lint`] (static checks of question sets, before
+//! anything is asked), [`cache`] (a decision cache; SQLite with the
 //! `sqlite` feature), [`compose`] (fallback and shadow), [`cost`] (where a
 //! cost came from, dated price tables, token estimates, and budgets that cap
 //! what a run spends), [`probe`] (encoding probes: shuffle, order, polarity,
 //! repeat, without labels) and [`pinning`] (floating aliases such as
-//! `jev-latest`, and what one was seen to answer as).
+//! `jev-latest`, and what one was seen to answer as). Two small leaves serve
+//! the library and its binary alike: [`fs`] (files replaced atomically, lines
+//! appended) and [`date`] (UTC calendar arithmetic).
 //! With the `test-util` feature, `testing`: a loopback fake System One and chat
 //! server for your own tests.
 #![cfg_attr(not(test), forbid(unsafe_code))]
@@ -98,8 +101,11 @@ pub mod cache;
 pub mod classifier;
 pub mod compose;
 pub mod cost;
+pub mod date;
+pub mod fs;
 pub mod judge;
 pub mod limit;
+pub mod lint;
 pub mod pinning;
 pub mod probe;
 #[cfg(feature = "test-util")]

@@ -8,18 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::ClassifierError;
 
-/// HTTP statuses retried by default: 408, 429, 500, 502, 503, 504 and 529.
-pub const DEFAULT_RETRYABLE_STATUSES: [u16; 7] = [408, 429, 500, 502, 503, 504, 529];
+// The default set lives with the error it classifies (`ClassifierError::is_retryable`
+// reads it), so the error module needs nothing from here.
+pub use crate::error::DEFAULT_RETRYABLE_STATUSES;
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Decides whether a failed attempt is retried (see [`ErrorTier`]).
 pub type OnErrorFn = Arc<dyn Fn(&ErrorInfo<'_>) -> ErrorTier + Send + Sync>;
-
-pub(crate) fn is_default_retryable_status(status: u16) -> bool {
-    DEFAULT_RETRYABLE_STATUSES.contains(&status)
-}
 
 /// What `on_error` decides for a failed attempt.
 ///
@@ -267,21 +264,10 @@ pub(crate) fn parse_http_date(value: &str) -> Option<std::time::SystemTime> {
     {
         return None;
     }
-    let days = days_from_civil(year, month, day);
+    let days = crate::date::days_from_civil(year, month, day);
     let secs = days * 86_400 + h * 3600 + mi * 60 + se;
     let secs = u64::try_from(secs).ok()?;
     std::time::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

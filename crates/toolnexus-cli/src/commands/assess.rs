@@ -134,7 +134,7 @@ fn progress_bar(off: bool) -> Option<(Progress, ProgressBar)> {
 async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
     a.out = a.out_file.clone().unwrap_or_default();
     if a.estimate.estimate {
-        return crate::commands::cost::estimate_assess(a).await;
+        return crate::spend::estimate_assess(a).await;
     }
     let mut inputs: Vec<(&str, &Path)> = vec![("--examples", &a.examples)];
     if Path::new(&a.questions).is_file() {
@@ -219,10 +219,7 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
             a.out.display(),
             run.rows.len()
         );
-        tell!(
-            "{}",
-            crate::commands::caps::message("assess run", b, &a.caps, &done)
-        );
+        tell!("{}", crate::caps::message("assess run", b, &a.caps, &done));
         return Ok(Exit::CapReached);
     }
     Ok(Exit::Success)

@@ -2,7 +2,7 @@
 //! bounded concurrency, an optional requests-per-minute limit, progress, and
 //! resume.
 //!
-//! The out file (see [`out`] for the format) is this command's own:
+//! The out file (see [`toolnexus::assess::out`] for the format) is this command's own:
 //! - A regular out file starts with a header line,
 //!   `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…","stack":"…"}}`:
 //!   the SHA-256 of the states file's bytes and of the canonical questions, the
@@ -36,8 +36,6 @@
 //!   the states refused are not written (a rerun asks them), exit 6.
 //! - `--estimate` sends nothing: see `commands::cost`.
 
-pub(crate) mod out;
-mod sha256;
 mod shadow;
 
 use std::collections::BTreeMap;
@@ -51,6 +49,7 @@ use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
+use toolnexus::assess::out;
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::cost::budget::Budget;
 use toolnexus::cost::{Cost, Shape};
@@ -66,7 +65,7 @@ use crate::{input, render};
 pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     args.out = args.out_file.clone().unwrap_or_default();
     if args.estimate.estimate {
-        return crate::commands::cost::estimate_batch(args).await;
+        return crate::spend::estimate_batch(args).await;
     }
     // Ctrl-C and SIGTERM are watched from the start: one that arrives while
     // the run sets up still stops it before any state is asked.
@@ -150,8 +149,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         rerun_errors: args.rerun_errors,
         last_line,
     };
-    let mut opened = out::open(&args.out, &fingerprint, plan)?;
+    let mut opened = out::open(&args.out, &fingerprint, plan)
+        .map_err(|e| crate::out_file::error(e, plan, crate::out_file::Reader::Run))?;
     let shown = args.out.display();
+    for note in &opened.notes {
+        tell!("{}", crate::out_file::note(note, &shown.to_string()));
+    }
     if opened.truncated > 0 {
         tell!(
             "batch: dropped a torn final line ({} bytes) from {shown} left by an interrupted run; its state is redone",
@@ -221,7 +224,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let write_failed =
         |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
     let (mut ok, mut failed, mut hits, mut not_started) = (0usize, 0usize, 0usize, 0usize);
-    let mut spent = crate::commands::cost::Tally::default();
+    let mut spent = crate::spend::Tally::default();
     let interrupted = loop {
         let next = tokio::select! {
             biased;
@@ -294,10 +297,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             count(ok + failed, "result"),
             count(not_started, "state")
         );
-        tell!(
-            "{}",
-            crate::commands::caps::message("batch", b, &args.caps, &done)
-        );
+        tell!("{}", crate::caps::message("batch", b, &args.caps, &done));
         return Ok(Exit::CapReached);
     }
     let from_cache = match (&args.cache, crate::warnings::cache_failures()) {

@@ -61,12 +61,12 @@ pub async fn run(args: ProbeArgs) -> Result<Exit> {
     let e = Estimator::default().estimate(shapes.iter());
     let pricing = built.pricing.clone();
     let model = built.classifier.model().to_string();
-    let cost = crate::commands::cost::priced(&pricing, &model, &e);
+    let cost = crate::spend::priced(&pricing, &model, &e);
     let spend = format!(
         "probe: input tokens ≈ {} (±{:.0}%); {}",
         e.input_tokens.round(),
         e.range_pct,
-        crate::commands::cost::cost_line(&pricing, &model, cost.as_ref())
+        crate::spend::cost_line(&pricing, &model, cost.as_ref())
     );
     if args.json {
         eprintln!("{plan}\n{spend}");

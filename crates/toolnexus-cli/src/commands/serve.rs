@@ -205,21 +205,6 @@ fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The civil date (UTC) of a Unix time, as YYYY-MM-DD.
-fn civil_date(unix_secs: u64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = (unix_secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
 /// Reads the key `--require-key-env` names, once.
 fn required_key(var: Option<&str>) -> Result<Option<Vec<u8>>> {
     let Some(var) = var.map(str::trim) else {
@@ -350,7 +335,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
             && args.style.calibration.is_none()
             && !args.style.cascade,
         models: listed_models(&built, args.style.calibration.is_some()),
-        started_on: civil_date(started),
+        started_on: toolnexus::date::ymd(i64::try_from(started).unwrap_or(i64::MAX)),
         delay: Duration::from_millis(args.delay_ms),
         max_body: args.max_body_bytes,
         key,
@@ -1095,13 +1080,6 @@ mod tests {
             assert!(id[4..].chars().all(|c| c.is_ascii_hexdigit()));
             assert!(seen.insert(id));
         }
-    }
-
-    #[test]
-    fn dates_are_civil() {
-        assert_eq!(civil_date(0), "1970-01-01");
-        assert_eq!(civil_date(951_782_400), "2000-02-29");
-        assert_eq!(civil_date(1_789_430_400), "2026-09-15");
     }
 
     #[test]

@@ -268,7 +268,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         let done = format!("{} not asked", count(left, "state", "states"));
         tell!(
             "{}",
-            crate::commands::caps::message("tape record", b, &args.caps, &done)
+            crate::caps::message("tape record", b, &args.caps, &done)
         );
         return Ok(Exit::CapReached);
     }

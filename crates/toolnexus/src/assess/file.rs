@@ -58,8 +58,15 @@ pub(crate) fn load_versioned<T: DeserializeOwned>(
 /// Writes `text` to `path` atomically (a crash leaves the old file or the new
 /// one, never half of either).
 pub(crate) fn save_atomic(path: &Path, text: &str) -> Result<(), AssessError> {
-    crate::judge::write_atomic(path, text.as_bytes())
-        .map_err(|e| AssessError::new(AssessErrorKind::Io, e.to_string()))
+    crate::fs::write_atomic(path, text.as_bytes()).map_err(|e| {
+        // The text these files have always failed with (it was the tape's
+        // writer's), kept byte for byte: `tape: <path>: cannot write: …`.
+        AssessError::new(
+            AssessErrorKind::Io,
+            format!("tape: {}: {e}", path.display()),
+        )
+        .with_source(std::io::Error::from(e))
+    })
 }
 
 /// `value` (an object) with `format` and `version` added, pretty-printed with a

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::canonical::canonical_json;
+use crate::canonical::canonical_json;
 use crate::error::{ClassifierError, msg};
 
 /// Question text: a string, or a JSON object or array the model reads as

@@ -1,5 +1,6 @@
-//! Answers and the [`Decision`]: strict decoding from the wire, the wire form
-//! back, typed accessors, `near_uniform`, and the coherence check against the
+//! Answers and the [`Decision`]: the wire form back (strict decoding, with
+//! `Decision::from_slice`/`from_value`, lives in `wire.rs` beside the decoder),
+//! typed accessors, `near_uniform`, and the coherence check against the
 //! questions asked. Pure: no I/O.
 
 use std::collections::BTreeMap;
@@ -441,39 +442,6 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// Decodes a wire response strictly (see [`Decision::from_value`]).
-    ///
-    /// ```
-    /// use toolnexus::classifier::Decision;
-    /// let e = Decision::from_slice(br#"{"model":"m","answers":{"q":{"type":"noul"}}}"#).unwrap_err();
-    /// assert_eq!(e.to_string(), "classifier: answer \"q\": noul answer has no \"noul\" number");
-    /// ```
-    pub fn from_slice(b: &[u8]) -> Result<Decision, ClassifierError> {
-        super::wire::decode_slice(b, None, |e| format!("response is not valid JSON: {e}"))
-    }
-
-    /// Decodes a wire value strictly: it must be an object with a string `model`,
-    /// an object `answers` whose entries each carry a known `type` and their number,
-    /// finite numbers throughout, and `calibrated` a bool, `null` or absent (absent
-    /// and `null` mean `true`). Unknown extra fields are ignored; nothing is repaired.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use toolnexus::classifier::Decision;
-    ///
-    /// let d = Decision::from_value(&json!({
-    ///     "model": "m", "calibrated": null, "extra": 1,
-    ///     "answers": {"q": {"type": "noul", "noul": 0.4}},
-    ///     "usage": {"input_tokens": 3, "output_tokens": 1, "cost": 0.0002}
-    /// }))?;
-    /// assert!(d.calibrated);
-    /// assert_eq!(d.usage.cost, Some(0.0002));
-    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
-    /// ```
-    pub fn from_value(v: &Value) -> Result<Decision, ClassifierError> {
-        super::wire::decode_value(v, None)
-    }
-
     /// The wire form: what a tape or a Static recording stores. Round-trips
     /// through [`Decision::from_value`]. `cost` is written only when known.
     ///

@@ -448,17 +448,94 @@ impl fmt::Debug for ClassifierOptions {
     }
 }
 
+#[cfg(feature = "http")]
+impl ClassifierOptions {
+    /// The transport settings of these options as one value: base URL, key
+    /// variable, headers, timeouts, retries, size cap, pool, limiter and
+    /// environment (see [`TransportOptions`](crate::http::TransportOptions)),
+    /// as given: the backend preset fills an empty `base_url` or `api_key_env`
+    /// at construction. What the System One style's HTTP transport is built
+    /// from.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ClassifierOptions;
+    ///
+    /// let opts = ClassifierOptions { timeout_ms: 5_000, retries: -1, ..Default::default() };
+    /// let t = opts.transport();
+    /// assert_eq!((t.timeout_ms, t.retries), (5_000, -1));
+    /// ```
+    pub fn transport(&self) -> crate::http::TransportOptions {
+        crate::http::TransportOptions {
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+            headers: self.headers.clone(),
+            timeout_ms: self.timeout_ms,
+            retries: self.retries,
+            retry_base_ms: self.retry_base_ms,
+            retry_budget_ms: self.retry_budget_ms,
+            retry_jitter: self.retry_jitter,
+            retryable_statuses: self.retryable_statuses.clone(),
+            on_error: self.on_error.clone(),
+            max_response_bytes: self.max_response_bytes,
+            http: self.http.clone(),
+            limiter: self.limiter.clone(),
+            env: self.env.clone(),
+        }
+    }
+
+    /// These options with every transport field set from `transport`: the
+    /// same settings a chat client uses can serve the classifier beside it.
+    ///
+    /// ```
+    /// use toolnexus::classifier::ClassifierOptions;
+    /// use toolnexus::http::TransportOptions;
+    ///
+    /// let t = TransportOptions { base_url: "http://127.0.0.1:8000/v1".into(), timeout_ms: 900, ..Default::default() };
+    /// let opts = ClassifierOptions { model: "jev-1.13".into(), ..Default::default() }.with_transport(t);
+    /// assert_eq!((opts.base_url.as_str(), opts.timeout_ms), ("http://127.0.0.1:8000/v1", 900));
+    /// assert_eq!(opts.model, "jev-1.13", "other fields are kept");
+    /// ```
+    pub fn with_transport(mut self, transport: crate::http::TransportOptions) -> ClassifierOptions {
+        let crate::http::TransportOptions {
+            base_url,
+            api_key_env,
+            headers,
+            timeout_ms,
+            retries,
+            retry_base_ms,
+            retry_budget_ms,
+            retry_jitter,
+            retryable_statuses,
+            on_error,
+            max_response_bytes,
+            http,
+            limiter,
+            env,
+        } = transport;
+        self.base_url = base_url;
+        self.api_key_env = api_key_env;
+        self.headers = headers;
+        self.timeout_ms = timeout_ms;
+        self.retries = retries;
+        self.retry_base_ms = retry_base_ms;
+        self.retry_budget_ms = retry_budget_ms;
+        self.retry_jitter = retry_jitter;
+        self.retryable_statuses = retryable_statuses;
+        self.on_error = on_error;
+        self.max_response_bytes = max_response_bytes;
+        self.http = http;
+        self.limiter = limiter;
+        self.env = env;
+        self
+    }
+}
+
 /// The options with every default applied and checked.
 #[derive(Clone)]
 pub(crate) struct Resolved {
     pub base_url: String,
     pub model: String,
     pub api_key_env: String,
-    pub timeout: Duration,
-    pub retries: u32,
-    pub retry_base: Duration,
-    pub retry_budget: Duration,
-    pub max_response_bytes: usize,
     pub batch_concurrency: usize,
 }
 
@@ -501,25 +578,12 @@ pub(crate) fn resolve(o: &ClassifierOptions) -> Result<Resolved, ClassifierError
             )));
         }
     }
-    let retries = match o.retries {
-        0 => DEFAULT_RETRIES,
-        n if n < 0 => 0,
-        n => n as u32,
-    };
-    let nz = |v: u64, d: u64| if v == 0 { d } else { v };
+    // The transport's own defaults (timeouts, retries, size cap) are applied
+    // where it is built, from `ClassifierOptions::transport`.
     Ok(Resolved {
         base_url,
         model,
         api_key_env,
-        timeout: Duration::from_millis(nz(o.timeout_ms, DEFAULT_TIMEOUT_MS)),
-        retries,
-        retry_base: Duration::from_millis(nz(o.retry_base_ms, DEFAULT_RETRY_BASE_MS)),
-        retry_budget: Duration::from_millis(nz(o.retry_budget_ms, DEFAULT_RETRY_BUDGET_MS)),
-        max_response_bytes: if o.max_response_bytes == 0 {
-            DEFAULT_MAX_RESPONSE_BYTES
-        } else {
-            o.max_response_bytes
-        },
         batch_concurrency: if o.batch_concurrency == 0 {
             DEFAULT_BATCH_CONCURRENCY
         } else {

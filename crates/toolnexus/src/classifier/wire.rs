@@ -13,17 +13,55 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::canonical::canonical_json;
 use super::decision::{
     BoxAnswer, BoxCoordinates, ChoiceAnswer, Decision, DecisionAnswer, NoulAnswer, ScoreAnswer,
     near_uniform,
 };
 use super::question::Questions;
+use crate::canonical::canonical_json;
 use crate::error::{ClassifierError, msg};
 use crate::json::{
     Keys, Skip, StrictValue, duplicate, duplicate_error, is_duplicate, skip_map, skip_seq,
 };
 use crate::usage::ClassifierUsage;
+
+// The public constructors live beside the decoder they call, so the answer
+// types in `decision.rs` import nothing from here and the two files stay a
+// layer apart.
+impl Decision {
+    /// Decodes a wire response strictly (see [`Decision::from_value`]).
+    ///
+    /// ```
+    /// use toolnexus::classifier::Decision;
+    /// let e = Decision::from_slice(br#"{"model":"m","answers":{"q":{"type":"noul"}}}"#).unwrap_err();
+    /// assert_eq!(e.to_string(), "classifier: answer \"q\": noul answer has no \"noul\" number");
+    /// ```
+    pub fn from_slice(b: &[u8]) -> Result<Decision, ClassifierError> {
+        decode_slice(b, None, |e| format!("response is not valid JSON: {e}"))
+    }
+
+    /// Decodes a wire value strictly: it must be an object with a string `model`,
+    /// an object `answers` whose entries each carry a known `type` and their number,
+    /// finite numbers throughout, and `calibrated` a bool, `null` or absent (absent
+    /// and `null` mean `true`). Unknown extra fields are ignored; nothing is repaired.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::classifier::Decision;
+    ///
+    /// let d = Decision::from_value(&json!({
+    ///     "model": "m", "calibrated": null, "extra": 1,
+    ///     "answers": {"q": {"type": "noul", "noul": 0.4}},
+    ///     "usage": {"input_tokens": 3, "output_tokens": 1, "cost": 0.0002}
+    /// }))?;
+    /// assert!(d.calibrated);
+    /// assert_eq!(d.usage.cost, Some(0.0002));
+    /// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+    /// ```
+    pub fn from_value(v: &Value) -> Result<Decision, ClassifierError> {
+        decode_value(v, None)
+    }
+}
 
 /// A decoded decision, and the keys of answers dropped because nobody asked them.
 #[derive(Debug)]

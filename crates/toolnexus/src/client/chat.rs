@@ -1,11 +1,89 @@
 //! Chat messages and replies, and the two wires: building a request body and
 //! reading a response, per [`Style`]. Pure: no I/O.
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde_json::{Map, Value};
 
-use super::Style;
 use crate::canonical::canonical_json;
+use crate::error::{ClassifierError, Scope, msg};
 use crate::usage::ClassifierUsage;
+
+/// Which chat wire a [`Client`](super::Client) speaks.
+///
+/// ```
+/// use toolnexus::client::Style;
+///
+/// let s: Style = "anthropic".parse()?;
+/// assert_eq!(s, Style::Anthropic);
+/// assert_eq!(Style::default().as_str(), "openai");
+/// assert_eq!(
+///     "gemini".parse::<Style>().unwrap_err().to_string(),
+///     "client: unknown style \"gemini\" (want openai|anthropic)"
+/// );
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Style {
+    /// OpenAI-compatible `POST {base_url}/chat/completions` with a Bearer key
+    /// (OpenAI, OpenRouter, vLLM, llama.cpp, Ollama, LM Studio, …).
+    #[default]
+    OpenAi,
+    /// Anthropic's `POST {base_url}/messages` with `x-api-key` and `anthropic-version`.
+    Anthropic,
+}
+
+impl Style {
+    /// The style's spelling: `openai` or `anthropic`.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::client::Style::Anthropic.as_str(), "anthropic");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Style::OpenAi => "openai",
+            Style::Anthropic => "anthropic",
+        }
+    }
+
+    pub(super) fn path(self) -> &'static str {
+        match self {
+            Style::OpenAi => "/chat/completions",
+            Style::Anthropic => "/messages",
+        }
+    }
+
+    /// The response field that says why generation stopped.
+    pub(crate) fn stop_field(self) -> &'static str {
+        match self {
+            Style::OpenAi => "finish_reason",
+            Style::Anthropic => "stop_reason",
+        }
+    }
+}
+
+impl fmt::Display for Style {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Style {
+    type Err = ClassifierError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Style::OpenAi),
+            "anthropic" => Ok(Style::Anthropic),
+            _ => Err(msg::scoped_config(
+                Scope::Client,
+                format!("unknown style {s:?} (want openai|anthropic)"),
+            )),
+        }
+    }
+}
 
 /// Who says a [`ChatMessage`].
 ///

@@ -13,8 +13,9 @@ use std::path::Path;
 use anyhow::Result;
 use futures::StreamExt as _;
 use serde_json::Value;
+use toolnexus::assess::out::{LineFault, OutError, OutFile};
 use toolnexus::assess::{Answered, Drift, DriftOptions, RUN_FORMAT, Run, drift};
-use toolnexus::classifier::{Decision, EvalContext, EvalRequest};
+use toolnexus::classifier::{EvalContext, EvalRequest};
 use toolnexus::judge::{Tape, TapeOutcome};
 
 use crate::args::{DriftArgs, StyleName};
@@ -200,7 +201,7 @@ fn read_side(path: &Path) -> Result<Side> {
     }
     let batch_header = field("toolnexus").and_then(Value::as_str) == Some("batch");
     if batch_header || field("line").is_some() {
-        return read_batch(path, &text, batch_header, head.as_ref());
+        return read_batch(path, &text);
     }
     Err(exit::usage(format!(
         "{}:1: neither an assess run file (a {RUN_FORMAT:?} header) nor a batch out file (a {{\"toolnexus\":\"batch\"}} header, or {{\"line\":n,…}} lines)",
@@ -226,69 +227,46 @@ fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// A batch out file's result lines: `{"line":n,"decision":{…}}` or
-/// `{"line":n,"error":"…"}`; a torn final line (no newline, not JSON) is left
-/// out and said so.
-fn read_batch(path: &Path, text: &str, header: bool, head: Option<&Value>) -> Result<Side> {
+/// A batch out file's result lines (the library's reader), paired by the
+/// input line each answers; a torn final line is left out and said so.
+fn read_batch(path: &Path, text: &str) -> Result<Side> {
     let shown = path.display();
-    let states = head
-        .filter(|_| header)
-        .and_then(|h| h.pointer("/fingerprint/states"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let mut rows = Vec::new();
-    let lines: Vec<(usize, &str)> = text
-        .split_inclusive('\n')
-        .enumerate()
-        .skip(usize::from(header))
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty())
-        .collect();
-    let last = lines.len();
-    for (at, (n, raw)) in lines.into_iter().enumerate() {
-        let line = raw.trim_end();
-        let v: Value = match serde_json::from_str(input::strip_bom(line)) {
-            Ok(v) => v,
-            Err(_) if at + 1 == last && !raw.ends_with('\n') => {
-                tell!(
-                    "warning: {shown}:{n}: torn final line (cut short by an interrupted run) left out"
-                );
-                break;
+    let out = OutFile::parse(text, path).map_err(|e| match e {
+        OutError::BadLine { at, fault, .. } => exit::usage(match fault {
+            LineFault::NotJson(e) => {
+                format!("{shown}:{at}: not JSON at column {}: {e}", e.column())
             }
-            Err(e) => {
-                return Err(exit::usage(format!(
-                    "{shown}:{n}: not JSON at column {}: {e}",
-                    e.column()
-                )));
+            LineFault::NoLineNumber => {
+                format!("{shown}:{at}: a result line has a positive whole \"line\"")
             }
-        };
-        let bad = |what: String| exit::usage(format!("{shown}:{n}: {what}"));
-        let number = v
-            .get("line")
-            .and_then(Value::as_u64)
-            .filter(|x| *x > 0)
-            .ok_or_else(|| bad("a result line has a positive whole \"line\"".to_string()))?;
-        let id = format!("line {number}");
-        let row = match (v.get("decision"), v.get("error")) {
-            (Some(d), None) => Answered::decided(
-                id,
-                Decision::from_value(d).map_err(|e| bad(format!("decision: {}", e.detail())))?,
+            _ => format!(
+                "{shown}:{at}: a result line holds exactly one of \"decision\" and \"error\""
             ),
-            (None, Some(e)) => {
+        }),
+        e => exit::usage(e),
+    })?;
+    let mut rows = Vec::with_capacity(out.lines.len());
+    for l in &out.lines {
+        let id = format!("line {}", l.line);
+        let row = match l.decision() {
+            Some(d) => Answered::decided(
+                id,
+                d.map_err(|e| exit::usage(format!("{shown}:{}: decision: {}", l.at, e.detail())))?,
+            ),
+            None => {
+                let e = &l.value()["error"];
                 Answered::failed(id, e.as_str().map_or_else(|| e.to_string(), str::to_string))
-            }
-            _ => {
-                return Err(bad(
-                    "a result line holds exactly one of \"decision\" and \"error\"".to_string(),
-                ));
             }
         };
         rows.push(row);
     }
+    if let Some(n) = out.torn_line {
+        tell!("warning: {shown}:{n}: torn final line (cut short by an interrupted run) left out");
+    }
     Ok(Side {
         kind: Kind::Batch,
         rows,
-        states,
+        states: out.header.and_then(|h| h.fingerprint).map(|f| f.states),
     })
 }
 

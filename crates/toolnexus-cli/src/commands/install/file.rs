@@ -6,11 +6,12 @@
 //! point leaves the old file or the new one, never a torn one.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use toolnexus::fs::{WriteOptions, write_atomic_with};
 
 use crate::exit;
 
@@ -168,39 +169,10 @@ pub fn replace(config: &Config, text: &str) -> io::Result<()> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map_or("config".into(), |n| n.to_string_lossy());
-    let tmp = dir.join(format!(".{name}.toolnexus-{}.tmp", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(config.mode.map_or(0o666, |m| m & 0o777))
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        if let Some(mode) = config.mode {
-            f.set_permissions(fs::Permissions::from_mode(mode))?;
-        }
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result?;
-    sync_dir(path);
+    let options = match config.mode {
+        Some(mode) => WriteOptions::new().mode(mode),
+        None => WriteOptions::new(),
+    };
+    write_atomic_with(path, text.as_bytes(), &options)?;
     Ok(())
-}
-
-/// Flushes the directory entry of `path` (best effort: a rename or a new file
-/// survives a crash once its directory is synced).
-fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Ok(d) = File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
 }

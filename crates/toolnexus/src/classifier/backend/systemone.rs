@@ -10,7 +10,7 @@ use crate::classifier::question::{Questions, questions_wire};
 use crate::classifier::wire::decode_slice_for;
 use crate::classifier::{EvalContext, Evaluated, Extras};
 use crate::error::{ClassifierError, Scope};
-use crate::http::{Auth, Transport, TransportConfig};
+use crate::http::{Auth, Transport};
 
 /// A System One model behind HTTP.
 pub(crate) struct HttpBackend {
@@ -22,29 +22,16 @@ pub(crate) struct HttpBackend {
 
 impl HttpBackend {
     pub(crate) fn new(o: &ClassifierOptions, r: &Resolved) -> Result<HttpBackend, ClassifierError> {
-        let transport = Transport::new(TransportConfig {
-            scope: Scope::Classifier,
-            endpoint: crate::http::endpoint_url(Scope::Classifier, &r.base_url, "systemone")?,
-            http: o.http.clone(),
-            limiter: o.limiter.clone(),
-            api_key_env: r.api_key_env.clone(),
-            auth: Auth::Bearer,
-            headers: o
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            fixed_headers: Vec::new(),
-            timeout: r.timeout,
-            retries: r.retries,
-            retry_base: r.retry_base,
-            retry_budget: r.retry_budget,
-            jitter: o.retry_jitter,
-            env: o.env.clone(),
-            extra_retryable: o.retryable_statuses.clone(),
-            on_error: o.on_error.clone(),
-            max_response_bytes: r.max_response_bytes,
-        })?;
+        // The preset's key variable when the options name none.
+        let mut transport = o.transport();
+        transport.api_key_env = r.api_key_env.clone();
+        let endpoint = crate::http::endpoint_url(Scope::Classifier, &r.base_url, "systemone")?;
+        let transport = Transport::new(transport.resolve(
+            Scope::Classifier,
+            endpoint,
+            Auth::Bearer,
+            Vec::new(),
+        ))?;
         Ok(HttpBackend {
             transport,
             model: r.model.clone(),

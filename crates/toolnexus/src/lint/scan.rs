@@ -59,10 +59,19 @@ pub struct Spans {
     spans: HashMap<Path, Span>,
 }
 
-/// A 1-based line and column (the column counts characters).
+/// A 1-based line and column (the column counts characters, not bytes).
+///
+/// ```
+/// let mut lint = toolnexus::lint::Lint::new();
+/// lint.add("q.json", r#"{"é": {"type": "noul", "instructions": "Not spam?"}}"#);
+/// let at = lint.finish().findings[0].at;
+/// assert_eq!((at.line, at.column), (1, 41), "at \"Not\", after the two-byte é");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LineCol {
+    /// The line, from 1.
     pub line: usize,
+    /// The character of the line, from 1.
     pub column: usize,
 }
 

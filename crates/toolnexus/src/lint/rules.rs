@@ -1,17 +1,31 @@
 //! The lint rules: stable ids, severities, one-line rationales tied to the
-//! failure modes of judgment models (SPEC §20), and the `--explain` texts.
+//! failure modes of judgment models (SPEC §20), and the long explanations.
 //! An id is never reused or renumbered; a rule that goes away leaves a gap.
 
-/// How much a finding matters. Errors fail the run (exit 1); warnings fail it
-/// with `--strict`; infos never do.
+/// How much a finding matters. Errors fail a check; warnings fail it when
+/// the caller is strict; infos never do ([`Report::failed`](super::Report::failed)).
+///
+/// ```
+/// use toolnexus::lint::Severity;
+/// assert!(Severity::Error > Severity::Warning && Severity::Warning > Severity::Info);
+/// assert_eq!(Severity::Warning.as_str(), "warning");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
+    /// Worth knowing; never fails a check.
     Info,
+    /// Likely wrong; fails a strict check.
     Warning,
+    /// Wrong; fails every check.
     Error,
 }
 
 impl Severity {
+    /// `info`, `warning` or `error`.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus::lint::Severity::Info.as_str(), "info");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Info => "info",
@@ -22,10 +36,19 @@ impl Severity {
 }
 
 /// One rule.
+///
+/// ```
+/// let r = &toolnexus::lint::RULES[0];
+/// assert_eq!((r.id, r.name), ("TNL001", "empty-text"));
+/// assert!(r.explain.contains("Fix:"));
+/// ```
 #[derive(Debug)]
 pub struct Rule {
+    /// The stable id, `TNL001`…: never renumbered or reused.
     pub id: &'static str,
+    /// A short name in kebab case (`empty-text`).
     pub name: &'static str,
+    /// How much a finding of it matters.
     pub severity: Severity,
     /// What goes wrong, in one line.
     pub rationale: &'static str,
@@ -37,10 +60,11 @@ pub struct Rule {
 /// reported as near-duplicates (TNL005), on all-MiniLM-L6-v2 embeddings.
 pub const SIMILAR_CUT: f32 = 0.90;
 
-/// Tokens a request may hold (its questions and its state).
+/// Tokens a request may hold (its questions and its state; TNL012).
 pub const REQUEST_TOKENS: usize = 65_536;
 
-/// Tokens the longest question and the state may hold together.
+/// Tokens the longest question and the state may hold together (TNL012,
+/// TNL013).
 pub const QUESTION_TOKENS: usize = 32_768;
 
 pub const EMPTY_TEXT: &Rule = &RULES[0];
@@ -61,6 +85,11 @@ pub const ZERO_WIDTH: &Rule = &RULES[14];
 pub const LOOK_ALIKE_KEYS: &Rule = &RULES[15];
 
 /// Every rule, in id order.
+///
+/// ```
+/// let ids: Vec<&str> = toolnexus::lint::RULES.iter().map(|r| r.id).collect();
+/// assert_eq!(ids[4], "TNL005");
+/// ```
 pub static RULES: [Rule; 16] = [
     Rule {
         id: "TNL001",
@@ -428,6 +457,12 @@ Fix: rename one of them so the two differ in a way a reader sees.",
 ];
 
 /// The rule with this id (any case), if there is one.
+///
+/// ```
+/// let r = toolnexus::lint::find("tnl006").unwrap();
+/// assert_eq!(r.name, "numeric-threshold");
+/// assert!(toolnexus::lint::find("TNL999").is_none());
+/// ```
 pub fn find(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id.trim()))
 }
