@@ -6,14 +6,13 @@
 
 use std::collections::HashMap;
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use candle_core::Tensor;
 use serde::Deserialize;
 
 use crate::kernels::{
-    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, packed_starts,
-    rows_in_parallel, take,
+    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, gelu_rows, groups,
+    packed_starts, take,
 };
-use crate::modernbert::Packed;
 
 /// The parts of a BERT `config.json` the encoder needs; other fields are ignored.
 #[derive(Debug, Clone, Deserialize)]
@@ -260,111 +259,3 @@ impl Bert {
 /// Tokens per group of rows run through a layer together: enough rows for
 /// the matrix products' kernels, few enough that the buffers stay in cache.
 const GROUP_TOKENS: usize = 2048;
-
-/// [`gelu`] over rows of `width` values, split over threads for large inputs.
-fn gelu_rows(src: &[f32], out: &mut [f32], width: usize) {
-    rows_in_parallel(out, width, |first, out| {
-        gelu(&src[first * width..first * width + out.len()], out);
-    });
-}
-
-/// [`gelu`] as a candle op on a contiguous f32 tensor, for the small heads
-/// that run on candle tensors (Laya's scorer and act head).
-pub(crate) struct Gelu;
-
-impl CustomOp1 for Gelu {
-    fn name(&self) -> &'static str {
-        "gelu-erf"
-    }
-
-    fn cpu_fwd(
-        &self,
-        storage: &CpuStorage,
-        layout: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let CpuStorage::F32(data) = storage else {
-            candle_core::bail!("gelu-erf takes f32 only");
-        };
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("gelu-erf takes a contiguous tensor");
-        };
-        let mut out = vec![0f32; end - start];
-        gelu_rows(&data[start..end], &mut out, 1);
-        Ok((CpuStorage::F32(out), layout.shape().clone()))
-    }
-}
-
-/// GELU with the exact (erf) form BERT uses, with an erf accurate to f32
-/// rounding.
-pub(crate) fn gelu(src: &[f32], out: &mut [f32]) {
-    for (o, &x) in out.iter_mut().zip(src) {
-        *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
-    }
-}
-
-/// erf(x) in f32 as a rational function of x (odd degree 13 over even degree
-/// 8, on [-4, 4]; ±1 to f32 precision outside). Absolute error below 1e-7.
-#[inline(always)]
-fn erf(x: f32) -> f32 {
-    let x = x.clamp(-4.0, 4.0);
-    let x2 = x * x;
-    let mut p = -2.726_142_3e-10_f32;
-    p = p * x2 + 2.770_681_4e-8;
-    p = p * x2 - 2.101_024e-6;
-    p = p * x2 - 5.692_506_4e-5;
-    p = p * x2 - 7.349_906_3e-4;
-    p = p * x2 - 2.954_6e-3;
-    p = p * x2 - 1.609_603_3e-2;
-    let mut q = -1.456_607_2e-5_f32;
-    q = q * x2 - 2.133_740_6e-4;
-    q = q * x2 - 1.682_827e-3;
-    q = q * x2 - 7.373_329e-3;
-    q = q * x2 - 1.426_474e-2;
-    x * p / q
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn erf_is_accurate_to_f32() {
-        // erf at a few points, to 12 digits.
-        let table = [
-            (0.0, 0.0),
-            (0.1, 0.112_462_916_018),
-            (0.5, 0.520_499_877_813),
-            (1.0, 0.842_700_792_950),
-            (1.5, 0.966_105_146_475),
-            (2.0, 0.995_322_265_019),
-            (3.0, 0.999_977_909_503),
-            (5.0, 1.0),
-        ];
-        for (x, want) in table {
-            assert!((f64::from(erf(x as f32)) - want).abs() < 2e-7, "erf({x})");
-            assert!((f64::from(erf(-x as f32)) + want).abs() < 2e-7, "erf(-{x})");
-        }
-    }
-
-    #[test]
-    fn the_kernel_matches_gelu_erf_serial_and_parallel() {
-        use candle_core::{DType, Device};
-        for n in [7, (1 << 16) + 13] {
-            let x = Tensor::arange(0u32, n as u32, &Device::Cpu)
-                .unwrap()
-                .to_dtype(DType::F32)
-                .unwrap();
-            let x = x.affine(12.0 / n as f64, -6.0).unwrap();
-            let want = x.gelu_erf().unwrap().to_vec1::<f32>().unwrap();
-            let src = x.to_vec1::<f32>().unwrap();
-            let mut got = vec![0f32; n];
-            gelu_rows(&src, &mut got, 1);
-            let gap = want
-                .iter()
-                .zip(&got)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f32::max);
-            assert!(gap < 2e-6, "n = {n}: {gap}");
-        }
-    }
-}

@@ -11,11 +11,12 @@ use candle_nn::{Linear, VarBuilder};
 use serde_json::Value;
 use tokenizers::Tokenizer;
 use toolnexus::classifier::{
-    BoxFuture, ChoiceAnswer, Classifier, ClassifierError, ClassifierUsage, Content, Decision,
-    DecisionAnswer, EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions,
-    ScoreAnswer, near_uniform, validate_questions,
+    BoxFuture, ChoiceAnswer, Classifier, ClassifierError, Content, Decision, DecisionAnswer,
+    EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions, ScoreAnswer,
+    near_uniform, validate_questions,
 };
 
+use crate::engine::{self, EngineInfo, ModelDir, QuestionKinds, local_decision};
 use crate::error::{LocalError, msg};
 use crate::modernbert::{
     EncoderConfig, Fields, ModernBert, read_checkpoint_file, read_safetensors, read_tokenizer,
@@ -28,6 +29,15 @@ pub const DECISIONTUNE_STYLE: &str = "decisiontune";
 
 /// The model name DecisionTune decisions carry.
 pub const DECISIONTUNE_MODEL: &str = "decisiontune-1.0";
+
+/// The DecisionTune engine: `--style decisiontune`, on a checkpoint directory.
+pub const DECISIONTUNE_ENGINE: EngineInfo = EngineInfo {
+    name: DECISIONTUNE_STYLE,
+    summary: "answers on this machine with the open-weights DecisionTune model (uncalibrated)",
+    answers: QuestionKinds::NOUL_CHOICE_SCORE,
+    model_dir: ModelDir::Checkpoint,
+    student: false,
+};
 
 /// The hub repository of DecisionTune 1.0 (fetch it yourself; nothing here
 /// downloads).
@@ -142,7 +152,7 @@ fn verify(dir: &Path) -> Result<(), LocalError> {
                 }
             }
         }
-        let got = crate::embed::file_sha256(&path).map_err(|e| msg::read_checkpoint(&path, e))?;
+        let got = crate::pins::file_sha256(&path).map_err(|e| msg::read_checkpoint(&path, e))?;
         if !got.eq_ignore_ascii_case(want) {
             return Err(msg::digest(&path, &manifest, want, &got));
         }
@@ -234,16 +244,7 @@ impl DecisionTune {
             };
             answers.insert(row.key.clone(), answer);
         }
-        Ok(Decision {
-            model: DECISIONTUNE_MODEL.to_string(),
-            answers,
-            usage: ClassifierUsage {
-                input_tokens: i64::try_from(tokens).unwrap_or(i64::MAX),
-                output_tokens: 0,
-                cost: None,
-            },
-            calibrated: false,
-        })
+        Ok(local_decision(DECISIONTUNE_MODEL, answers, tokens))
     }
 
     /// Every row of a call with its ids, logits and probabilities, in
@@ -397,8 +398,9 @@ fn option_text(key: &str, description: Option<&Content>) -> String {
     }
 }
 
-/// Runs [`DecisionTune::decide`] off the async threads. A model override,
-/// image assets and extra fields are refused.
+/// Runs [`DecisionTune::decide`] off the async threads, after the shared
+/// checks of every engine: a model override, image assets, extra fields and
+/// box questions are refused.
 impl Evaluator for DecisionTune {
     fn call(
         &self,
@@ -406,12 +408,13 @@ impl Evaluator for DecisionTune {
         request: EvalRequest,
     ) -> BoxFuture<Result<Decision, ClassifierError>> {
         let me = self.clone();
-        if let Err(e) = request.refuse_beyond(DECISIONTUNE_STYLE, DECISIONTUNE_MODEL) {
-            return Box::pin(async move { Err(e) });
-        }
-        crate::laya::off_thread(DECISIONTUNE_STYLE, move || {
-            me.decide(&request.state, &request.questions)
-        })
+        engine::run(
+            &DECISIONTUNE_ENGINE,
+            DECISIONTUNE_MODEL,
+            DECISIONTUNE_STYLE,
+            request,
+            move |r| me.decide(&r.state, &r.questions),
+        )
     }
 }
 
@@ -423,8 +426,9 @@ impl Evaluator for DecisionTune {
 /// a cache never serves one checkpoint's answer for another's.
 pub fn decisiontune(model: DecisionTune) -> Classifier {
     let files = crate::modernbert::files_fingerprint(&model.inner.dir, &["manifest.json"]);
-    Classifier::from_evaluator(DECISIONTUNE_MODEL, model)
-        .with_fingerprint_part(DECISIONTUNE_STYLE, files)
+    let judge = Classifier::from_evaluator(DECISIONTUNE_MODEL, model)
+        .with_fingerprint_part(DECISIONTUNE_STYLE, files);
+    engine::marked_local(judge, DECISIONTUNE_STYLE, DECISIONTUNE_MODEL)
 }
 
 #[cfg(test)]

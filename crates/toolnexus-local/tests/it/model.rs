@@ -56,7 +56,7 @@ fn model() -> Option<&'static Embedder> {
 }
 
 fn reference() -> Value {
-    let text = include_str!("fixtures/reference.json");
+    let text = include_str!("../fixtures/reference.json");
     serde_json::from_str(text).expect("the reference fixture is JSON")
 }
 
