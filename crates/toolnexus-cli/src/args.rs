@@ -84,13 +84,27 @@ impl Cli {
         T: Into<std::ffi::OsString> + Clone,
     {
         use clap::{CommandFactory as _, FromArgMatches as _};
-        let matches = negatives_are_values(Cli::command()).try_get_matches_from(args)?;
+        let cmd = with_style_help(negatives_are_values(Cli::command()));
+        let matches = cmd.try_get_matches_from(args)?;
         Cli::from_arg_matches(&matches)
     }
 }
 
 /// `cmd` and its subcommands with every option that takes a value accepting
 /// a negative number as one.
+/// Every `--style` with no help of its own gets the one written from the
+/// engine registry: a new engine shows up there by registering.
+fn with_style_help(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        if a.get_id() == "style" && a.get_help().is_none() {
+            a.help(style_help())
+        } else {
+            a
+        }
+    })
+    .mut_subcommands(with_style_help)
+}
+
 fn negatives_are_values(cmd: clap::Command) -> clap::Command {
     cmd.mut_args(|a| {
         if a.get_action().takes_values() {

@@ -37,11 +37,17 @@ pub struct EngineSpec<'a> {
     /// Where `TOOLNEXUS_MODEL_DIR` and `HOME` are read (the process
     /// environment by default).
     pub env: EnvSource,
+    /// The embedded model, when the surface has loaded it already (a stack
+    /// loads it once for an engine and the cascade in front of it).
+    pub embedder: Option<&'a Embedder>,
 }
 
 impl EngineSpec<'_> {
     /// The embedded model from the given directory, else the default one.
     fn embedder(&self) -> Result<Embedder, LocalError> {
+        if let Some(e) = self.embedder {
+            return Ok(e.clone());
+        }
         Embedder::load(model_dir(self.model_dir, &self.env)?)
     }
 

@@ -10,6 +10,8 @@ use toolnexus::client::{ClientOptions, create_client};
 use toolnexus::cost::Pricing;
 use toolnexus::judge::{Tape, TapeOutcome};
 
+use toolnexus_local::{Engine, EngineSpec, ModelDir, Registry};
+
 use crate::error::{StackError, bad};
 use crate::spec::{StackSpec, StudentSource, TapeSource};
 use crate::stack::Stack;
@@ -17,17 +19,35 @@ use crate::stack::Stack;
 /// The styles that ask a backend over the network.
 const LIVE: [&str; 2] = ["systemone", "llm"];
 /// The styles that replay recordings.
-const RECORDED: [&str; 2] = ["tape", "static"];
-/// The engines that judge on this machine.
-const ENGINES: [&str; 4] = ["local", "student", "laya", "decisiontune"];
-
-/// The styles a spec may name, in the order help lists them.
+const RECORDED: [&str; 2] = ["static", "tape"];
+/// The styles a spec may name, in the order help lists them: the remote and
+/// recorded styles, then every engine of the built-in [`Registry`].
 pub fn style_names() -> Vec<&'static str> {
+    let engines = Registry::builtin();
     LIVE.iter()
         .chain(&RECORDED)
-        .chain(&ENGINES)
         .copied()
+        .chain(engines.iter().map(|e| e.info.name))
         .collect()
+}
+
+/// One line on what `style` is, as `serve`'s model list and the `--style`
+/// help say it: the remote and recorded styles' own, an engine's from its
+/// registry entry (`engines`: a surface's own registry, or the built-in one).
+///
+/// ```
+/// use toolnexus_local::Registry;
+/// let engines = Registry::builtin();
+/// assert!(toolnexus_stack::style_summary(&engines, "laya").unwrap().contains("Laya"));
+/// assert_eq!(toolnexus_stack::style_summary(&engines, "nope"), None);
+/// ```
+pub fn style_summary(engines: &Registry, style: &str) -> Option<&'static str> {
+    Some(match style {
+        "systemone" => "forwards each request to the System One backend behind it",
+        "llm" => "emulates a System One model over a chat model (uncalibrated)",
+        "static" | "tape" => "replays recorded decisions; a request never recorded is a 404",
+        name => engines.get(name)?.info.summary,
+    })
 }
 
 /// Whether a style name is an engine that judges on this machine (what a
@@ -38,7 +58,7 @@ pub fn style_names() -> Vec<&'static str> {
 /// assert!(!toolnexus_stack::is_local_style("systemone"));
 /// ```
 pub fn is_local_style(name: &str) -> bool {
-    ENGINES.contains(&name)
+    Registry::builtin().get(name).is_some()
 }
 
 /// The style a spec runs: the one named, else `tape` with a tape, else `systemone`.
@@ -49,10 +69,14 @@ fn style_of(spec: &StackSpec) -> Result<String, StackError> {
         (None, None) if spec.tape_match.is_some() => "tape".to_string(),
         (None, None) => "systemone".to_string(),
     };
-    if !style_names().contains(&style.as_str()) {
+    let engines = registry(spec);
+    let known = |s: &str| LIVE.contains(&s) || RECORDED.contains(&s) || engines.get(s).is_some();
+    if !known(&style) {
+        let mut all: Vec<&str> = LIVE.iter().chain(&RECORDED).copied().collect();
+        all.extend(engines.iter().map(|e| e.info.name));
         return bad(format!(
             "--style {style}: no such style (want {})",
-            style_names().join("|")
+            all.join("|")
         ));
     }
     Ok(style)
@@ -81,26 +105,19 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
         ));
     }
     let call = || spec.call.clone().unwrap_or_else(|| "cli".to_string());
-    let local = ENGINES.contains(&style.as_str());
-    // The embedded model, loaded once for the style and a cascade's student.
+    // The embedded model, loaded once for an engine and a cascade's student.
     let mut shared: Option<toolnexus_local::Embedder> = None;
+    let engines = registry(spec);
     let mut stack = match style.as_str() {
-        "local" => {
-            let e = embedder(spec.model_dir.as_deref())?;
-            shared = Some(e.clone());
-            bare(toolnexus_local::zero_shot(e), &style, call())
-        }
-        "student" => bare(
-            toolnexus_local::student::student(local_student(spec, &style, None)?),
-            &style,
-            call(),
-        ),
-        "laya" | "decisiontune" => bare(
-            open_weights(&style, spec.model_dir.as_deref())?,
-            &style,
-            call(),
-        ),
         "systemone" | "llm" => bare(live_classifier(spec, &style)?, &style, call()),
+        name if !RECORDED.contains(&name) => {
+            let Some(engine) = engines.get(name) else {
+                return bad(format!("--style {name}: no such style"));
+            };
+            let (classifier, loaded) = open_engine(spec, engine)?;
+            shared = loaded;
+            bare(classifier, &style, call())
+        }
         _ => {
             let (tape, label) = load_tape(spec.tape.as_ref())?;
             let call = pick_call(&tape, &label, spec.call.as_deref(), &style)?;
@@ -117,7 +134,8 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
             s
         }
     };
-    if local {
+    // Locality is the engine's identity, never a list of names.
+    if stack.classifier.identity().local {
         stack.pricing = Pricing::Local;
     }
     if !spec.fallback_base_urls.is_empty() {
@@ -264,20 +282,65 @@ pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder, StackEr
     toolnexus_local::Embedder::load(&dir).map_err(|e| StackError::new(e.to_string()))
 }
 
-/// `laya` or `decisiontune` on the checkpoint in `dir`. A directory that is
-/// not such a checkpoint is named with the file and field at fault.
-fn open_weights(name: &str, dir: Option<&Path>) -> Result<Classifier, StackError> {
-    let Some(dir) = dir else {
-        return bad(format!(
-            "--style {name} needs --model-dir DIR: the directory of a downloaded {name} checkpoint"
-        ));
+/// The registry a spec builds its engines from: its own, else the built-in one.
+fn registry(spec: &StackSpec) -> Registry {
+    spec.engines.clone().unwrap_or_else(Registry::builtin)
+}
+
+/// An engine of the registry on what the spec gives it, with the embedded
+/// model it loaded (for a cascade in front to share). What the engine needs
+/// and is not given is refused naming the option; a checkpoint that is not
+/// the engine's is named with the file and field at fault.
+fn open_engine(
+    spec: &StackSpec,
+    engine: &Engine,
+) -> Result<(Classifier, Option<toolnexus_local::Embedder>), StackError> {
+    let name = engine.info.name;
+    let student = match engine.info.student {
+        true => Some(load_student(spec)?),
+        false => None,
     };
-    let loaded = match name {
-        "laya" => toolnexus_local::Laya::load(dir).map(toolnexus_local::laya),
-        _ => toolnexus_local::DecisionTune::load(dir).map(toolnexus_local::decisiontune),
+    let on = |embedder, model_dir| EngineSpec {
+        model_dir,
+        student: student.as_ref().map(|(s, _)| s),
+        embedder,
+        ..Default::default()
     };
-    loaded
-        .map_err(|e| StackError::new(format!("--style {name} --model-dir {}: {e}", dir.display())))
+    let misfit = |e: toolnexus_local::LocalError| match &student {
+        Some((_, shown)) => StackError::new(format!("--student {shown}: {e}")),
+        None => StackError::new(e.to_string()),
+    };
+    match engine.info.model_dir {
+        ModelDir::Checkpoint => {
+            let Some(dir) = spec.model_dir.as_deref() else {
+                return bad(format!(
+                    "--style {name} needs --model-dir DIR: the directory of a downloaded {name} checkpoint"
+                ));
+            };
+            let built = engine.open(&on(None, Some(dir))).map_err(|e| {
+                StackError::new(format!("--style {name} --model-dir {}: {e}", dir.display()))
+            })?;
+            Ok((built, None))
+        }
+        ModelDir::Embedded => {
+            let e = embedder(spec.model_dir.as_deref())?;
+            let built = engine.open(&on(Some(&e), None)).map_err(misfit)?;
+            Ok((built, Some(e)))
+        }
+        _ => Ok((engine.open(&on(None, None)).map_err(misfit)?, None)),
+    }
+}
+
+/// The spec's student, and how messages name it.
+fn load_student(spec: &StackSpec) -> Result<(Student, String), StackError> {
+    match &spec.student {
+        None => bad("--style student and --cascade need --student FILE (from toolnexus distill)"),
+        Some(StudentSource::Loaded(s, label)) => Ok((Student::clone(s), label.clone())),
+        Some(StudentSource::File(path)) => Ok((
+            Student::load(path).map_err(|e| StackError::new(format!("--student: {e}")))?,
+            path.display().to_string(),
+        )),
+    }
 }
 
 /// The spec's student on the embedded model.
@@ -286,24 +349,15 @@ fn local_student(
     style: &str,
     loaded: Option<toolnexus_local::Embedder>,
 ) -> Result<toolnexus_local::student::LocalStudent, StackError> {
-    let (student, shown) = match &spec.student {
-        None => {
-            return bad(
-                "--style student and --cascade need --student FILE (from toolnexus distill)",
-            );
-        }
-        Some(StudentSource::Loaded(s, label)) => (Student::clone(s), label.clone()),
-        Some(StudentSource::File(path)) => (
-            toolnexus_local::student::Student::load(path)
-                .map_err(|e| StackError::new(format!("--student: {e}")))?,
-            path.display().to_string(),
-        ),
-    };
+    let (student, shown) = load_student(spec)?;
     // With a checkpoint style, the model directory is the checkpoint's: the
     // student's embedded model is then in the default directory.
-    let dir = match style {
-        "laya" | "decisiontune" => None,
-        _ => spec.model_dir.as_deref(),
+    let checkpoint = registry(spec)
+        .get(style)
+        .is_some_and(|e| e.info.model_dir == ModelDir::Checkpoint);
+    let dir = match checkpoint {
+        true => None,
+        false => spec.model_dir.as_deref(),
     };
     let embedder = match loaded {
         Some(e) => e,

@@ -72,6 +72,9 @@ pub struct StackSpec {
     pub caps: Option<Caps>,
     /// A decision cache and how long a floating alias's resolution is trusted.
     pub cache: Option<(Arc<dyn Cache>, Duration)>,
+    /// The engines the style may name (the built-in registry when `None`): a
+    /// surface that registers an engine of its own passes it here.
+    pub engines: Option<toolnexus_local::Registry>,
 }
 
 /// Where a tape comes from.

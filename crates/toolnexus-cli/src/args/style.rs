@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-/// The style names the command line accepts.
+/// The style names the command line accepts: the remote and recorded styles,
+/// and every engine of `toolnexus-local`'s registry by its own name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StyleName {
     /// A System One model over HTTP.
@@ -17,17 +18,15 @@ pub enum StyleName {
     Static,
     /// Recorded decisions from a tape, matched on call name, questions and state.
     Tape,
-    /// The embedded model, zero-shot: a heuristic for topical choices (uncalibrated).
-    Local,
-    /// A student distilled from a teacher (`--student FILE`), on the embedded model.
-    Student,
-    /// The open-weights Laya decision model on this machine (`--model-dir DIR`).
-    Laya,
-    /// The open-weights DecisionTune 1.0 model on this machine (`--model-dir DIR`).
-    DecisionTune,
+    /// An engine that judges on this machine (`local`, `student`, `laya`, …),
+    /// as its registry entry names it.
+    Engine(&'static str),
 }
 
 impl StyleName {
+    /// The embedded model, zero-shot.
+    pub const LOCAL: StyleName = StyleName::Engine("local");
+
     /// The spelling on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -35,28 +34,48 @@ impl StyleName {
             StyleName::Llm => "llm",
             StyleName::Static => "static",
             StyleName::Tape => "tape",
-            StyleName::Local => "local",
-            StyleName::Student => "student",
-            StyleName::Laya => "laya",
-            StyleName::DecisionTune => "decisiontune",
+            StyleName::Engine(name) => name,
         }
     }
 }
 
 pub(crate) fn parse_style(s: &str) -> Result<StyleName, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
+    let s = s.trim().to_ascii_lowercase();
+    match s.as_str() {
         "systemone" => Ok(StyleName::SystemOne),
         "llm" => Ok(StyleName::Llm),
         "static" => Ok(StyleName::Static),
         "tape" => Ok(StyleName::Tape),
-        "local" => Ok(StyleName::Local),
-        "student" => Ok(StyleName::Student),
-        "laya" => Ok(StyleName::Laya),
-        "decisiontune" => Ok(StyleName::DecisionTune),
-        _ => Err(format!(
-            "unknown style {s:?} (want systemone|llm|static|tape|local|student|laya|decisiontune)"
-        )),
+        name => match toolnexus_local::Registry::builtin().get(name) {
+            Some(engine) => Ok(StyleName::Engine(engine.info.name)),
+            None => Err(format!(
+                "unknown style {s:?} (want {})",
+                toolnexus_stack::style_names().join("|")
+            )),
+        },
     }
+}
+
+/// The `--style` help: the remote and recorded styles, then each engine of the
+/// registry with its own summary.
+pub fn style_help() -> String {
+    let mut text = String::from(
+        "Where decisions come from: systemone (a System One model over HTTP), llm (an emulation over a chat model), \
+         static or tape (recorded decisions from a tape)",
+    );
+    for e in toolnexus_local::Registry::builtin().iter() {
+        text.push_str(&format!(", {} ({})", e.info.name, e.info.summary));
+    }
+    text.push_str(
+        ". Default: tape when --tape is given, systemone when the API key variable is set, else (eval, serve) \
+         the built-in demo tape; other commands then send nothing and exit 2 saying how to get a real answer. \
+         laya and decisiontune run the open-weights decision models on this machine from the checkpoint in \
+         --model-dir (downloaded by you; nothing here downloads). Proven: they reproduce their reference \
+         packages (laya 0.4.15, decision-tune 1.0.0) on tiny random models, every token id and every number \
+         within 1e-4. Not proven here: how good the real weights are on your questions; measure that with \
+         `toolnexus assess`.",
+    );
+    text
 }
 
 pub(crate) fn parse_backend(s: &str) -> Result<toolnexus::classifier::Backend, String> {
@@ -80,16 +99,7 @@ pub(crate) fn parse_chat_style(s: &str) -> Result<toolnexus::client::Style, Stri
 /// How to reach a live model: the System One and Llm styles.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LiveArgs {
-    /// systemone | llm | static | tape | local | student | laya | decisiontune.
-    /// Default: tape when --tape is given, systemone when the API key variable
-    /// is set, else (eval, serve) the built-in demo tape; other commands then
-    /// send nothing and exit 2 saying how to get a real answer. laya and decisiontune
-    /// run the open-weights decision models on this machine from the checkpoint
-    /// in --model-dir (downloaded by you; nothing here downloads). Proven: they
-    /// reproduce their reference packages (laya 0.4.15, decision-tune 1.0.0) on
-    /// tiny random models, every token id and every number within 1e-4. Not
-    /// proven here: how good the real weights are on your questions; measure
-    /// that with `toolnexus assess`.
+    // Its help is written from the engine registry: see `style_help`.
     #[arg(long, value_name = "STYLE", value_parser = parse_style)]
     pub style: Option<StyleName>,
     /// The model to ask for (default: the backend preset's, e.g. jev-latest).

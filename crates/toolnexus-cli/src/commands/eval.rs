@@ -85,7 +85,7 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
     render::with_cost(&mut wire, &done.cost);
     // Said after the answer, so it agrees with the decision's own `calibrated`
     // (a --calibration file may have applied).
-    if built.style == StyleName::Local {
+    if built.style == StyleName::LOCAL {
         status(format!(
             "heuristic: the zero-shot style compares the state with the question's own words on this machine; \
              good for topical choices only, {}",
@@ -109,7 +109,7 @@ pub async fn run(args: EvalArgs) -> Result<Exit> {
         (false, _) => {
             if example.is_some()
                 || built.offline_reason.is_some()
-                || built.style == StyleName::Local
+                || built.style == StyleName::LOCAL
             {
                 println!();
             }

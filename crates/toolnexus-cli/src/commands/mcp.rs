@@ -113,7 +113,7 @@ fn pick_style(args: &StyleArgs) -> Result<StyleArgs> {
     )
     .map_err(|e| exit::usage(format!("--model-dir: {e}")))?;
     if dir.join("model.safetensors").is_file() && dir.join("tokenizer.json").is_file() {
-        args.live.style = Some(StyleName::Local);
+        args.live.style = Some(StyleName::LOCAL);
         return Ok(args);
     }
     // The one no-key line every command says (then --style local is the default).

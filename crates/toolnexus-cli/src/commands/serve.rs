@@ -178,25 +178,9 @@ impl Reworded {
 /// other than System One the SDKs' default name as an alias of it.
 fn listed_models(built: &style::Built, calibration: bool) -> Vec<(String, String)> {
     let model = built.classifier.model().to_string();
-    let what = match built.style {
-        StyleName::SystemOne => "forwards each request to the System One backend behind it",
-        StyleName::Llm => "emulates a System One model over a chat model (uncalibrated)",
-        StyleName::Static | StyleName::Tape => {
-            "replays recorded decisions; a request never recorded is a 404"
-        }
-        StyleName::Local => {
-            "answers on this machine with the embedded model, zero-shot: a heuristic for topical choices (uncalibrated)"
-        }
-        StyleName::Student => {
-            "answers on this machine with a student distilled from a teacher (uncalibrated)"
-        }
-        StyleName::Laya => {
-            "answers on this machine with the open-weights Laya model (calibrated by the checkpoint's own temperatures)"
-        }
-        StyleName::DecisionTune => {
-            "answers on this machine with the open-weights DecisionTune model (uncalibrated)"
-        }
-    };
+    let what =
+        toolnexus_stack::style_summary(&toolnexus_local::Registry::builtin(), built.style.as_str())
+            .unwrap_or("answers on this machine");
     // Not style::describe: that names the tape file, and a client has no
     // business knowing paths on the server.
     let served = match built.style {
