@@ -9,7 +9,7 @@ When the `tokenizers` package is importable, its token ids are compared with our
 and any difference is an error; it is never used to produce the vectors.
 
 Writes crates/toolnexus-local/tests/fixtures/reference.json (or --out FILE), which
-tests/model.rs compares against within 1e-4.
+tests/it/model.rs compares against within 1e-4.
 
 Usage:
   python3 -m venv /tmp/ref && /tmp/ref/bin/pip install numpy tokenizers

@@ -9,77 +9,9 @@ use anyhow::Result;
 use serde_json::Value;
 use toolnexus::classifier::{Questions, questions_from_wire, validate_questions};
 
+pub use toolnexus::classifier::{json_error, json_kind, parse_json_text, strip_bom};
+
 use crate::exit;
-
-/// What a serde_json error says, without its ` at line L column C`.
-fn what(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    match full.rsplit_once(" at line ") {
-        Some((what, _)) => what.to_string(),
-        None => full,
-    }
-}
-
-/// `invalid JSON at line L, column C: <what>` for a serde_json error.
-pub fn json_error(e: &serde_json::Error) -> String {
-    format!(
-        "invalid JSON at line {}, column {}: {}",
-        e.line(),
-        e.column(),
-        what(e)
-    )
-}
-
-/// [`json_error`] for an error in `text`, where an input that ends too soon is
-/// placed at its last character (serde_json says "column 0" of the line after).
-pub fn json_error_in(text: &str, e: &serde_json::Error) -> String {
-    if !e.is_eof() {
-        return json_error(e);
-    }
-    let end = text.trim_end();
-    let line = end.matches('\n').count() + 1;
-    let column = end.rsplit('\n').next().map_or(0, |l| l.chars().count());
-    format!(
-        "invalid JSON: the input ends at line {line}, column {column}: {}",
-        what(e)
-    )
-}
-
-/// Parses JSON text the way every input of the command line is read: a UTF-8
-/// byte-order mark is skipped, a syntax error names its line and column, and
-/// an object with the same key twice (a question, an option, a state field) is
-/// an error naming the key — the library's strict parser, never "the last one
-/// wins".
-pub fn parse_json_text(text: &str) -> Result<Value, String> {
-    let text = strip_bom(text);
-    let v: Value = serde_json::from_str(text).map_err(|e| json_error_in(text, &e))?;
-    if has_objects(&v) {
-        toolnexus::classifier::parse_json_strict(text.as_bytes()).map_err(|e| {
-            let d = e.detail();
-            d.strip_prefix("JSON has ").map_or(d.to_string(), |rest| {
-                let rest = rest
-                    .replacen(" twice at line ", " appears twice, at line ", 1)
-                    .replacen(" column ", ", column ", 1);
-                format!("invalid JSON: {rest}")
-            })
-        })?;
-    }
-    Ok(v)
-}
-
-/// Whether a value holds an object anywhere (only those can repeat a key).
-fn has_objects(v: &Value) -> bool {
-    match v {
-        Value::Object(_) => true,
-        Value::Array(a) => a.iter().any(has_objects),
-        _ => false,
-    }
-}
-
-/// Text without a leading UTF-8 byte-order mark.
-pub fn strip_bom(text: &str) -> &str {
-    text.strip_prefix('\u{feff}').unwrap_or(text)
-}
 
 /// Reads a whole file as text; a failure is bad input (exit 2) naming the flag.
 /// A directory says so; `/dev/stdin`, `<(…)` and other streams are read to
@@ -100,18 +32,6 @@ pub fn read_file(flag: &str, path: &Path) -> Result<String> {
             path.display()
         ))
     })
-}
-
-/// A JSON value's kind, with its article, for messages (`a string`, `null`).
-pub fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Whether `arg` reads as inline JSON rather than a path.
@@ -262,9 +182,13 @@ pub fn parse_line(n: usize, text: &str) -> Result<Value, String> {
         } else {
             e.column()
         };
-        format!("line {n}: invalid JSON at column {column}: {}", what(&e))
+        format!(
+            "line {n}: invalid JSON at column {column}: {}",
+            toolnexus::classifier::json_error_what(&e)
+        )
     })?;
-    if has_objects(&v) {
+    // Only an object can hold a key twice.
+    if text.contains('{') {
         toolnexus::classifier::parse_json_strict(text.as_bytes()).map_err(|e| {
             let d = e.detail();
             let d = d.strip_prefix("JSON has ").unwrap_or(d);

@@ -5,80 +5,13 @@
 
 use serde_json::Value;
 
-/// What a serde_json error says, without its ` at line L column C`.
-fn what(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    match full.rsplit_once(" at line ") {
-        Some((what, _)) => what.to_string(),
-        None => full,
-    }
-}
-
-/// `invalid JSON at line L, column C: <what>`, where an input that ends too
-/// soon is placed at its last character (serde_json says "column 0" of the
-/// line after).
-fn json_error_in(text: &str, e: &serde_json::Error) -> String {
-    if !e.is_eof() {
-        return format!(
-            "invalid JSON at line {}, column {}: {}",
-            e.line(),
-            e.column(),
-            what(e)
-        );
-    }
-    let end = text.trim_end();
-    let line = end.matches('\n').count() + 1;
-    let column = end.rsplit('\n').next().map_or(0, |l| l.chars().count());
-    format!(
-        "invalid JSON: the input ends at line {line}, column {column}: {}",
-        what(e)
-    )
-}
-
-/// Text without a leading UTF-8 byte-order mark.
-pub(crate) fn strip_bom(text: &str) -> &str {
-    text.strip_prefix('\u{feff}').unwrap_or(text)
-}
+pub(crate) use toolnexus::classifier::json_kind as kind;
 
 /// Parses JSON text strictly: a byte-order mark is skipped, a syntax error
 /// names its line and column, and an object with the same key twice is an
 /// error naming the key (the library's strict parser).
 pub(crate) fn parse_strict(text: &str) -> Result<Value, String> {
-    let text = strip_bom(text);
-    let v: Value = serde_json::from_str(text).map_err(|e| json_error_in(text, &e))?;
-    if has_objects(&v) {
-        toolnexus::classifier::parse_json_strict(text.as_bytes()).map_err(|e| {
-            let d = e.detail();
-            d.strip_prefix("JSON has ").map_or(d.to_string(), |rest| {
-                let rest = rest
-                    .replacen(" twice at line ", " appears twice, at line ", 1)
-                    .replacen(" column ", ", column ", 1);
-                format!("invalid JSON: {rest}")
-            })
-        })?;
-    }
-    Ok(v)
-}
-
-/// Whether a value holds an object anywhere (only those can repeat a key).
-fn has_objects(v: &Value) -> bool {
-    match v {
-        Value::Object(_) => true,
-        Value::Array(a) => a.iter().any(has_objects),
-        _ => false,
-    }
-}
-
-/// A JSON value's kind, with its article, for messages (`a string`, `null`).
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    toolnexus::classifier::parse_json_text(text)
 }
 
 /// A message on one line: its lines trimmed and joined by spaces, so a

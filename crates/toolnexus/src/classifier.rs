@@ -85,7 +85,10 @@ pub use crate::defaults::{
 pub use crate::env::EnvSource;
 pub(crate) use crate::error::msg;
 pub use crate::error::{ClassifierError, ErrorKind};
-pub use crate::json::parse_json_strict;
+pub use crate::json::{
+    json_error, json_error_in, json_error_what, json_kind, parse_json_strict, parse_json_text,
+    strip_bom,
+};
 pub use crate::retry::{
     DEFAULT_RETRYABLE_STATUSES, ErrorInfo, ErrorTier, Jitter, MAX_RETRY_AFTER, OnErrorFn,
 };

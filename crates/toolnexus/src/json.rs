@@ -199,3 +199,116 @@ impl Keys {
         Ok(())
     }
 }
+
+/// What a serde_json error says, without its ` at line L column C`.
+///
+/// ```
+/// let e = serde_json::from_str::<serde_json::Value>("[1,]").unwrap_err();
+/// assert_eq!(toolnexus::classifier::json_error_what(&e), "trailing comma");
+/// ```
+pub fn json_error_what(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    match full.rsplit_once(" at line ") {
+        Some((what, _)) => what.to_string(),
+        None => full,
+    }
+}
+
+/// `invalid JSON at line L, column C: <what>` for a serde_json error.
+///
+/// ```
+/// let e = serde_json::from_str::<serde_json::Value>("{\"a\": tru}").unwrap_err();
+/// assert_eq!(toolnexus::classifier::json_error(&e), "invalid JSON at line 1, column 10: expected ident");
+/// ```
+pub fn json_error(e: &serde_json::Error) -> String {
+    format!(
+        "invalid JSON at line {}, column {}: {}",
+        e.line(),
+        e.column(),
+        json_error_what(e)
+    )
+}
+
+/// [`json_error`] for an error in `text`, where an input that ends too soon is
+/// placed at its last character (serde_json says "column 0" of the line after).
+///
+/// ```
+/// let text = "{\"a\": [1,\n";
+/// let e = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+/// assert!(toolnexus::classifier::json_error_in(text, &e).starts_with("invalid JSON: the input ends at line 1, column 9: "));
+/// ```
+pub fn json_error_in(text: &str, e: &serde_json::Error) -> String {
+    if !e.is_eof() {
+        return json_error(e);
+    }
+    let end = text.trim_end();
+    let line = end.matches('\n').count() + 1;
+    let column = end.rsplit('\n').next().map_or(0, |l| l.chars().count());
+    format!(
+        "invalid JSON: the input ends at line {line}, column {column}: {}",
+        json_error_what(e)
+    )
+}
+
+/// Text without a leading UTF-8 byte-order mark.
+///
+/// ```
+/// assert_eq!(toolnexus::classifier::strip_bom("\u{feff}{}"), "{}");
+/// ```
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// Parses a JSON document the way every input a person writes is read: a
+/// UTF-8 byte-order mark is skipped, a syntax error names its line and column,
+/// and an object with the same key twice is an error naming the key
+/// ([`parse_json_strict`]), never "the last one wins". The error is the
+/// one-line message to show.
+///
+/// ```
+/// use toolnexus::classifier::parse_json_text;
+/// assert_eq!(parse_json_text("\u{feff}[1]").unwrap(), serde_json::json!([1]));
+/// let e = parse_json_text("{\"a\": 1, \"a\": 2}").unwrap_err();
+/// assert!(e.starts_with("invalid JSON: key \"a\" appears twice, at line 1"), "{e}");
+/// ```
+pub fn parse_json_text(text: &str) -> Result<Value, String> {
+    let text = strip_bom(text);
+    let v: Value = serde_json::from_str(text).map_err(|e| json_error_in(text, &e))?;
+    if has_objects(&v) {
+        parse_json_strict(text.as_bytes()).map_err(|e| {
+            let d = e.detail();
+            d.strip_prefix("JSON has ").map_or(d.to_string(), |rest| {
+                let rest = rest
+                    .replacen(" twice at line ", " appears twice, at line ", 1)
+                    .replacen(" column ", ", column ", 1);
+                format!("invalid JSON: {rest}")
+            })
+        })?;
+    }
+    Ok(v)
+}
+
+/// Whether a value holds an object anywhere (only those can repeat a key).
+fn has_objects(v: &Value) -> bool {
+    match v {
+        Value::Object(_) => true,
+        Value::Array(a) => a.iter().any(has_objects),
+        _ => false,
+    }
+}
+
+/// A JSON value's kind, with its article, for messages (`a string`, `null`).
+///
+/// ```
+/// assert_eq!(toolnexus::classifier::json_kind(&serde_json::json!([])), "an array");
+/// ```
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
