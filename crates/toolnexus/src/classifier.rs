@@ -137,7 +137,8 @@ enum Engine {
     Custom(EvaluateFn),
     #[cfg(feature = "http")]
     Llm(crate::client::Client),
-    /// A crate-internal closure whose errors surface unchanged (the judge's tapes).
+    /// An evaluator whose errors surface unchanged: every layer (built with
+    /// [`Classifier::from_evaluator`]) and every engine of `toolnexus-local`.
     Evaluator(Arc<dyn Evaluator>),
 }
 
