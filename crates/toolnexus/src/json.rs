@@ -269,7 +269,7 @@ pub fn strip_bom(text: &str) -> &str {
 /// use toolnexus::classifier::parse_json_text;
 /// assert_eq!(parse_json_text("\u{feff}[1]").unwrap(), serde_json::json!([1]));
 /// let e = parse_json_text("{\"a\": 1, \"a\": 2}").unwrap_err();
-/// assert!(e.starts_with("invalid JSON: key \"a\" appears twice, at line 1"), "{e}");
+/// assert_eq!(e, "invalid JSON: the key \"a\" appears twice, at line 1, column 12");
 /// ```
 pub fn parse_json_text(text: &str) -> Result<Value, String> {
     let text = strip_bom(text);
