@@ -235,22 +235,7 @@ impl ClientOptions {
     /// assert_eq!((t.base_url.as_str(), t.timeout_ms), ("http://127.0.0.1:8000/v1", 900));
     /// ```
     pub fn transport(&self) -> TransportOptions {
-        TransportOptions {
-            base_url: self.base_url.clone(),
-            api_key_env: self.api_key_env.clone(),
-            headers: self.headers.clone(),
-            timeout_ms: self.timeout_ms,
-            retries: self.retries,
-            retry_base_ms: self.retry_base_ms,
-            retry_budget_ms: self.retry_budget_ms,
-            retry_jitter: self.retry_jitter,
-            retryable_statuses: self.retryable_statuses.clone(),
-            on_error: self.on_error.clone(),
-            max_response_bytes: self.max_response_bytes,
-            http: self.http.clone(),
-            limiter: self.limiter.clone(),
-            env: self.env.clone(),
-        }
+        crate::http::transport_fields!(read self)
     }
 
     /// These options with every transport field set from `transport`: the
@@ -265,36 +250,7 @@ impl ClientOptions {
     /// assert_eq!(opts.model, "qwen2.5", "other fields are kept");
     /// ```
     pub fn with_transport(mut self, transport: TransportOptions) -> ClientOptions {
-        let TransportOptions {
-            base_url,
-            api_key_env,
-            headers,
-            timeout_ms,
-            retries,
-            retry_base_ms,
-            retry_budget_ms,
-            retry_jitter,
-            retryable_statuses,
-            on_error,
-            max_response_bytes,
-            http,
-            limiter,
-            env,
-        } = transport;
-        self.base_url = base_url;
-        self.api_key_env = api_key_env;
-        self.headers = headers;
-        self.timeout_ms = timeout_ms;
-        self.retries = retries;
-        self.retry_base_ms = retry_base_ms;
-        self.retry_budget_ms = retry_budget_ms;
-        self.retry_jitter = retry_jitter;
-        self.retryable_statuses = retryable_statuses;
-        self.on_error = on_error;
-        self.max_response_bytes = max_response_bytes;
-        self.http = http;
-        self.limiter = limiter;
-        self.env = env;
+        crate::http::transport_fields!(write self, transport);
         self
     }
 }

@@ -26,6 +26,7 @@ use crate::retry::{
 mod options;
 
 pub use options::TransportOptions;
+pub(crate) use options::transport_fields;
 
 /// The most of an error body that is read to find the backend's cause.
 const MAX_ERROR_BODY: usize = 64 * 1024;

@@ -465,22 +465,7 @@ impl ClassifierOptions {
     /// assert_eq!((t.timeout_ms, t.retries), (5_000, -1));
     /// ```
     pub fn transport(&self) -> crate::http::TransportOptions {
-        crate::http::TransportOptions {
-            base_url: self.base_url.clone(),
-            api_key_env: self.api_key_env.clone(),
-            headers: self.headers.clone(),
-            timeout_ms: self.timeout_ms,
-            retries: self.retries,
-            retry_base_ms: self.retry_base_ms,
-            retry_budget_ms: self.retry_budget_ms,
-            retry_jitter: self.retry_jitter,
-            retryable_statuses: self.retryable_statuses.clone(),
-            on_error: self.on_error.clone(),
-            max_response_bytes: self.max_response_bytes,
-            http: self.http.clone(),
-            limiter: self.limiter.clone(),
-            env: self.env.clone(),
-        }
+        crate::http::transport_fields!(read self)
     }
 
     /// These options with every transport field set from `transport`: the
@@ -496,36 +481,7 @@ impl ClassifierOptions {
     /// assert_eq!(opts.model, "jev-1.13", "other fields are kept");
     /// ```
     pub fn with_transport(mut self, transport: crate::http::TransportOptions) -> ClassifierOptions {
-        let crate::http::TransportOptions {
-            base_url,
-            api_key_env,
-            headers,
-            timeout_ms,
-            retries,
-            retry_base_ms,
-            retry_budget_ms,
-            retry_jitter,
-            retryable_statuses,
-            on_error,
-            max_response_bytes,
-            http,
-            limiter,
-            env,
-        } = transport;
-        self.base_url = base_url;
-        self.api_key_env = api_key_env;
-        self.headers = headers;
-        self.timeout_ms = timeout_ms;
-        self.retries = retries;
-        self.retry_base_ms = retry_base_ms;
-        self.retry_budget_ms = retry_budget_ms;
-        self.retry_jitter = retry_jitter;
-        self.retryable_statuses = retryable_statuses;
-        self.on_error = on_error;
-        self.max_response_bytes = max_response_bytes;
-        self.http = http;
-        self.limiter = limiter;
-        self.env = env;
+        crate::http::transport_fields!(write self, transport);
         self
     }
 }

@@ -166,6 +166,65 @@ impl TransportOptions {
     }
 }
 
+/// The transport fields of an options struct that holds every field of
+/// [`TransportOptions`] under the same name (`ClassifierOptions`,
+/// `ClientOptions`): `transport_fields!(read opts)` is a `TransportOptions` of
+/// them, `transport_fields!(write opts, transport)` sets them all. One list of
+/// the fields for both structs.
+macro_rules! transport_fields {
+    (read $opts:expr) => {
+        $crate::http::TransportOptions {
+            base_url: $opts.base_url.clone(),
+            api_key_env: $opts.api_key_env.clone(),
+            headers: $opts.headers.clone(),
+            timeout_ms: $opts.timeout_ms,
+            retries: $opts.retries,
+            retry_base_ms: $opts.retry_base_ms,
+            retry_budget_ms: $opts.retry_budget_ms,
+            retry_jitter: $opts.retry_jitter,
+            retryable_statuses: $opts.retryable_statuses.clone(),
+            on_error: $opts.on_error.clone(),
+            max_response_bytes: $opts.max_response_bytes,
+            http: $opts.http.clone(),
+            limiter: $opts.limiter.clone(),
+            env: $opts.env.clone(),
+        }
+    };
+    (write $opts:expr, $transport:expr) => {{
+        let $crate::http::TransportOptions {
+            base_url,
+            api_key_env,
+            headers,
+            timeout_ms,
+            retries,
+            retry_base_ms,
+            retry_budget_ms,
+            retry_jitter,
+            retryable_statuses,
+            on_error,
+            max_response_bytes,
+            http,
+            limiter,
+            env,
+        } = $transport;
+        $opts.base_url = base_url;
+        $opts.api_key_env = api_key_env;
+        $opts.headers = headers;
+        $opts.timeout_ms = timeout_ms;
+        $opts.retries = retries;
+        $opts.retry_base_ms = retry_base_ms;
+        $opts.retry_budget_ms = retry_budget_ms;
+        $opts.retry_jitter = retry_jitter;
+        $opts.retryable_statuses = retryable_statuses;
+        $opts.on_error = on_error;
+        $opts.max_response_bytes = max_response_bytes;
+        $opts.http = http;
+        $opts.limiter = limiter;
+        $opts.env = env;
+    }};
+}
+pub(crate) use transport_fields;
+
 #[cfg(test)]
 mod tests {
     use super::*;
