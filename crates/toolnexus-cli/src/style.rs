@@ -1,5 +1,7 @@
-//! Turns the style flags into a library [`Classifier`], a call name, and (when
-//! the command fell back to recorded decisions) the reason it is offline.
+//! The settings layer: the style flags and the layers a command asks for
+//! (prices, caps, cache, fallback) become one `toolnexus_stack::StackSpec`,
+//! built by the one stack builder into a [`Classifier`], its call name, and
+//! (when the command fell back to recorded decisions) the reason it is offline.
 
 use std::path::Path;
 
