@@ -135,9 +135,14 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
         }
     };
     // Locality is the engine's identity, never a list of names.
-    if stack.classifier.identity().local {
-        stack.pricing = Pricing::Local;
-    }
+    stack.pricing = match stack.classifier.identity().local {
+        true => Pricing::Local,
+        false => Pricing::Table(
+            spec.prices
+                .clone()
+                .unwrap_or_else(|| std::sync::Arc::new(toolnexus::cost::Prices::builtin())),
+        ),
+    };
     if !spec.fallback_base_urls.is_empty() {
         if style != "systemone" {
             return bad(format!(
@@ -182,14 +187,15 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
     Ok(stack)
 }
 
-/// A stack of one classifier, priced on the table until said otherwise.
+/// A stack of one classifier, its pricing settled by the caller.
 fn bare(classifier: Classifier, style: &str, call: String) -> Stack {
     Stack {
         classifier,
         style: style.to_string(),
         call,
         tape: None,
-        pricing: Pricing::Table(std::sync::Arc::new(toolnexus::cost::Prices::builtin())),
+        // Settled once the bottom is built: local, or the spec's price table.
+        pricing: Pricing::Local,
         budget: None,
         cascade: None,
         cascade_student: None,

@@ -15,7 +15,6 @@ const PRICES_ENV: &str = "TOOLNEXUS_PRICES";
 
 /// Pricing, caps, cache and outer pricing over the answering stack.
 pub fn apply(spec: &StackSpec, stack: &mut Stack) -> Result<(), StackError> {
-    apply_answering(spec, stack)?;
     // The budget sits beneath the cache: a hit costs nothing.
     let inner = stack.classifier.clone();
     if let Some(caps) = spec.caps.filter(|c| c.any()) {
@@ -60,15 +59,6 @@ pub fn apply(spec: &StackSpec, stack: &mut Stack) -> Result<(), StackError> {
     }
     // Outermost, so a hit is a known $0.
     stack.classifier = toolnexus::cost::pricing(stack.classifier.clone(), stack.pricing.clone());
-    Ok(())
-}
-
-/// The price table of the answering stack (nothing is wrapped yet beyond
-/// fallback, cascade and calibration).
-pub fn apply_answering(spec: &StackSpec, stack: &mut Stack) -> Result<(), StackError> {
-    if let (Pricing::Table(_), Some(prices)) = (&stack.pricing, &spec.prices) {
-        stack.pricing = Pricing::Table(prices.clone());
-    }
     Ok(())
 }
 

@@ -78,7 +78,5 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
 /// # Ok::<(), toolnexus_stack::StackError>(())
 /// ```
 pub fn build_answering(spec: &StackSpec) -> Result<Stack, StackError> {
-    let mut stack = bottom::build(spec)?;
-    layers::apply_answering(spec, &mut stack)?;
-    Ok(stack)
+    bottom::build(spec)
 }
