@@ -115,7 +115,8 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
         );
     }
     if let Some(out) = &a.out {
-        write_atomic(out, &(est.to_json() + "\n"))?;
+        toolnexus::fs::write_atomic(out, (est.to_json() + "\n").as_bytes())
+            .map_err(|e| exit::io(format!("--out {}: {e}", out.display())))?;
     }
     let c = est.coefficients;
     if a.json {
@@ -299,25 +300,4 @@ fn read_samples(path: &Path) -> Result<Read> {
     }
     read.left += shapeless;
     Ok(read)
-}
-
-/// Writes `text` to `path` through a temporary file renamed over it.
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let shown = path.display();
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "estimator".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        use std::io::Write as _;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        exit::io(format!("--out {shown}: cannot write: {e}"))
-    })
 }
