@@ -19,6 +19,7 @@ pub mod out;
 pub mod report;
 pub(crate) mod rng;
 mod run;
+mod samples;
 mod summary;
 pub(crate) mod svg;
 pub mod synthetic;
@@ -39,6 +40,7 @@ pub use drift::{
 pub use error::{AssessError, AssessErrorKind};
 pub use examples::{Example, Gold, parse_examples, read_examples};
 pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, run_examples};
+pub use samples::{RunSample, RunSamples, fit_samples};
 pub use summary::{
     AnsweredBy, CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt,
     QuestionSummary, Slice, SliceBy, Summary, SummaryOptions, summarize, table,
