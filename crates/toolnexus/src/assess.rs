@@ -6,6 +6,7 @@
 //! [`run_examples`]) and the batch out file ([`out`]: its header and
 //! fingerprint, resume, and a reader for the result lines).
 
+mod answers;
 pub mod calibrate;
 mod calibration;
 mod compare;
@@ -26,6 +27,7 @@ pub mod synthetic;
 mod text;
 mod thresholds;
 
+pub use answers::{Answers, AnswersKind, read_answers};
 pub use calibration::{
     CALIBRATION_FORMAT, CALIBRATION_VERSION, CalibrateOptions, CalibratedQuestion, Calibration,
     CalibrationReport, QuestionCalibration, QuestionMap, calibrate_run, calibrating,

@@ -8,9 +8,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::answers::AnswersKind;
 use super::error::{AssessError, AssessErrorKind};
 use super::out::{LineFault, OutError, OutFile};
-use super::run::{RUN_FORMAT, Run};
+use super::run::Run;
 use crate::cost::{CostSource, Sample, Shape};
 
 /// One billed request of a run file.
@@ -50,15 +51,10 @@ pub fn fit_samples(
     path: &Path,
     local_style: impl Fn(&str) -> bool,
 ) -> Result<RunSamples, AssessError> {
-    let first = text.lines().next().unwrap_or_default();
-    let head: Option<Value> = serde_json::from_str(first).ok();
-    let format = head
-        .as_ref()
-        .and_then(|h| h.get("format"))
-        .and_then(Value::as_str);
+    let kind = AnswersKind::of(text.lines().next().unwrap_or_default());
     let shown = path.display();
     let mut read = RunSamples::default();
-    if format == Some(RUN_FORMAT) {
+    if kind == Some(AnswersKind::Run) {
         let run = Run::parse(text, path)?;
         for r in &run.rows {
             match (r.decision(), &r.cost.source) {
@@ -81,10 +77,7 @@ pub fn fit_samples(
         }
         return Ok(read);
     }
-    let is_batch = head.as_ref().is_some_and(|h| {
-        h.get("toolnexus").and_then(Value::as_str) == Some("batch") || h.get("line").is_some()
-    });
-    if !is_batch {
+    if kind != Some(AnswersKind::Batch) {
         return Err(AssessError::new(
             AssessErrorKind::Mismatch,
             "line 1: neither a batch out file nor an assess run file",
