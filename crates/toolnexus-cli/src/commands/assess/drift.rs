@@ -143,7 +143,7 @@ fn print(report: &Drift, a: &str, b: &str, paired_by: &str, json: bool) {
 /// Reads A or B: a run file or a batch out file (the library tells them
 /// apart); a torn final line is left out and said so.
 fn read_side(path: &Path) -> Result<Answers> {
-    let text = read_text(path)?;
+    let text = crate::input::read_file("", path)?;
     let side = read_answers(&text, path).map_err(|e| exit::usage(e.to_string()))?;
     if let Some(line) = side.torn_line {
         tell!(
@@ -152,24 +152,6 @@ fn read_side(path: &Path) -> Result<Answers> {
         );
     }
     Ok(side)
-}
-
-fn read_text(path: &Path) -> Result<String> {
-    if path.is_dir() {
-        return Err(exit::usage(format!(
-            "{}: is a directory, not a file",
-            path.display()
-        )));
-    }
-    let bytes = std::fs::read(path)
-        .map_err(|e| exit::usage(format!("{}: cannot read: {e}", path.display())))?;
-    String::from_utf8(bytes).map_err(|e| {
-        exit::usage(format!(
-            "{}: not UTF-8 text (an invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))
-    })
 }
 
 /// Every recorded call of the tape (of `--call` only, when given) asked again
