@@ -122,6 +122,7 @@ const TOOLNEXUS_CLI: &[Row] = &[
     ("exit",              0, "exit codes and their rendering: every command returns through them"),
     ("warnings",          0, "the warning sink is a leaf any layer may report to"),
     ("stdio",             0, "standard stream handling is a leaf the commands print through"),
+    ("signals",           0, "listening for Ctrl-C and SIGTERM is a leaf the long runs share"),
     ("render",            0, "rendering decisions is pure formatting"),
     ("input",             0, "reading input files strictly needs only the exit codes"),
     ("demo",              0, "the demo fixtures are data"),
