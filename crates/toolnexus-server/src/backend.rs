@@ -9,11 +9,12 @@ use toolnexus::classifier::Classifier;
 /// ```
 /// use toolnexus_server::Backend;
 /// let stack = toolnexus_stack::build(&toolnexus_stack::StackSpec {
-///     style: Some("static".into()),
+///     style: Some("systemone".into()),
+///     base_url: Some("http://127.0.0.1:9/v1".into()),
 ///     ..Default::default()
 /// })?;
 /// let backend = Backend::from_stack(&stack);
-/// assert_eq!(backend.style, "static");
+/// assert_eq!((backend.style.as_str(), backend.call.as_str()), ("systemone", "cli"));
 /// # Ok::<(), toolnexus_stack::StackError>(())
 /// ```
 #[derive(Debug, Clone)]

@@ -16,7 +16,8 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let stack = toolnexus_stack::build(&toolnexus_stack::StackSpec {
-//!     style: Some("static".into()),
+//!     style: Some("systemone".into()),
+//!     base_url: Some("http://127.0.0.1:9/v1".into()),
 //!     ..Default::default()
 //! })?;
 //! let server = Server::bind(

@@ -264,7 +264,8 @@ impl Server {
     /// use toolnexus_server::systemone::{ServeConfig, Server};
     /// use toolnexus_server::{Backend, Stderr};
     /// let stack = toolnexus_stack::build(&toolnexus_stack::StackSpec {
-    ///     style: Some("static".into()),
+    ///     style: Some("systemone".into()),
+    ///     base_url: Some("http://127.0.0.1:9/v1".into()),
     ///     ..Default::default()
     /// })?;
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
