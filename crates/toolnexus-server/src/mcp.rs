@@ -1,7 +1,7 @@
 //! An MCP server: judgments as MCP tools over stdio (SPEC §18), on the
 //! official Rust SDK (`rmcp`). `toolnexus mcp` is this server.
 //!
-//! Five tools, each with a hand-written JSON input schema (see [`schema`]):
+//! Five tools, each with a hand-written JSON input schema (its `schema` module):
 //! `noul`, `choice` and `score` ask one question under the key `answer`;
 //! `evaluate` takes a whole System One request; `guard` judges an agent's tool
 //! call by the guard policy (built on first use, once).
@@ -11,7 +11,7 @@
 //! - Bad arguments and failed evaluations are tool results with `isError`, the
 //!   message naming the argument; no message carries a key (the library's
 //!   errors are secret-free by construction).
-//! - Every line read is answered or served ([`stdio`]): an over-long frame,
+//! - Every line read is answered or served (its `stdio` transport): an over-long frame,
 //!   a line that is not JSON and params that do not fit their method get
 //!   JSON-RPC errors (-32600, -32700, -32602), never silence.
 //! - Standard output carries protocol frames only: tool errors, refused

@@ -41,7 +41,7 @@
 //! - A request beyond `--max-concurrency` evaluations in flight (default 64)
 //!   is shed at once: 529 `overloaded_error` with `Retry-After: 1`, its body
 //!   unread. With `--cache FILE`, hits carry `x-toolnexus-cache: hit`.
-//! - Every connection is bounded (see [`conn`]): `--max-connections`,
+//! - Every connection is bounded (its `conn` module): `--max-connections`,
 //!   `--header-timeout`, `--idle-timeout`; a body that has not arrived within
 //!   `--body-timeout` is a 408 and frees its slot. The errors the HTTP layer
 //!   answers by itself (a 431 for headers too large, a 400 for a broken head)
