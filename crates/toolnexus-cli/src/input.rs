@@ -13,23 +13,23 @@ pub use toolnexus::classifier::{json_error, json_kind, parse_json_text, strip_bo
 
 use crate::exit;
 
-/// Reads a whole file as text; a failure is bad input (exit 2) naming the flag.
-/// A directory says so; `/dev/stdin`, `<(…)` and other streams are read to
-/// their end like any file.
+/// Reads a whole file as text; a failure is bad input (exit 2) naming the flag
+/// (or only the file, when `flag` is empty). A directory says so;
+/// `/dev/stdin`, `<(…)` and other streams are read to their end like any file.
 pub fn read_file(flag: &str, path: &Path) -> Result<String> {
+    let shown = match flag {
+        "" => path.display().to_string(),
+        _ => format!("{flag} {}", path.display()),
+    };
     if path.is_dir() {
-        return Err(exit::usage(format!(
-            "{flag} {}: is a directory, not a file",
-            path.display()
-        )));
+        return Err(exit::usage(format!("{shown}: is a directory, not a file")));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| exit::usage(format!("{flag} {}: cannot read: {e}", path.display())))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| exit::usage(format!("{shown}: cannot read: {e}")))?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         exit::usage(format!(
-            "{flag} {}: not UTF-8 text (an invalid byte at offset {at})",
-            path.display()
+            "{shown}: not UTF-8 text (an invalid byte at offset {at})"
         ))
     })
 }

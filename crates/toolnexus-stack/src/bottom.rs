@@ -199,6 +199,7 @@ fn bare(classifier: Classifier, style: &str, call: String) -> Stack {
         budget: None,
         cascade: None,
         cascade_student: None,
+        shadow_model: None,
     }
 }
 

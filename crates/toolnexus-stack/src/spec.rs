@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use toolnexus::cache::Cache;
 use toolnexus::classifier::Backend;
+use toolnexus::compose::ShadowOptions;
 use toolnexus::cost::Prices;
 use toolnexus::judge::{Tape, TapeMatch};
 use toolnexus::limit::Limiter;
@@ -75,6 +76,52 @@ pub struct StackSpec {
     /// The engines the style may name (the built-in registry when `None`): a
     /// surface that registers an engine of its own passes it here.
     pub engines: Option<toolnexus_local::Registry>,
+    /// A second stack answering the same calls in the shadow, outermost: the
+    /// caller gets this stack's answers as they came, never waiting for the
+    /// shadow's, and the shadow spends from the same caps.
+    pub shadow: Option<ShadowSpec>,
+}
+
+/// A shadow: the stack that answers in it, and how it is sampled, bounded and
+/// reported ([`ShadowOptions`]). The shadow's own caps and cache are not
+/// applied: it spends from its primary's budget.
+///
+/// ```
+/// use toolnexus::compose::ShadowOptions;
+/// use toolnexus_stack::{ShadowSpec, StackSpec, build};
+///
+/// let candidate = StackSpec {
+///     style: Some("systemone".into()),
+///     model: Some("jev-2".into()),
+///     ..Default::default()
+/// };
+/// let spec = StackSpec {
+///     style: Some("systemone".into()),
+///     shadow: Some(ShadowSpec::new(candidate, ShadowOptions::new(1.0))),
+///     ..Default::default()
+/// };
+/// let stack = build(&spec)?;
+/// // The answers, and so the identity, are the primary's.
+/// assert_eq!(stack.classifier.identity().style, "systemone");
+/// assert_eq!(stack.shadow_model.as_deref(), Some("jev-2"));
+/// # Ok::<(), toolnexus_stack::StackError>(())
+/// ```
+#[derive(Clone)]
+pub struct ShadowSpec {
+    /// The shadow's stack.
+    pub spec: Box<StackSpec>,
+    /// Its sample, bound on calls in flight, and where comparisons go.
+    pub options: ShadowOptions,
+}
+
+impl ShadowSpec {
+    /// A shadow answering with `spec`, run as `options` say.
+    pub fn new(spec: StackSpec, options: ShadowOptions) -> ShadowSpec {
+        ShadowSpec {
+            spec: Box::new(spec),
+            options,
+        }
+    }
 }
 
 /// Where a tape comes from.

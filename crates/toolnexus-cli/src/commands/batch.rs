@@ -97,6 +97,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             initial_concurrency: args.concurrency as usize,
         }));
     }
+    let (shadow_spec, mut shadow) = shadow::Shadow::spec(&args)?.unzip();
     let mut built = style::build_with(
         &args.style,
         Fallback::SystemOne,
@@ -104,6 +105,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             prices: Some(&args.prices),
             caps: Some(&args.caps),
             cache: args.cache.as_deref().map(|p| (p, args.alias_ttl)),
+            shadow: shadow_spec,
             ..Default::default()
         },
     )?;
@@ -185,16 +187,10 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         .rpm
         .filter(|_| !live)
         .map(|n| Arc::new(Pacer::per_minute(n)));
-    // The shadow wraps the primary as the out file sees it (cache included);
-    // its file is opened only once the out file is ours.
-    let shadow =
-        match shadow::Shadow::wrap(&args, built.classifier.clone(), &pending, budget.as_ref())? {
-            Some((wrapped, s)) => {
-                built.classifier = wrapped;
-                Some(s)
-            }
-            None => None,
-        };
+    // The shadow's file is opened only once the out file is ours.
+    if let Some(s) = shadow.as_mut() {
+        s.open(&pending, built.shadow_model.as_deref())?;
+    }
     let call = built.call.clone();
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)
