@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde_json::Value;
 use toolnexus::classifier::Questions;
 
-pub use toolnexus::classifier::{json_error, json_kind, parse_json_text, strip_bom};
+pub use toolnexus::classifier::{json_kind, parse_json_text, strip_bom};
 
 use crate::exit;
 
