@@ -111,7 +111,7 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
     // The embedded model, loaded once for an engine and a cascade's student.
     let mut shared: Option<toolnexus_local::Embedder> = None;
     let engines = registry(spec);
-    let mut stack = match style.as_str() {
+    let stack = match style.as_str() {
         "systemone" | "llm" => bare(live_classifier(spec, &style)?, &style, call()),
         name if !RECORDED.contains(&name) => {
             let Some(engine) = engines.get(name) else {
