@@ -11,7 +11,7 @@ use toolnexus::classifier::{Question, Questions, questions_from_wire, validate_q
 
 use crate::fields::{err, string_list, tightening};
 use crate::json;
-use crate::paths::resolve;
+use crate::paths::policy_path;
 use crate::permission::Permission;
 use crate::rules::{Rule, parse_rules, rule_json};
 
@@ -264,7 +264,7 @@ impl Policy {
         }
         let thresholds = match user.get("thresholds") {
             None | Some(Value::Null) => None,
-            Some(Value::String(p)) => Some(resolve(p, base)),
+            Some(Value::String(p)) => Some(policy_path(p, base)),
             Some(v) => return Err(err("thresholds", format!("must be a file path, not {v}"))),
         };
         let mut warnings = Vec::new();
@@ -625,7 +625,7 @@ fn parse_log(o: &Map<String, Value>, base: Option<&Path>) -> Result<LogSpec, Pol
         }
     }
     let path = match o.get("path") {
-        Some(Value::String(p)) if !p.trim().is_empty() => resolve(p, base),
+        Some(Value::String(p)) if !p.trim().is_empty() => policy_path(p, base),
         Some(v) => return Err(err("log.path", format!("must be a file path, not {v}"))),
         None => return Err(err("log.path", "missing (or set \"log\": null for no log)")),
     };
