@@ -48,6 +48,7 @@ pub mod paths;
 mod permission;
 pub mod policy;
 pub mod rules;
+pub mod shell;
 
 pub use call::{CallError, ToolCall};
 pub use engine::{Guard, Judgment};
