@@ -51,7 +51,7 @@ pub mod rules;
 pub mod shell;
 
 pub use call::{CallError, ToolCall};
-pub use engine::{Guard, Judgment};
+pub use engine::{Explanation, Guard, Judgment};
 pub use judge::{BUILTIN_STUDENT, Judge, JudgeBuilder, JudgeError, JudgeSource, builtin_student};
 pub use permission::Permission;
 pub use policy::{Policy, PolicyError};

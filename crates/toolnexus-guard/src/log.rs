@@ -159,7 +159,14 @@ pub fn write(policy: &Policy, entry: Entry<'_>, started: Instant) -> std::io::Re
                 },
             );
             line.insert("printed".into(), json!(printed));
-            line.insert("reason".into(), json!(judgment.reason));
+            // What could not be read is quoted in the hook's reason; the log
+            // keeps the command out unless the policy logs commands.
+            let reason = if spec.log_commands {
+                redact(&judgment.reason)
+            } else {
+                without_quotes(&judgment.reason)
+            };
+            line.insert("reason".into(), json!(reason));
             if let Value::Object(d) = &judgment.detail {
                 for (k, v) in d {
                     if k != "latency_ms" {
@@ -179,6 +186,37 @@ pub fn write(policy: &Policy, entry: Entry<'_>, started: Instant) -> std::io::Re
         json!((started.elapsed().as_secs_f64() * 1e4).round() / 10.0),
     );
     append(&spec.path, spec.max_bytes, line)
+}
+
+/// A reason with the parts that quote the command left out: the
+/// parenthesis after "could not be read statically".
+fn without_quotes(reason: &str) -> String {
+    const MARK: &str = "could not be read statically (";
+    let Some(at) = reason.find(MARK) else {
+        return reason.to_string();
+    };
+    let open = at + MARK.len();
+    let mut depth = 1;
+    for (i, ch) in reason[open..].char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return format!(
+                        "{}the text is in the hook's answer, not the log{}",
+                        &reason[..open],
+                        &reason[open + i..]
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    format!(
+        "{}the text is in the hook's answer, not the log)",
+        &reason[..open]
+    )
 }
 
 /// The hex SHA-256 of a line's bytes (without its newline): the next line's `prev`.
@@ -330,6 +368,16 @@ mod tests {
             "{both}"
         );
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_reason_quoting_the_command_is_logged_without_it() {
+        let r = "toolnexus guard: ask: the command could not be read statically (a word from $(echo rm)); rule x (y)";
+        assert_eq!(
+            without_quotes(r),
+            "toolnexus guard: ask: the command could not be read statically (the text is in the hook's answer, not the log); rule x (y)"
+        );
+        assert_eq!(without_quotes("rule x (y)"), "rule x (y)");
     }
 
     #[test]
