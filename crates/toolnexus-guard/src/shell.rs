@@ -17,8 +17,9 @@
 //!
 //! let script = shell::parse("c''at ~/.ssh/id_rsa | sudo tee /etc/x");
 //! let names: Vec<&str> = script.commands.iter().map(|c| c.name.as_str()).collect();
-//! assert_eq!(names, ["cat", "tee"]);
-//! assert_eq!(script.commands[1].via, ["sudo"]);
+//! // The runner is listed, and the command it runs, unwrapped.
+//! assert_eq!(names, ["cat", "sudo", "tee"]);
+//! assert_eq!(script.commands[2].via, ["sudo"]);
 //! let caps: Vec<Capability> = shell::effects(&script.commands[0])
 //!     .into_iter()
 //!     .map(|e| e.capability)
@@ -27,6 +28,13 @@
 //! ```
 
 mod capability;
+mod code;
+mod effects;
+mod runners;
+mod syntax;
+#[cfg(test)]
+mod tests;
+mod word;
 
 pub use capability::{Capability, UnknownCapability};
 
@@ -148,13 +156,10 @@ pub struct Effect {
 /// assert_eq!(script.commands[0].name, "git");
 /// ```
 pub fn parse(text: &str) -> Script {
-    let _ = text;
-    Script {
-        commands: Vec::new(),
-        unread: vec![Unread {
-            reason: "the shell parser is not built yet".to_string(),
-        }],
-    }
+    let joined = syntax::join_continuations(text);
+    let mut reader = syntax::Reader::new(&joined, 0, Vec::new());
+    reader.read();
+    reader.script
 }
 
 /// The effects of one command, by the capability tables.
@@ -167,8 +172,7 @@ pub fn parse(text: &str) -> Script {
 /// assert_eq!(effects[0].paths, ["build"]);
 /// ```
 pub fn effects(command: &Command) -> Vec<Effect> {
-    let _ = command;
-    Vec::new()
+    effects::of(command)
 }
 
 impl Command {
@@ -182,6 +186,43 @@ impl Command {
     /// assert!(paths.contains(&"log.txt".to_string()));
     /// ```
     pub fn paths(&self) -> Vec<String> {
-        Vec::new()
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |p: &str| {
+            if !p.is_empty() && !out.iter().any(|o| o == p) {
+                out.push(p.to_string());
+            }
+        };
+        for effect in effects::of(self) {
+            for p in &effect.paths {
+                add(p);
+            }
+        }
+        for a in &self.args {
+            // `--file=PATH` names its path after the `=`.
+            let value = match a.split_once('=') {
+                Some((k, v)) if k.starts_with('-') => v,
+                _ => a.as_str(),
+            };
+            if is_path_like(value) {
+                add(value);
+            }
+        }
+        for r in &self.redirects {
+            if !matches!(r.kind, RedirectKind::Dup | RedirectKind::HereDoc) {
+                add(&r.target);
+            }
+        }
+        out
     }
+}
+
+/// Whether a word reads as a path: it holds a `/`, or starts with `~`, `.`
+/// or `$` (`$HOME/…`).
+fn is_path_like(word: &str) -> bool {
+    !word.starts_with('-')
+        && !word.contains("://")
+        && (word.contains('/')
+            || word.starts_with('~')
+            || word.starts_with('.')
+            || word.starts_with('$'))
 }
