@@ -50,12 +50,22 @@ impl Glob {
     /// Whether something under the directory `dir` (or `dir` itself) could
     /// match: what a recursive reader (Grep, Glob, LS) of `dir` reaches.
     /// An alternative that starts with `**` could lie under any directory:
-    /// it is reached only by a path it matches.
+    /// it is reached by a directory that ends inside its literal part
+    /// (`/home/u/.ssh` reaches `**/.ssh/id_*`), or by a path it matches.
     pub fn reaches(&self, dir: &str, cwd: &str, home: Option<&str>) -> bool {
         let target = segments(dir);
         self.alternatives.iter().any(|alt| {
-            let prefix = !alt.starts_with("**");
-            anchor(alt, cwd, home).is_some_and(|a| match_segments(&segments(&a), &target, prefix))
+            let Some(a) = anchor(alt, cwd, home) else {
+                return false;
+            };
+            let glob = segments(&a);
+            match glob.split_first() {
+                Some((&"**", rest)) if !rest.is_empty() && rest[0] != "**" => {
+                    match_segments(&glob, &target, false)
+                        || (0..target.len()).any(|i| match_segments(rest, &target[i..], true))
+                }
+                _ => match_segments(&glob, &target, true),
+            }
         })
     }
 }
@@ -201,5 +211,7 @@ mod tests {
         assert!(!r("/home/u/src"));
         assert!(!Glob::new("**/.env").reaches("/anything", "/", None));
         assert!(Glob::new("**/.env").reaches("/p/.env", "/", None));
+        assert!(Glob::new("**/.ssh/id_*").reaches("/home/x/.ssh", "/", None));
+        assert!(!Glob::new("**/.ssh/id_*").reaches("/home/x", "/", None));
     }
 }
