@@ -457,6 +457,11 @@ fn capability_tables() {
         ("git rebase --abort", VcsRewrite),
         ("git clean -n", Delete),
     ];
+    // A filter reading its input reads no file.
+    let s = parse("ls | grep x");
+    assert!(effects(&s.commands[1]).is_empty());
+    let s = parse("find ~/.ssh | xargs cat");
+    assert!(effects(&s.commands[2]).iter().any(|e| e.capability == Read));
     for (text, unwanted) in not {
         assert!(!caps(text).contains(unwanted), "{text}: {:?}", caps(text));
     }
