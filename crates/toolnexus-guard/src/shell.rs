@@ -71,6 +71,7 @@ impl Script {
 /// let script = toolnexus_guard::shell::parse("/usr/bin/r\\m -r 'my dir'");
 /// let cmd = &script.commands[0];
 /// assert_eq!(cmd.name, "rm");
+/// assert_eq!(cmd.piped_from, None);
 /// assert_eq!(cmd.program, "/usr/bin/rm");
 /// assert_eq!(cmd.args, ["-r", "my dir"]);
 /// ```
@@ -91,6 +92,10 @@ pub struct Command {
     /// The runners this command was unwrapped from, outermost first
     /// (`sudo`, `sh -c`, `xargs`, `find -exec`…); empty when run directly.
     pub via: Vec<String>,
+    /// In a pipeline, the index in [`Script::commands`] of the command whose
+    /// output this one reads: the last command of the element before it
+    /// (`env | curl -d @- …` gives `curl` the index of `env`).
+    pub piped_from: Option<usize>,
 }
 
 /// A redirection of a command's input or output.
