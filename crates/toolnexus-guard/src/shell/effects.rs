@@ -1,8 +1,9 @@
 //! The capability tables: what each command and argument form does. The
 //! table itself is documented on [`super::effects`].
 
-use super::runners::{git_subcommand, is_shell};
-use super::word::Word;
+mod git;
+
+use super::runners::is_shell;
 use super::{Capability, Command, Effect, RedirectKind};
 
 use Capability::*;
@@ -452,11 +453,7 @@ pub(crate) fn of(cmd: &Command) -> Vec<Effect> {
         | "iconv" | "expand" | "unexpand" | "rev" | "column" | "look" | "shuf" | "tr" | "xattr"
         | "getfacl" | "lsattr" | "openssl" | "gpg" | "ssh-keygen" | "ssh-add" | "sqlite3"
         | "plutil" | "defaults" | "security" | "secret-tool" | "pass" | "keyctl" => {
-            let valued = [
-                "-n", "--lines", "-c", "--bytes", "-s", "-w", "-b", "-l", "-d", "-f", "-t", "-k",
-                "-o", "-i", "-N", "--input", "-in", "-out", "-inkey",
-            ];
-            let mut ops = owned(&operands(args, &valued));
+            let mut ops = owned(&operands(args, reader_valued(name)));
             for opt in ["-f", "-in", "-i", "--input", "-inkey", "-o"] {
                 if matches!(name, "ssh-keygen" | "openssl" | "sqlite3" | "iconv") {
                     ops.extend(option_values(args, opt, ""));
@@ -646,7 +643,7 @@ pub(crate) fn of(cmd: &Command) -> Vec<Effect> {
                 out.add(Exec, Vec::new());
             }
         }
-        "git" => git(args, &mut out),
+        "git" => git::effects(args, &mut out),
         "hg" | "svn" => {
             let sub = operands(args, &[]).first().copied().unwrap_or("");
             if matches!(
@@ -746,7 +743,76 @@ pub(crate) fn of(cmd: &Command) -> Vec<Effect> {
     {
         out.add(Install, Vec::new());
     }
+    // A filter with no file operand reads its input, not a file; through
+    // xargs or parallel its files are appended unseen, so the read stays.
+    let appended = cmd.via.iter().any(|v| v == "xargs" || v == "parallel");
+    if !appended {
+        out.0
+            .retain(|e| e.capability != Read || !e.paths.is_empty());
+    }
     out.0
+}
+
+/// The options of the reading commands that take a value, so the value is
+/// not taken for a file.
+fn reader_valued(name: &str) -> &'static [&'static str] {
+    match name {
+        "head" | "tail" => &[
+            "-n",
+            "--lines",
+            "-c",
+            "--bytes",
+            "-s",
+            "--sleep-interval",
+            "--pid",
+        ],
+        "cut" => &[
+            "-d",
+            "-f",
+            "-c",
+            "-b",
+            "--delimiter",
+            "--fields",
+            "--output-delimiter",
+        ],
+        "sort" => &[
+            "-k",
+            "-t",
+            "-o",
+            "-S",
+            "-T",
+            "--key",
+            "--output",
+            "--buffer-size",
+        ],
+        "uniq" => &["-f", "-s", "-w"],
+        "od" => &["-A", "-j", "-N", "-t", "-w", "-S"],
+        "hexdump" | "hd" => &["-n", "-s", "-e", "-f"],
+        "xxd" => &["-c", "-g", "-l", "-s", "-o", "-n"],
+        "fold" | "fmt" | "column" => &["-w", "-s", "-t", "-c"],
+        "nl" | "pr" | "paste" | "join" => &[
+            "-s", "-d", "-w", "-b", "-v", "-i", "-n", "-t", "-1", "-2", "-o",
+        ],
+        "base64" | "base32" | "basenc" => &["-w", "--wrap"],
+        "strings" => &["-n", "-t", "-e"],
+        "diff" => &["-U", "-C", "-x", "-X", "-I", "--label"],
+        "iconv" => &["-f", "-t", "-o", "--from-code", "--to-code", "--output"],
+        "openssl" => &[
+            "-in", "-out", "-inkey", "-passin", "-passout", "-key", "-cert", "-CAfile",
+        ],
+        "ssh-keygen" => &["-f", "-t", "-b", "-C", "-N", "-P", "-E", "-m"],
+        "gpg" => &[
+            "-o",
+            "--output",
+            "-r",
+            "--recipient",
+            "-u",
+            "--local-user",
+            "--homedir",
+        ],
+        "security" => &["-s", "-a", "-l", "-c", "-D", "-g", "-w"],
+        _ => &[],
+    }
 }
 
 fn is_system_dir(program: &str) -> bool {
@@ -762,152 +828,4 @@ fn is_system_dir(program: &str) -> bool {
     ]
     .iter()
     .any(|d| program.starts_with(d) && !program[d.len()..].contains('/'))
-}
-
-/// Git's subcommands by capability, past its global options.
-fn git(args: &[String], out: &mut Out) {
-    let words: Vec<Word> = args.iter().map(|a| Word::literal(a)).collect();
-    let Some(s) = git_subcommand(&words) else {
-        return;
-    };
-    let sub = args[s].as_str();
-    let rest = &args[s + 1..];
-    let flag = |short: char, long: &[&str]| has_flag(rest, short, long);
-    let any = |xs: &[&str]| rest.iter().any(|a| xs.contains(&a.as_str()));
-    match sub {
-        "push" => {
-            out.add(Network, Vec::new());
-            let refs = operands(
-                rest,
-                &["--repo", "-o", "--push-option", "--receive-pack", "--exec"],
-            );
-            let forced = flag('f', &["force", "force-with-lease", "force-if-includes", "mirror", "delete", "prune"])
-                || flag('d', &[])
-                || refs.iter().skip(1).any(|r| r.starts_with('+') || r.starts_with(':'))
-                // An argument built from an expansion may be any of those.
-                || rest.iter().any(|a| a.contains('$') || a.contains('`'));
-            if forced {
-                out.add(VcsRewrite, Vec::new());
-            }
-        }
-        "fetch" | "pull" | "clone" | "ls-remote" | "remote" | "archive" | "request-pull"
-        | "send-email" | "svn" => {
-            if sub != "remote" || any(&["update", "prune", "show"]) {
-                out.add(Network, Vec::new());
-            }
-            if sub == "clone" {
-                let ops = operands(
-                    rest,
-                    &[
-                        "-b",
-                        "--branch",
-                        "-o",
-                        "--origin",
-                        "--depth",
-                        "-c",
-                        "--config",
-                        "--reference",
-                        "-j",
-                        "--template",
-                        "--separate-git-dir",
-                        "-u",
-                        "--upload-pack",
-                    ],
-                );
-                if let Some(dir) = ops.get(1) {
-                    out.add(Write, vec![dir.to_string()]);
-                }
-            }
-            if sub == "pull" && any(&["--rebase", "-r"]) {
-                out.add(VcsRewrite, Vec::new());
-            }
-            if sub == "fetch" && (flag('f', &["force"]) || rest.iter().any(|r| r.starts_with('+')))
-            {
-                out.add(VcsRewrite, Vec::new());
-            }
-        }
-        "submodule" if any(&["update", "add", "sync"]) => out.add(Network, Vec::new()),
-        "reset" if any(&["--hard", "--keep", "--merge"]) => {
-            out.add(VcsRewrite, Vec::new());
-            out.add(Delete, Vec::new());
-        }
-        "rebase" if !any(&["--abort", "--quit", "--show-current-patch", "--edit-todo"]) => {
-            out.add(VcsRewrite, Vec::new())
-        }
-        "filter-branch" | "filter-repo" | "replace" => out.add(VcsRewrite, Vec::new()),
-        "commit"
-            if any(&["--amend"])
-                || rest
-                    .iter()
-                    .any(|a| a.starts_with("--fixup=amend") || a.starts_with("--fixup=reword")) =>
-        {
-            out.add(VcsRewrite, Vec::new())
-        }
-        "branch"
-            if flag('D', &["delete"])
-                || flag('d', &[])
-                || flag('M', &[])
-                || flag('C', &[])
-                || (flag('f', &["force"]) && !any(&["--list"])) =>
-        {
-            out.add(VcsRewrite, Vec::new())
-        }
-        "tag" if flag('d', &["delete"]) || flag('f', &["force"]) => out.add(VcsRewrite, Vec::new()),
-        "update-ref" | "symbolic-ref"
-            if !rest.is_empty()
-                && (rest.iter().any(|a| a == "-d" || a == "--stdin")
-                    || operands(rest, &["-m"]).len() >= 2) =>
-        {
-            out.add(VcsRewrite, Vec::new())
-        }
-        "reflog" if any(&["expire", "delete", "drop"]) => out.add(VcsRewrite, Vec::new()),
-        "stash" if any(&["drop", "clear"]) => out.add(VcsRewrite, Vec::new()),
-        "gc" | "prune" if rest.iter().any(|a| a.starts_with("--prune")) || sub == "prune" => {
-            out.add(VcsRewrite, Vec::new())
-        }
-        "checkout" | "switch"
-            if flag('f', &["force", "discard-changes"]) || any(&["-B", "--orphan", "-C"]) =>
-        {
-            out.add(VcsRewrite, Vec::new());
-            out.add(Write, Vec::new());
-        }
-        "checkout" | "restore" if any(&["--", "."]) || sub == "restore" => out.add(
-            Write,
-            operands(rest, &["-s", "--source"])
-                .into_iter()
-                .map(String::from)
-                .collect(),
-        ),
-        "clean" => {
-            let ops = operands(rest, &["-e", "--exclude"]);
-            let paths = if ops.is_empty() {
-                vec![".".to_string()]
-            } else {
-                owned(&ops)
-            };
-            if flag('f', &["force"]) || flag('n', &["dry-run"]) {
-                if !flag('n', &["dry-run"]) {
-                    out.add(Delete, paths);
-                }
-            } else {
-                out.add(Delete, paths);
-            }
-        }
-        "rm" => out.add(Delete, owned(&operands(rest, &[]))),
-        "mv" => {
-            let ops = operands(rest, &[]);
-            if let Some((dest, src)) = ops.split_last() {
-                out.add(Delete, owned(src));
-                out.add(Write, vec![dest.to_string()]);
-            }
-        }
-        "apply" | "am" | "cherry-pick" | "merge" | "revert" => out.add(Write, Vec::new()),
-        "config"
-            if !any(&["--get", "--list", "-l", "--get-all", "--get-regexp"])
-                && operands(rest, &["-f", "--file"]).len() >= 2 =>
-        {
-            out.add(Write, Vec::new())
-        }
-        _ => {}
-    }
 }

