@@ -22,6 +22,7 @@ use crate::judge::{self, Judge, JudgeBuilder, JudgeError, JudgeSource};
 use crate::permission::Permission;
 use crate::policy::project::{self, Project};
 use crate::policy::{self, Cut, Policy};
+use crate::shell::{Capability, RedirectKind};
 
 mod protect;
 
@@ -248,8 +249,27 @@ impl Guard {
                         && c.effects
                             .iter()
                             .all(|(cap, _)| allow.capabilities.contains(cap));
-                    if !named && !by_capability && !outside.contains(&c.command.name.as_str()) {
-                        outside.push(&c.command.name);
+                    // A listed command still writes what its redirections
+                    // name: that is allowed only by the write capability.
+                    let writes = c.command.redirects.iter().any(|r| {
+                        matches!(
+                            r.kind,
+                            RedirectKind::Write | RedirectKind::Append | RedirectKind::ReadWrite
+                        ) && !matches!(
+                            r.target.as_str(),
+                            "/dev/null" | "/dev/stdout" | "/dev/stderr"
+                        )
+                    });
+                    let redirect_ok = !writes
+                        || (allow.capabilities.contains(&Capability::Write)
+                            && allow.capabilities.contains(&Capability::Delete));
+                    let name = if c.command.name.is_empty() {
+                        "a redirection"
+                    } else {
+                        c.command.name.as_str()
+                    };
+                    if (!(named || by_capability) || !redirect_ok) && !outside.contains(&name) {
+                        outside.push(name);
                     }
                 }
                 if !outside.is_empty() {
