@@ -40,6 +40,9 @@ pub struct Judgment {
     pub skipped: bool,
 }
 
+/// A project policy found for a cwd, read (or why it could not be).
+type Found = Arc<Result<Project, String>>;
+
 /// A judge built on first use, or why it could not be.
 type Lazy = OnceCell<Result<Judge, JudgeError>>;
 
@@ -87,7 +90,7 @@ pub struct Guard {
     /// With a server: the built-in judge, for when the server cannot be reached.
     fallback: Lazy,
     /// The project policy found for each cwd, read once (or why it could not be).
-    projects: Mutex<HashMap<String, Option<Arc<Result<Project, String>>>>>,
+    projects: Mutex<HashMap<String, Option<Found>>>,
 }
 
 /// Something that made the permission stricter: a rule, or the guard's own
@@ -128,7 +131,7 @@ impl Guard {
     }
 
     /// The project policy at `cwd` (found and read once per cwd).
-    fn project(&self, cwd: &str) -> Option<Arc<Result<Project, String>>> {
+    fn project(&self, cwd: &str) -> Option<Found> {
         if let Ok(cache) = self.projects.lock()
             && let Some(found) = cache.get(cwd)
         {
