@@ -793,3 +793,36 @@ fn the_log_is_summarised_and_its_chain_names_a_changed_line() {
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stdout.contains("line 2 was changed"), "{}", out.stdout);
 }
+
+#[test]
+fn check_policy_accepts_version_2_and_refuses_a_policy_that_could_fail_open() {
+    let dir = TempDir::new("guard-check-v2");
+    for body in [
+        r#"{"toolnexus":"guard-policy","version":2,"rules":[{"id":"never-delete","capabilities":["delete"],"verdict":"deny","why":"deletes files"}]}"#,
+        r#"{"toolnexus":"guard-policy","version":2,"mode":"allowlist","allow_commands":["echo","ls","true","pwd"]}"#,
+    ] {
+        let p = dir.write("v2.json", body);
+        let out = tn(dir.path(), &["guard", "check-policy", &p]);
+        assert_eq!(out.code, 0, "{body}: {out:?}");
+        assert!(out.stdout.contains(": ok:"), "{}", out.stdout);
+    }
+    for (body, key) in [
+        (
+            r#"{"toolnexus":"guard-policy","version":2,"hide_fields":{"Bash":["command"]}}"#,
+            "hide_fields.Bash: hides \"command\"",
+        ),
+        (
+            r#"{"toolnexus":"guard-policy","version":2,"rules":[{"id":"x","tools":["Read"],"fields":["command"],"pattern":"rm","verdict":"deny"}]}"#,
+            "rules (x).fields: no tool it is about has a field \"command\"",
+        ),
+        (
+            r#"{"toolnexus":"guard-policy","version":2,"skip_tools":["Bash"]}"#,
+            "skip_tools[0]: Bash runs commands",
+        ),
+    ] {
+        let p = dir.write("open.json", body);
+        let out = tn(dir.path(), &["guard", "check-policy", &p]);
+        assert_eq!(out.code, 2, "{body}: {out:?}");
+        assert!(out.stderr.contains(key), "{body}: {}", out.stderr);
+    }
+}
