@@ -38,10 +38,19 @@ pub fn home() -> Option<String> {
 /// assert_eq!(r.lexical, "/home/dev/.aws/credentials");
 /// assert_eq!(resolve("/w", Some("/h"), "${HOME}/x").lexical, "/h/x");
 /// assert_eq!(resolve("/w/p", None, "../q").lexical, "/w/q");
+/// assert_eq!(resolve("/w", None, "https://x/y").lexical, "https://x/y");
 /// assert_eq!(resolve("/w", None, r"C:\Users\me\.ssh\id_rsa").lexical, "C:/Users/me/.ssh/id_rsa");
 /// ```
 pub fn resolve(cwd: &str, home: Option<&str>, p: &str) -> Reached {
     let written = p.to_string();
+    // A URL, or `-` for standard input, names no file here.
+    if p == "-" || p.contains("://") {
+        return Reached {
+            lexical: written.clone(),
+            real: written.clone(),
+            written,
+        };
+    }
     let windows = p.len() > 2 && p.as_bytes()[1] == b':' && p.as_bytes()[0].is_ascii_alphabetic();
     let mut text = if windows || p.starts_with("\\\\") {
         p.replace('\\', "/")
