@@ -55,7 +55,8 @@ fn operands_from(args: &[Word], valued: &[&str]) -> usize {
         }
         i += 1;
     }
-    i
+    // A valued option at the end has no value: there is no operand.
+    i.min(args.len())
 }
 
 /// Whether a word sets a variable (`NAME=value`), as `env` and `sudo` read it.

@@ -563,6 +563,116 @@ fn hostile_input_never_panics() {
     ] {
         let _ = parse(text);
     }
+    // Every runner and table entry with truncated or odd arguments.
+    let names = [
+        "sudo",
+        "doas",
+        "env",
+        "command",
+        "builtin",
+        "exec",
+        "nice",
+        "nohup",
+        "timeout",
+        "time",
+        "stdbuf",
+        "ionice",
+        "chroot",
+        "flock",
+        "watch",
+        "xargs",
+        "parallel",
+        "find",
+        "fd",
+        "sh",
+        "bash",
+        "eval",
+        "su",
+        "runuser",
+        "pkexec",
+        "taskset",
+        "chrt",
+        "sg",
+        "git",
+        "ssh",
+        "tar",
+        "awk",
+        "sed",
+        "python3",
+        "perl",
+        "node",
+        "deno",
+        "pwsh",
+        "rm",
+        "mv",
+        "cp",
+        "rsync",
+        "dd",
+        "chmod",
+        "chown",
+        "curl",
+        "wget",
+        "tee",
+        "head",
+        "grep",
+        "jq",
+        "pip",
+        "npm",
+        "trap",
+        "alias",
+        "source",
+        "at",
+        "script",
+        "busybox",
+        "systemd-run",
+        "strace",
+    ];
+    let odd = [
+        "", "-u", "-c", "-n", "-e", "-s", "--", "-", "-exec", "-x", "-S", "-o", "-C", "-i",
+    ];
+    for name in names {
+        for a in odd {
+            for b in odd {
+                let s = parse(&format!("{name} {a} {b}"));
+                for c in &s.commands {
+                    let _ = (effects(c), c.paths());
+                }
+            }
+        }
+    }
     let s = parse(big_brace);
     assert!(s.commands[0].args.len() <= 300);
+}
+
+/// Cuts, splices and doubles of the corpora's commands at every character
+/// boundary class: whatever the text, the reader answers.
+#[test]
+fn mangled_corpus_lines_never_panic() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/data/bypass.jsonl");
+    let text = std::fs::read_to_string(data).unwrap_or_default();
+    let commands: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("command").and_then(|c| c.as_str()).map(String::from))
+        .collect();
+    assert!(!commands.is_empty());
+    // A small linear congruential generator: the same cases every run.
+    let mut seed: u64 = 0x5eed;
+    let mut next = move |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n.max(1)
+    };
+    for _ in 0..3000 {
+        let a = &commands[next(commands.len())];
+        let b = &commands[next(commands.len())];
+        let ca: Vec<char> = a.chars().collect();
+        let cb: Vec<char> = b.chars().collect();
+        let (i, j) = (next(ca.len() + 1), next(cb.len() + 1));
+        let mangled: String = ca[..i].iter().chain(cb[j..].iter()).collect();
+        for c in &parse(&mangled).commands {
+            let _ = (effects(c), c.paths());
+        }
+    }
 }
