@@ -377,6 +377,16 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
                 None => Vec::new(),
             }
         }
+        "rg" => match args
+            .iter()
+            .find(|w| w.text == "--pre" || w.text.starts_with("--pre="))
+        {
+            Some(w) => vec![Next::Unread(format!(
+                "`rg --pre` runs a command on every file: {}",
+                quote(&w.text)
+            ))],
+            None => Vec::new(),
+        },
         "awk" | "gawk" | "mawk" | "nawk" => code::awk_runs(name, args)
             .map(Next::Unread)
             .into_iter()

@@ -495,6 +495,26 @@ fn capability_tables() {
         ("git rebase --abort", VcsRewrite),
         ("git clean -n", Delete),
     ];
+    let reads = |text: &str| -> Vec<String> {
+        parse(text)
+            .commands
+            .iter()
+            .flat_map(effects)
+            .filter(|e| e.capability == Read)
+            .flat_map(|e| e.paths)
+            .collect()
+    };
+    assert_eq!(reads("grep -r password ~/.config"), ["~/.config"]);
+    assert_eq!(reads("grep -rE 'a|b' -- src"), ["src"]);
+    assert_eq!(reads("rg -t rust unwrap"), ["."]);
+    assert_eq!(reads("jq --arg k v '.[$k]' in.json"), ["in.json"]);
+    assert_eq!(reads("awk -F, -v x=1 '{print}' data.csv"), ["data.csv"]);
+    assert_eq!(reads("tar czf k.tgz ~/.ssh"), ["~/.ssh"]);
+    assert_eq!(reads("tar -xzf k.tgz -C out"), ["k.tgz"]);
+    assert_eq!(reads("sed -i '' s/a/b/ f"), Vec::<String>::new());
+    assert!(caps("gzip big.log").contains(&Delete));
+    assert!(!caps("gzip -c big.log").contains(&Delete));
+    assert!(caps("tar --remove-files -cf a.tar d").contains(&Delete));
     // A filter reading its input reads no file.
     let s = parse("ls | grep x");
     assert!(effects(&s.commands[1]).is_empty());
