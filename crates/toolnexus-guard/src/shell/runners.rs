@@ -328,6 +328,21 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
                 }]
             }
         }
+        // A cron table read from the input is commands for later.
+        "crontab" => {
+            let i = operands_from(args, &["-u"]);
+            let lists = args[..i]
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "-l" | "-r" | "-e" | "-i"));
+            match args.get(i) {
+                _ if lists => Vec::new(),
+                Some(w) if w.text != "-" => Vec::new(),
+                _ => vec![Next::Stdin {
+                    label: "crontab".into(),
+                    shell: false,
+                }],
+            }
+        }
         "busybox" | "toybox" => run(name, args),
         "find" => find(args),
         "fd" | "fdfind" => {
