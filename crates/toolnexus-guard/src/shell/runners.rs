@@ -81,6 +81,11 @@ fn is_substituted(w: &Word) -> bool {
             || w.raw.contains(">("))
 }
 
+/// A path that names the process's own input.
+fn is_stdin_path(path: &str) -> bool {
+    matches!(path, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+}
+
 fn run(via: &str, words: &[Word]) -> Vec<Next> {
     if words.is_empty() {
         return Vec::new();
@@ -124,6 +129,12 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
     }
     match name {
         "eval" => script("eval", args),
+        "source" | "." if args.first().is_some_and(|w| is_stdin_path(&w.text)) => {
+            vec![Next::Stdin {
+                label: name.to_string(),
+                shell: true,
+            }]
+        }
         "source" | "." => match args.first() {
             Some(w) if is_substituted(w) => vec![Next::Unread(format!(
                 "`{name}` reads a script from an expansion or substitution: {}",
@@ -284,8 +295,34 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
                 // With no command, xargs runs echo.
                 return run("xargs", &[Word::literal("echo")]);
             }
+            let mut tokens = vec!["{}".to_string()];
+            for (j, w) in args[..i].iter().enumerate() {
+                if w.text == "-I" || w.text == "--replace" {
+                    tokens.extend(args.get(j + 1).map(|t| t.text.clone()));
+                } else if let Some(t) = w
+                    .text
+                    .strip_prefix("-I")
+                    .or_else(|| w.text.strip_prefix("--replace="))
+                {
+                    tokens.push(t.to_string());
+                }
+            }
+            if let Some(reason) = from_input("xargs", &args[i..], &tokens) {
+                return vec![Next::Unread(reason)];
+            }
             run("xargs", &args[i..])
         }
+        // `hash -p PATH NAME` makes NAME run another program.
+        "hash" if args.iter().any(|w| w.text.starts_with("-p")) => vec![Next::Unread(format!(
+            "`hash -p` makes a name run another program: {}",
+            quote(
+                &args
+                    .iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        ))],
         "parallel" => parallel(args),
         "watch" => {
             let i = operands_from(args, &["-n", "--interval", "-q", "--equexit"]);
@@ -446,6 +483,10 @@ fn shell(name: &str, args: &[Word]) -> Vec<Next> {
         };
     }
     match args.get(i) {
+        Some(w) if !stdin && is_stdin_path(&w.text) => vec![Next::Stdin {
+            label: name.to_string(),
+            shell: true,
+        }],
         Some(w) if !stdin && is_substituted(w) => vec![Next::Unread(format!(
             "`{name}` runs a script from an expansion or substitution: {}",
             quote(&w.raw)
@@ -494,12 +535,121 @@ fn env(args: &[Word]) -> Vec<Next> {
             continue;
         }
         if t == "-" || is_assignment(t) {
+            if let Some(reason) = runs_variable(t) {
+                return vec![Next::Unread(reason)];
+            }
             i += 1;
             continue;
         }
         break;
     }
     run("env", args.get(i..).unwrap_or(&[]))
+}
+
+/// Variables whose value is a program, a library or a script that the
+/// command (or a program it starts) runs: set on a command line they run
+/// code the guard does not see.
+const RUNNING_VARIABLES: &[&str] = &[
+    "PATH",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "PS4",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EDITOR",
+    "GIT_PAGER",
+    "GIT_ASKPASS",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EXEC_PATH",
+    "GIT_PROXY_COMMAND",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_GLOBAL",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "RUSTC_WRAPPER",
+    "RUSTC",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CC",
+    "CXX",
+    "MAKESHELL",
+];
+
+/// The reason a `NAME=value` word runs code, when its name is one of
+/// [`RUNNING_VARIABLES`] (or git's `GIT_CONFIG_KEY_n`/`VALUE_n` pairs).
+pub(crate) fn runs_variable(assignment: &str) -> Option<String> {
+    let (name, _) = assignment.split_once('=')?;
+    let named = RUNNING_VARIABLES.contains(&name)
+        || name.starts_with("GIT_CONFIG_KEY_")
+        || name.starts_with("GIT_CONFIG_VALUE_")
+        || name.starts_with("BASH_FUNC_");
+    named.then(|| {
+        format!(
+            "`{name}=` on a command line makes it run code the guard does not see: {}",
+            quote(assignment)
+        )
+    })
+}
+
+/// When the command xargs, parallel or find runs is made from its input
+/// (`xargs -I{} {}`, `xargs sh -c` with no code, `sh -c '{}'`): the reason.
+fn from_input(runner: &str, words: &[Word], tokens: &[String]) -> Option<String> {
+    let has_token = |w: &Word| {
+        tokens
+            .iter()
+            .any(|t| !t.is_empty() && w.text.contains(t.as_str()))
+    };
+    let first = words.first()?;
+    if has_token(first) {
+        return Some(format!(
+            "`{runner}` runs a command named by its input: {}",
+            quote(&first.raw)
+        ));
+    }
+    let name = super::word::basename(&first.text);
+    if is_shell(name) {
+        let c = words.iter().position(|w| {
+            w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
+        });
+        if let Some(c) = c {
+            match words.get(c + 1) {
+                None => {
+                    return Some(format!("`{runner}` hands its input to `{name} -c` as code"));
+                }
+                Some(code) if has_token(code) => {
+                    return Some(format!(
+                        "`{runner}` builds `{name} -c` code from its input: {}",
+                        quote(&code.text)
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 fn sudo(name: &str, args: &[Word]) -> Vec<Next> {
@@ -580,6 +730,13 @@ fn parallel(args: &[Word]) -> Vec<Next> {
             shell: true,
         }];
     }
+    if let Some(reason) = from_input(
+        "parallel",
+        &args[i..end],
+        &["{}".to_string(), "{.}".to_string(), "{1}".to_string()],
+    ) {
+        return vec![Next::Unread(reason)];
+    }
     script("parallel", &args[i..end])
 }
 
@@ -596,7 +753,11 @@ fn find(args: &[Word]) -> Vec<Next> {
             while end < args.len() && args[end].text != ";" && args[end].text != "+" {
                 end += 1;
             }
-            out.extend(run(&format!("find {t}"), &args[start..end]));
+            let via = format!("find {t}");
+            match from_input(&via, &args[start..end], &["{}".to_string()]) {
+                Some(reason) => out.push(Next::Unread(reason)),
+                None => out.extend(run(&via, &args[start..end])),
+            }
             i = end;
         }
         i += 1;

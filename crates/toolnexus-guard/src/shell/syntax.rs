@@ -407,6 +407,10 @@ impl<'s> Reader<'s> {
         for child in Self::named_children(node) {
             match child.kind() {
                 "variable_assignment" | "variable_assignments" => {
+                    let text = self.text(child);
+                    if let Some(reason) = runners::runs_variable(text) {
+                        self.unread(reason);
+                    }
                     self.statement(child);
                 }
                 "comment" => {}

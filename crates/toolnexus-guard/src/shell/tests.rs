@@ -307,6 +307,10 @@ fn harmless_forms_stay_read() {
         "for f in *.sh; do bash \"$f\"; done",
         "command -v cargo",
         "export RUST_BACKTRACE=1",
+        "RUST_LOG=debug cargo test",
+        "find . -name '*.rs' -exec rustfmt {} +",
+        "ls | xargs -I{} cp {} backup/",
+        "source /dev/stdin <<< 'echo hi'",
         "cat <<'EOF' > notes.txt\nhello $(not run)\nEOF",
     ] {
         assert!(unread(text).is_empty(), "{text}: {:?}", unread(text));
