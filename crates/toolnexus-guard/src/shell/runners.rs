@@ -307,10 +307,14 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
                     tokens.push(t.to_string());
                 }
             }
-            if let Some(reason) = from_input("xargs", &args[i..], &tokens) {
-                return vec![Next::Unread(reason)];
+            let words = from_input(&args[i..], &tokens);
+            // With -I the input replaces the token; without, it is appended.
+            if tokens.len() == 1 {
+                if let Some(reason) = appended_runs("xargs", &words) {
+                    return vec![Next::Unread(reason)];
+                }
             }
-            run("xargs", &args[i..])
+            run("xargs", &words)
         }
         // `hash -p PATH NAME` makes NAME run another program.
         "hash" if args.iter().any(|w| w.text.starts_with("-p")) => vec![Next::Unread(format!(
@@ -614,39 +618,84 @@ pub(crate) fn runs_variable(assignment: &str) -> Option<String> {
     })
 }
 
-/// When the command xargs, parallel or find runs is made from its input
-/// (`xargs -I{} {}`, `xargs sh -c` with no code, `sh -c '{}'`): the reason.
-fn from_input(runner: &str, words: &[Word], tokens: &[String]) -> Option<String> {
-    let has_token = |w: &Word| {
-        tokens
-            .iter()
-            .any(|t| !t.is_empty() && w.text.contains(t.as_str()))
-    };
-    let first = words.first()?;
-    if has_token(first) {
-        return Some(format!(
-            "`{runner}` runs a command named by its input: {}",
-            quote(&first.raw)
-        ));
-    }
-    let name = super::word::basename(&first.text);
-    if is_shell(name) {
-        let c = words.iter().position(|w| {
-            w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
-        });
-        if let Some(c) = c {
-            match words.get(c + 1) {
-                None => {
-                    return Some(format!("`{runner}` hands its input to `{name} -c` as code"));
-                }
-                Some(code) if has_token(code) => {
-                    return Some(format!(
-                        "`{runner}` builds `{name} -c` code from its input: {}",
-                        quote(&code.text)
-                    ));
-                }
-                _ => {}
+/// Marks the words that hold a replace string (`{}`, xargs' `-I` token) as
+/// built from the runner's input, so a command word or `sh -c` code made
+/// from them is unread like any other expansion.
+fn from_input(words: &[Word], tokens: &[String]) -> Vec<Word> {
+    words
+        .iter()
+        .map(|w| {
+            let mut w = w.clone();
+            if tokens
+                .iter()
+                .any(|t| !t.is_empty() && w.text.contains(t.as_str()))
+            {
+                w.dynamic = true;
             }
+            w
+        })
+        .collect()
+}
+
+/// Commands that run the command their arguments name.
+fn is_runner(name: &str) -> bool {
+    matches!(
+        name,
+        "sudo"
+            | "doas"
+            | "pkexec"
+            | "env"
+            | "command"
+            | "builtin"
+            | "exec"
+            | "nice"
+            | "nohup"
+            | "time"
+            | "timeout"
+            | "stdbuf"
+            | "ionice"
+            | "chroot"
+            | "flock"
+            | "watch"
+            | "xargs"
+            | "parallel"
+            | "setsid"
+            | "taskset"
+            | "chrt"
+            | "busybox"
+            | "toybox"
+            | "strace"
+            | "ltrace"
+            | "unbuffer"
+            | "systemd-run"
+            | "runuser"
+            | "su"
+    )
+}
+
+/// When xargs or parallel append their input to a command that then runs a
+/// command of its own (`xargs env`, `xargs sudo`, `xargs sh -c`), the input
+/// names what runs: the reason.
+fn appended_runs(runner: &str, words: &[Word]) -> Option<String> {
+    let mut words = words.to_vec();
+    // Each step unwraps one runner; the words only get shorter.
+    for _ in 0..words.len() + 1 {
+        let first = words.first()?;
+        let name = super::word::basename(&first.text).to_string();
+        let next = analyse(&name, &words[1..]);
+        match next.as_slice() {
+            [Next::Run { words: inner, .. }] => words = inner.clone(),
+            [] if is_runner(&name)
+                || (is_shell(&name)
+                    && words[1..].iter().any(|w| {
+                        w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
+                    })) =>
+            {
+                return Some(format!(
+                    "`{runner}` appends its input to `{name}`, which runs it as a command"
+                ));
+            }
+            _ => return None,
         }
     }
     None
@@ -730,14 +779,15 @@ fn parallel(args: &[Word]) -> Vec<Next> {
             shell: true,
         }];
     }
-    if let Some(reason) = from_input(
-        "parallel",
-        &args[i..end],
-        &["{}".to_string(), "{.}".to_string(), "{1}".to_string()],
-    ) {
+    let tokens = [
+        "{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}", "{1}", "{2}",
+    ]
+    .map(String::from);
+    let words = from_input(&args[i..end], &tokens);
+    if let Some(reason) = appended_runs("parallel", &words) {
         return vec![Next::Unread(reason)];
     }
-    script("parallel", &args[i..end])
+    script("parallel", &words)
 }
 
 /// `find`'s actions that run commands: `-exec`, `-execdir`, `-ok`, `-okdir`,
@@ -754,10 +804,8 @@ fn find(args: &[Word]) -> Vec<Next> {
                 end += 1;
             }
             let via = format!("find {t}");
-            match from_input(&via, &args[start..end], &["{}".to_string()]) {
-                Some(reason) => out.push(Next::Unread(reason)),
-                None => out.extend(run(&via, &args[start..end])),
-            }
+            let words = from_input(&args[start..end], &["{}".to_string()]);
+            out.extend(run(&via, &words));
             i = end;
         }
         i += 1;

