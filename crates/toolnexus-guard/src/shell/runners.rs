@@ -309,10 +309,10 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
             }
             let words = from_input(&args[i..], &tokens);
             // With -I the input replaces the token; without, it is appended.
-            if tokens.len() == 1 {
-                if let Some(reason) = appended_runs("xargs", &words) {
-                    return vec![Next::Unread(reason)];
-                }
+            if let Some(reason) = appended_runs("xargs", &words)
+                && tokens.len() == 1
+            {
+                return vec![Next::Unread(reason)];
             }
             run("xargs", &words)
         }
