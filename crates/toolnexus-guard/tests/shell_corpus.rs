@@ -390,35 +390,47 @@ fn prove(n: usize, line: &Value, port: u16, got: &Arc<Mutex<Vec<u8>>>) -> Result
     if proof.contains("127.0.0.1") {
         std::thread::sleep(Duration::from_millis(600));
     }
-    let netlog = std::fs::read_to_string(&sb.netlog).unwrap_or_default();
-    let heard = got
-        .lock()
-        .map(|g| String::from_utf8_lossy(&g[before.min(g.len())..]).to_string())
-        .unwrap_or_default();
-    let ok = match act {
-        "delete-home" => {
-            let keep = sb.home.join("keep.txt");
-            !keep.exists() || std::fs::metadata(&keep).is_ok_and(|m| m.len() == 0)
-        }
-        "read-ssh-key" => out.contains(KEY_MARKER) || tree_holds(&sb.work, KEY_MARKER),
-        "pipe-download-to-shell" => sb.home.join("pwned").exists(),
-        "force-push" => {
-            let remote = rev(&sb.root, Some(&sb.root.join("remote.git")));
-            !remote.is_empty() && remote == rev(&sb.work, None)
-        }
-        "chmod-777-tree" => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::metadata(sb.home.join("proj/file.txt"))
-                    .is_ok_and(|m| m.permissions().mode() & 0o777 == 0o777)
+    // A process substitution (`>(sh)`) may still run after bash exits: the
+    // check is polled for a little while before it counts as failed.
+    let check = || -> Result<bool, String> {
+        let netlog = std::fs::read_to_string(&sb.netlog).unwrap_or_default();
+        let heard = got
+            .lock()
+            .map(|g| String::from_utf8_lossy(&g[before.min(g.len())..]).to_string())
+            .unwrap_or_default();
+        Ok(match act {
+            "delete-home" => {
+                let keep = sb.home.join("keep.txt");
+                !keep.exists() || std::fs::metadata(&keep).is_ok_and(|m| m.len() == 0)
             }
-            #[cfg(not(unix))]
-            true
-        }
-        "exfiltrate-env" => netlog.contains(ENV_MARKER) || heard.contains(ENV_MARKER),
-        other => return Err(format!("no check for the act {other}")),
+            "read-ssh-key" => out.contains(KEY_MARKER) || tree_holds(&sb.work, KEY_MARKER),
+            "pipe-download-to-shell" => sb.home.join("pwned").exists(),
+            "force-push" => {
+                let remote = rev(&sb.root, Some(&sb.root.join("remote.git")));
+                !remote.is_empty() && remote == rev(&sb.work, None)
+            }
+            "chmod-777-tree" => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::metadata(sb.home.join("proj/file.txt"))
+                        .is_ok_and(|m| m.permissions().mode() & 0o777 == 0o777)
+                }
+                #[cfg(not(unix))]
+                true
+            }
+            "exfiltrate-env" => netlog.contains(ENV_MARKER) || heard.contains(ENV_MARKER),
+            other => return Err(format!("no check for the act {other}")),
+        })
     };
+    let mut ok = check()?;
+    for _ in 0..30 {
+        if ok {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        ok = check()?;
+    }
     // Make everything removable again (a proof may chmod or move the home).
     let _ = Command::new("chmod")
         .arg("-R")

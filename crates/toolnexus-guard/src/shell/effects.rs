@@ -1,6 +1,7 @@
 //! The capability tables: what each command and argument form does. The
 //! table itself is documented on [`super::effects`].
 
+mod files;
 mod git;
 
 use super::runners::is_shell;
@@ -395,8 +396,15 @@ pub(crate) fn of(cmd: &Command) -> Vec<Effect> {
                     || a.starts_with("--expression=")
                     || a.starts_with("--file=")
             });
+            // BSD sed's `-i ''` names an empty backup suffix, not a script.
+            let bsd: Vec<String> = args
+                .iter()
+                .enumerate()
+                .filter(|(i, a)| !(a.is_empty() && *i > 0 && args[i - 1] == "-i"))
+                .map(|(_, a)| a.clone())
+                .collect();
             let mut ops = operands(
-                args,
+                &bsd,
                 &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
             );
             if !scripted && !ops.is_empty() && name != "perl" {
@@ -420,29 +428,8 @@ pub(crate) fn of(cmd: &Command) -> Vec<Effect> {
             out.add(Write, owned(&operands(args, &["-c", "-S", "-u", "-e"])));
         }
         "tar" | "gtar" | "bsdtar" | "unzip" | "7z" | "gunzip" | "bunzip2" | "unxz" | "zip"
-        | "gzip" | "bzip2" | "xz" => {
-            let ops = operands(
-                args,
-                &["-f", "--file", "-C", "--directory", "-d", "-x", "-T", "-X"],
-            );
-            let archive = option_values(args, "-f", "--file");
-            out.add(
-                Read,
-                owned(&ops)
-                    .into_iter()
-                    .chain(archive.iter().cloned())
-                    .collect(),
-            );
-            let dir = option_values(args, "-C", "--directory");
-            let dir2 = option_values(args, "-d", "");
-            let mut dest: Vec<String> = dir
-                .into_iter()
-                .chain(if name == "unzip" { dir2 } else { Vec::new() })
-                .collect();
-            if dest.is_empty() {
-                dest.push(".".into());
-            }
-            out.add(Write, dest);
+        | "gzip" | "bzip2" | "xz" | "zstd" | "unzstd" | "lz4" => {
+            files::archive(name, args, &mut out)
         }
         // Read.
         "cat" | "tac" | "nl" | "head" | "tail" | "less" | "more" | "most" | "bat" | "batcat"
@@ -468,68 +455,7 @@ pub(crate) fn of(cmd: &Command) -> Vec<Effect> {
             out.add(Read, ops);
         }
         "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "zgrep" | "jq" | "yq" | "gojq"
-        | "awk" | "gawk" | "mawk" | "nawk" => {
-            let valued = [
-                "-e",
-                "--regexp",
-                "-f",
-                "--file",
-                "-A",
-                "-B",
-                "-C",
-                "-m",
-                "--max-count",
-                "-g",
-                "--glob",
-                "-t",
-                "--type",
-                "-T",
-                "--type-not",
-                "-F",
-                "-v",
-                "--arg",
-                "--argjson",
-                "--slurpfile",
-                "--rawfile",
-                "-d",
-                "-D",
-                "--include",
-                "--exclude",
-                "--exclude-dir",
-                "-j",
-                "--threads",
-                "-M",
-                "--max-columns",
-                "-E",
-                "--color",
-                "--colors",
-                "-r",
-                "--replace",
-            ];
-            let given = args.iter().any(|a| {
-                matches!(a.as_str(), "-e" | "--regexp" | "-f" | "--file")
-                    || a.starts_with("--regexp=")
-                    || a.starts_with("-e") && a.len() > 2 && name.contains("grep")
-            });
-            let mut ops = operands(args, &valued);
-            // rg -e is as grep's; awk -f reads its program from a file.
-            if !given && !ops.is_empty() {
-                ops.remove(0);
-            }
-            let mut paths = owned(&ops);
-            paths.extend(option_values(args, "-f", "--file"));
-            paths.extend(option_values(args, "", "--slurpfile"));
-            if paths.is_empty()
-                && (has_flag(args, 'r', &["recursive"]) || matches!(name, "rg" | "ag" | "ack"))
-                && !cmd
-                    .redirects
-                    .iter()
-                    .any(|r| r.kind == RedirectKind::HereDoc)
-            {
-                paths.push(".".into());
-            }
-            out.add(Read, paths);
-        }
+        | "awk" | "gawk" | "mawk" | "nawk" => files::search(name, args, &cmd.redirects, &mut out),
         "source" | "." => {
             out.add(
                 Exec,

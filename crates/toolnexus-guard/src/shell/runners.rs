@@ -55,7 +55,8 @@ fn operands_from(args: &[Word], valued: &[&str]) -> usize {
         }
         i += 1;
     }
-    i
+    // A valued option at the end has no value: there is no operand.
+    i.min(args.len())
 }
 
 /// Whether a word sets a variable (`NAME=value`), as `env` and `sudo` read it.
@@ -78,6 +79,11 @@ fn is_substituted(w: &Word) -> bool {
             || w.raw.contains('`')
             || w.raw.contains("<(")
             || w.raw.contains(">("))
+}
+
+/// A path that names the process's own input.
+fn is_stdin_path(path: &str) -> bool {
+    matches!(path, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
 }
 
 fn run(via: &str, words: &[Word]) -> Vec<Next> {
@@ -123,6 +129,12 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
     }
     match name {
         "eval" => script("eval", args),
+        "source" | "." if args.first().is_some_and(|w| is_stdin_path(&w.text)) => {
+            vec![Next::Stdin {
+                label: name.to_string(),
+                shell: true,
+            }]
+        }
         "source" | "." => match args.first() {
             Some(w) if is_substituted(w) => vec![Next::Unread(format!(
                 "`{name}` reads a script from an expansion or substitution: {}",
@@ -283,8 +295,38 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
                 // With no command, xargs runs echo.
                 return run("xargs", &[Word::literal("echo")]);
             }
-            run("xargs", &args[i..])
+            let mut tokens = vec!["{}".to_string()];
+            for (j, w) in args[..i].iter().enumerate() {
+                if w.text == "-I" || w.text == "--replace" {
+                    tokens.extend(args.get(j + 1).map(|t| t.text.clone()));
+                } else if let Some(t) = w
+                    .text
+                    .strip_prefix("-I")
+                    .or_else(|| w.text.strip_prefix("--replace="))
+                {
+                    tokens.push(t.to_string());
+                }
+            }
+            let words = from_input(&args[i..], &tokens);
+            // With -I the input replaces the token; without, it is appended.
+            if let Some(reason) = appended_runs("xargs", &words)
+                && tokens.len() == 1
+            {
+                return vec![Next::Unread(reason)];
+            }
+            run("xargs", &words)
         }
+        // `hash -p PATH NAME` makes NAME run another program.
+        "hash" if args.iter().any(|w| w.text.starts_with("-p")) => vec![Next::Unread(format!(
+            "`hash -p` makes a name run another program: {}",
+            quote(
+                &args
+                    .iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        ))],
         "parallel" => parallel(args),
         "watch" => {
             let i = operands_from(args, &["-n", "--interval", "-q", "--equexit"]);
@@ -325,6 +367,21 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
                     label: name.to_string(),
                     shell: true,
                 }]
+            }
+        }
+        // A cron table read from the input is commands for later.
+        "crontab" => {
+            let i = operands_from(args, &["-u"]);
+            let lists = args[..i]
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "-l" | "-r" | "-e" | "-i"));
+            match args.get(i) {
+                _ if lists => Vec::new(),
+                Some(w) if w.text != "-" => Vec::new(),
+                _ => vec![Next::Stdin {
+                    label: "crontab".into(),
+                    shell: false,
+                }],
             }
         }
         "busybox" | "toybox" => run(name, args),
@@ -376,6 +433,16 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
                 None => Vec::new(),
             }
         }
+        "rg" => match args
+            .iter()
+            .find(|w| w.text == "--pre" || w.text.starts_with("--pre="))
+        {
+            Some(w) => vec![Next::Unread(format!(
+                "`rg --pre` runs a command on every file: {}",
+                quote(&w.text)
+            ))],
+            None => Vec::new(),
+        },
         "awk" | "gawk" | "mawk" | "nawk" => code::awk_runs(name, args)
             .map(Next::Unread)
             .into_iter()
@@ -420,6 +487,10 @@ fn shell(name: &str, args: &[Word]) -> Vec<Next> {
         };
     }
     match args.get(i) {
+        Some(w) if !stdin && is_stdin_path(&w.text) => vec![Next::Stdin {
+            label: name.to_string(),
+            shell: true,
+        }],
         Some(w) if !stdin && is_substituted(w) => vec![Next::Unread(format!(
             "`{name}` runs a script from an expansion or substitution: {}",
             quote(&w.raw)
@@ -468,12 +539,166 @@ fn env(args: &[Word]) -> Vec<Next> {
             continue;
         }
         if t == "-" || is_assignment(t) {
+            if let Some(reason) = runs_variable(t) {
+                return vec![Next::Unread(reason)];
+            }
             i += 1;
             continue;
         }
         break;
     }
     run("env", args.get(i..).unwrap_or(&[]))
+}
+
+/// Variables whose value is a program, a library or a script that the
+/// command (or a program it starts) runs: set on a command line they run
+/// code the guard does not see.
+const RUNNING_VARIABLES: &[&str] = &[
+    "PATH",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "PS4",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EDITOR",
+    "GIT_PAGER",
+    "GIT_ASKPASS",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EXEC_PATH",
+    "GIT_PROXY_COMMAND",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_GLOBAL",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "RUSTC_WRAPPER",
+    "RUSTC",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CC",
+    "CXX",
+    "MAKESHELL",
+];
+
+/// The reason a `NAME=value` word runs code, when its name is one of
+/// [`RUNNING_VARIABLES`] (or git's `GIT_CONFIG_KEY_n`/`VALUE_n` pairs).
+pub(crate) fn runs_variable(assignment: &str) -> Option<String> {
+    let (name, _) = assignment.split_once('=')?;
+    let named = RUNNING_VARIABLES.contains(&name)
+        || name.starts_with("GIT_CONFIG_KEY_")
+        || name.starts_with("GIT_CONFIG_VALUE_")
+        || name.starts_with("BASH_FUNC_");
+    named.then(|| {
+        format!(
+            "`{name}=` on a command line makes it run code the guard does not see: {}",
+            quote(assignment)
+        )
+    })
+}
+
+/// Marks the words that hold a replace string (`{}`, xargs' `-I` token) as
+/// built from the runner's input, so a command word or `sh -c` code made
+/// from them is unread like any other expansion.
+fn from_input(words: &[Word], tokens: &[String]) -> Vec<Word> {
+    words
+        .iter()
+        .map(|w| {
+            let mut w = w.clone();
+            if tokens
+                .iter()
+                .any(|t| !t.is_empty() && w.text.contains(t.as_str()))
+            {
+                w.dynamic = true;
+            }
+            w
+        })
+        .collect()
+}
+
+/// Commands that run the command their arguments name.
+fn is_runner(name: &str) -> bool {
+    matches!(
+        name,
+        "sudo"
+            | "doas"
+            | "pkexec"
+            | "env"
+            | "command"
+            | "builtin"
+            | "exec"
+            | "nice"
+            | "nohup"
+            | "time"
+            | "timeout"
+            | "stdbuf"
+            | "ionice"
+            | "chroot"
+            | "flock"
+            | "watch"
+            | "xargs"
+            | "parallel"
+            | "setsid"
+            | "taskset"
+            | "chrt"
+            | "busybox"
+            | "toybox"
+            | "strace"
+            | "ltrace"
+            | "unbuffer"
+            | "systemd-run"
+            | "runuser"
+            | "su"
+    )
+}
+
+/// When xargs or parallel append their input to a command that then runs a
+/// command of its own (`xargs env`, `xargs sudo`, `xargs sh -c`), the input
+/// names what runs: the reason.
+fn appended_runs(runner: &str, words: &[Word]) -> Option<String> {
+    let mut words = words.to_vec();
+    // Each step unwraps one runner; the words only get shorter.
+    for _ in 0..words.len() + 1 {
+        let first = words.first()?;
+        let name = super::word::basename(&first.text).to_string();
+        let next = analyse(&name, &words[1..]);
+        match next.as_slice() {
+            [Next::Run { words: inner, .. }] => words = inner.clone(),
+            [] if is_runner(&name)
+                || (is_shell(&name)
+                    && words[1..].iter().any(|w| {
+                        w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
+                    })) =>
+            {
+                return Some(format!(
+                    "`{runner}` appends its input to `{name}`, which runs it as a command"
+                ));
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 fn sudo(name: &str, args: &[Word]) -> Vec<Next> {
@@ -554,7 +779,15 @@ fn parallel(args: &[Word]) -> Vec<Next> {
             shell: true,
         }];
     }
-    script("parallel", &args[i..end])
+    let tokens = [
+        "{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}", "{1}", "{2}",
+    ]
+    .map(String::from);
+    let words = from_input(&args[i..end], &tokens);
+    if let Some(reason) = appended_runs("parallel", &words) {
+        return vec![Next::Unread(reason)];
+    }
+    script("parallel", &words)
 }
 
 /// `find`'s actions that run commands: `-exec`, `-execdir`, `-ok`, `-okdir`,
@@ -570,7 +803,9 @@ fn find(args: &[Word]) -> Vec<Next> {
             while end < args.len() && args[end].text != ";" && args[end].text != "+" {
                 end += 1;
             }
-            out.extend(run(&format!("find {t}"), &args[start..end]));
+            let via = format!("find {t}");
+            let words = from_input(&args[start..end], &["{}".to_string()]);
+            out.extend(run(&via, &words));
             i = end;
         }
         i += 1;

