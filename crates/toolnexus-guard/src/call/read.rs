@@ -9,6 +9,9 @@ use crate::shell::{self, Capability};
 
 use super::ToolCall;
 
+/// The directory relative paths resolve under when a call names no cwd.
+pub const NO_CWD: &str = "/<no cwd>";
+
 /// The arguments an MCP tool may hold a command in, first found first.
 pub const COMMAND_FIELDS: &[&str] = &["command", "cmd", "script"];
 
@@ -130,7 +133,7 @@ impl CommandRead {
 /// A tool call read for the rules.
 #[derive(Debug, Clone)]
 pub struct Reading {
-    /// The working directory paths resolve against (`/` when the call has none).
+    /// The working directory paths resolve against ([`NO_CWD`] when the call has none).
     pub cwd: String,
     /// The home directory, when known.
     pub home: Option<String>,
@@ -190,7 +193,10 @@ impl Reading {
     /// Reads `call` (its fields as the rules see them). A command-running
     /// tool whose command is not a string is an error.
     pub fn new(call: &ToolCall) -> Result<Reading, ReadError> {
-        let cwd = call.cwd.clone().unwrap_or_else(|| "/".to_string());
+        // Without a cwd a relative path is under no directory the policy
+        // names (never `/`, where `build` would read as a system directory);
+        // the hook refuses such a call before it gets here.
+        let cwd = call.cwd.clone().unwrap_or_else(|| NO_CWD.to_string());
         let home = paths::home();
         let mut r = Reading {
             cwd,
@@ -450,6 +456,14 @@ mod tests {
         let e = Reading::new(&call("mcp__x__run", json!({"cmd": ["rm"]}))).unwrap_err();
         assert!(e.to_string().contains("cmd must be a command"), "{e}");
         assert!(Reading::new(&call("mcp__x__get", json!({"id": 1}))).is_ok());
+    }
+
+    #[test]
+    fn without_a_cwd_a_relative_path_is_under_no_known_directory() {
+        let mut c = call("Read", json!({"file_path": "build"}));
+        c.cwd = None;
+        let r = Reading::new(&c).unwrap();
+        assert_eq!(r.tool_paths[0].0.lexical, "/<no cwd>/build");
     }
 
     #[test]
