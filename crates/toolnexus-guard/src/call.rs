@@ -7,7 +7,7 @@ use crate::json;
 
 mod read;
 
-pub use read::{COMMAND_FIELDS, KNOWN_TOOLS, PATH_ARGS, Reading, WRITING_TOOLS};
+pub use read::{COMMAND_FIELDS, KNOWN_TOOLS, PATH_ARGS, ReadError, Reading, WRITING_TOOLS};
 
 /// A tool call as the guard sees it.
 ///

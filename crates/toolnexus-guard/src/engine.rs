@@ -150,6 +150,26 @@ impl Guard {
 
     /// Judges one call and says why: the parse, every rule and check that
     /// fired, and the judgment (`toolnexus guard explain`).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus_guard::{Guard, JudgeSource, Permission, Policy, ToolCall};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let guard = Guard::new(Policy::builtin()?, JudgeSource::builtin(None));
+    /// let call = ToolCall {
+    ///     tool_name: "Bash".into(),
+    ///     tool_input: json!({"command": "sudo rm -rf ~"}).as_object().cloned().unwrap_or_default(),
+    ///     cwd: Some("/home/dev/shop".into()),
+    /// };
+    /// let e = guard.explain(&call).await;
+    /// assert_eq!(e.judgment.permission, Permission::Deny);
+    /// assert_eq!(e.reading["commands"][1]["name"], "rm");
+    /// assert!(e.fired.as_array().is_some_and(|f| f.iter().any(|r| r["id"] == "delete-home-or-system")));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn explain(&self, call: &ToolCall) -> Explanation {
         self.judge_read(call).await
     }

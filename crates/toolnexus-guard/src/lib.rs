@@ -74,7 +74,7 @@ pub mod policy;
 pub mod rules;
 pub mod shell;
 
-pub use call::{CallError, ToolCall};
+pub use call::{CallError, ReadError, Reading, ToolCall};
 pub use engine::{Explanation, Guard, Judgment};
 pub use judge::{BUILTIN_STUDENT, Judge, JudgeBuilder, JudgeError, JudgeSource, builtin_student};
 pub use permission::Permission;

@@ -25,6 +25,12 @@ pub struct Reached {
 }
 
 /// The home directory (`$HOME`), when set and not empty.
+///
+/// ```
+/// if let Some(h) = toolnexus_guard::paths::home() {
+///     assert!(!h.is_empty());
+/// }
+/// ```
 pub fn home() -> Option<String> {
     std::env::var("HOME").ok().filter(|h| !h.is_empty())
 }

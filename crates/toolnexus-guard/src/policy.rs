@@ -121,6 +121,18 @@ pub const LOG_MAX_BYTES: u64 = 10 << 20;
 
 /// Version 2's allow-list mode: every command a call runs must be one of
 /// these, or have only these capabilities; any other asks.
+///
+/// ```
+/// use toolnexus_guard::Policy;
+/// let p = Policy::parse(
+///     r#"{"toolnexus":"guard-policy","version":2,"mode":"allowlist","allow_commands":["ls","git status"],"allow_capabilities":["read"]}"#,
+///     None,
+/// )?;
+/// let a = p.allowlist.unwrap_or_default();
+/// assert_eq!(a.commands, ["ls", "git status"]);
+/// assert_eq!(a.capabilities[0].as_str(), "read");
+/// # Ok::<(), toolnexus_guard::PolicyError>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Allowlist {
     /// Commands allowed: a name (`ls`) or a name and subcommand (`git status`).

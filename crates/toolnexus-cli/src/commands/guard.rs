@@ -249,7 +249,7 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
             let p = load_policy(Some(path))?;
             p.check_rules().map_err(|e| policy_error(path, &e))?;
             say!(
-                "policy {}: ok: {} questions ({}), {} rules, on_error {}, {} skipped tools, log {}",
+                "policy {}: ok: {} questions ({}), {} rules, on_error {}, {} skipped tools, log {}{}",
                 path.display(),
                 p.questions.len(),
                 p.questions.keys().cloned().collect::<Vec<_>>().join(", "),
@@ -259,6 +259,14 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
                 match &p.log {
                     Some(l) => l.path.display().to_string(),
                     None => "off".into(),
+                },
+                match &p.allowlist {
+                    Some(a) => format!(
+                        ", mode allowlist ({} commands, {} capabilities)",
+                        a.commands.len(),
+                        a.capabilities.len()
+                    ),
+                    None => String::new(),
                 }
             );
         }

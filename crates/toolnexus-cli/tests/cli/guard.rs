@@ -805,6 +805,13 @@ fn check_policy_accepts_version_2_and_refuses_a_policy_that_could_fail_open() {
         let out = tn(dir.path(), &["guard", "check-policy", &p]);
         assert_eq!(out.code, 0, "{body}: {out:?}");
         assert!(out.stdout.contains(": ok:"), "{}", out.stdout);
+        assert_eq!(
+            out.stdout
+                .contains("mode allowlist (4 commands, 0 capabilities)"),
+            body.contains("allowlist"),
+            "{}",
+            out.stdout
+        );
     }
     for (body, key) in [
         (

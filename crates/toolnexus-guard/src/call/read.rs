@@ -119,7 +119,8 @@ pub struct CommandRead {
 }
 
 impl CommandRead {
-    /// `name` or `name sub`: whether a rule's `commands` entry names it.
+    /// `name` or `name sub`: whether a rule's `commands` entry names it
+    /// (see [`Reading::new`] for an example).
     pub fn is(&self, entry: &str) -> bool {
         match entry.split_once(' ') {
             None => self.command.name == entry,
@@ -192,6 +193,20 @@ fn subcommand(c: &shell::Command) -> Option<String> {
 impl Reading {
     /// Reads `call` (its fields as the rules see them). A command-running
     /// tool whose command is not a string is an error.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus_guard::{Reading, ToolCall};
+    /// let call = ToolCall {
+    ///     tool_name: "Bash".into(),
+    ///     tool_input: json!({"command": "git -C . push -f origin main"}).as_object().cloned().unwrap_or_default(),
+    ///     cwd: Some("/w/p".into()),
+    /// };
+    /// let r = Reading::new(&call)?;
+    /// assert_eq!(r.commands[0].command.name, "git");
+    /// assert!(r.commands[0].is("git push"));
+    /// # Ok::<(), toolnexus_guard::ReadError>(())
+    /// ```
     pub fn new(call: &ToolCall) -> Result<Reading, ReadError> {
         // Without a cwd a relative path is under no directory the policy
         // names (never `/`, where `build` would read as a system directory);

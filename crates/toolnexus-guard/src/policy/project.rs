@@ -42,6 +42,18 @@ pub struct Project {
 
 /// The project policy that applies at `cwd`, if any: the nearest
 /// `.toolnexus/guard.json` upward, not above the directory holding `.git`.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("toolnexus-guard-doc-find-{}", std::process::id()));
+/// std::fs::create_dir_all(dir.join("repo/.git"))?;
+/// std::fs::create_dir_all(dir.join("repo/.toolnexus"))?;
+/// std::fs::create_dir_all(dir.join("repo/src"))?;
+/// std::fs::write(dir.join("repo/.toolnexus/guard.json"), "{}")?;
+/// let found = toolnexus_guard::policy::project::find(&dir.join("repo/src"));
+/// assert_eq!(found, Some(dir.join("repo/.toolnexus/guard.json")));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn find(cwd: &Path) -> Option<PathBuf> {
     let mut at = Some(cwd);
     while let Some(dir) = at {
