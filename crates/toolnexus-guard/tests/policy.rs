@@ -422,3 +422,13 @@ async fn explain_gives_the_parse_and_every_rule_that_fired() {
     assert_eq!(e.judgment.permission, Permission::Allow);
     assert_eq!(e.reading["commands"][0]["name"], "ls");
 }
+
+#[tokio::test]
+async fn a_statement_split_by_quotes_is_read_as_the_client_gets_it() {
+    let g = guard(builtin());
+    let j = g.judge(&bash("psql -c 'DR''OP TABLE users'")).await;
+    assert_eq!(j.permission, Permission::Deny, "{}", j.reason);
+    assert!(j.reason.contains("rule drop-data-client"), "{}", j.reason);
+    let j = g.judge(&bash("psql -c 'SELECT count(*) FROM users'")).await;
+    assert_ne!(j.permission, Permission::Deny, "{}", j.reason);
+}
