@@ -249,6 +249,10 @@ async fn any_call_that_would_switch_the_guard_off_is_denied() {
         ),
         ("Bash", json!({"command": format!("echo '{{}}' > {pf}")})),
         (
+            "Bash",
+            json!({"command": "git -c core.hooksPath=/tmp/h commit -m x"}),
+        ),
+        (
             "Write",
             json!({"file_path": ".git/hooks/pre-commit", "content": "rm -rf ~"}),
         ),
@@ -280,6 +284,7 @@ async fn any_call_that_would_switch_the_guard_off_is_denied() {
         "cat .claude/settings.json",
         "git config --get core.hooksPath",
         "ls .git/hooks",
+        "git commit -m 'docs: explain core.hooksPath'",
     ] {
         let j = g
             .judge(&call_in(cwd, "Bash", json!({"command": cmd})))

@@ -76,11 +76,22 @@ pub(crate) fn check(
             return Some("changes the guard's hook (toolnexus guard install/uninstall)".into());
         }
         if name == "git" {
-            let hooks = |a: &String| a.to_ascii_lowercase().contains("core.hookspath");
+            let hooks = |a: &str| a.to_ascii_lowercase().contains("core.hookspath");
+            // `git -c core.hooksPath=… <cmd>` runs hooks from elsewhere once;
+            // `git config core.hooksPath …` does it for good. A commit message
+            // that mentions it is data.
+            let once = args
+                .windows(2)
+                .any(|w| (w[0] == "-c" || w[0] == "--config-env") && hooks(&w[1]))
+                || args
+                    .iter()
+                    .any(|a| a.starts_with("--config-env=") && hooks(a));
             let reads = args
                 .iter()
                 .any(|a| a.starts_with("--get") || a == "--list" || a == "-l");
-            if args.iter().any(hooks) && !(c.sub.as_deref() == Some("config") && reads) {
+            let config =
+                c.sub.as_deref() == Some("config") && args.iter().any(|a| hooks(a)) && !reads;
+            if once || config {
                 return Some("changes where git finds its hooks (core.hooksPath)".into());
             }
         }
