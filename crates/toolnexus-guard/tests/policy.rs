@@ -252,6 +252,9 @@ async fn any_call_that_would_switch_the_guard_off_is_denied() {
             "Bash",
             json!({"command": "git -c core.hooksPath=/tmp/h commit -m x"}),
         ),
+        ("Bash", json!({"command": "rm -rf .claude"})),
+        ("Bash", json!({"command": "mv .git/hooks /tmp/old-hooks"})),
+        ("Bash", json!({"command": "chmod -R 000 .toolnexus"})),
         (
             "Write",
             json!({"file_path": ".git/hooks/pre-commit", "content": "rm -rf ~"}),

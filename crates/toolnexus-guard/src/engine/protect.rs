@@ -54,6 +54,17 @@ pub(crate) fn check(
             })
             .map(|_| r.written.clone())
     };
+    // Removing, moving or re-moding a directory changes what lies under it.
+    let under = |r: &Reached| {
+        globs
+            .iter()
+            .find(|g| {
+                [&r.lexical, &r.real]
+                    .iter()
+                    .any(|p| g.reaches(p, &reading.cwd, home))
+            })
+            .map(|_| r.written.clone())
+    };
     if reading.command_text.is_none() {
         let changes = WRITING_TOOLS.contains(&tool)
             || (tool.starts_with("mcp__")
@@ -96,18 +107,19 @@ pub(crate) fn check(
             }
         }
         for (cap, paths) in &c.effects {
-            if matches!(
-                cap,
-                Capability::Write | Capability::Delete | Capability::Permissions
-            ) && let Some(p) = paths.iter().find_map(hit)
-            {
+            let found = match cap {
+                Capability::Write => paths.iter().find_map(hit),
+                Capability::Delete | Capability::Permissions => paths.iter().find_map(under),
+                _ => None,
+            };
+            if let Some(p) = found {
                 return Some(format!("{name} would change {p}, which keeps the guard on"));
             }
         }
         if matches!(
             name,
             "mv" | "rm" | "unlink" | "shred" | "truncate" | "ln" | "chmod" | "chown"
-        ) && let Some(p) = c.paths.iter().find_map(hit)
+        ) && let Some(p) = c.paths.iter().find_map(under)
         {
             return Some(format!("{name} would change {p}, which keeps the guard on"));
         }
