@@ -18,7 +18,9 @@ use toolnexus_guard::{
     Guard, JudgeSource, Judgment, Permission, Policy, PolicyError, ToolCall, log,
 };
 
-use crate::args::{CheckPolicyArgs, GuardArgs, GuardJudgeArgs, GuardTestArgs};
+use crate::args::{
+    CheckPolicyArgs, GuardArgs, GuardExplainArgs, GuardJudgeArgs, GuardLogArgs, GuardTestArgs,
+};
 use crate::exit::{self, Exit};
 
 /// The permission any failure gets before a policy is read (ask), then the
@@ -127,6 +129,11 @@ fn read_hook(bytes: &[u8]) -> Result<Hook, String> {
     let id = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
     let (session_id, tool_use_id) = (id("session_id"), id("tool_use_id"));
     let call = ToolCall::from_object(o).map_err(|e| e.to_string())?;
+    // Paths, the project policy and the outside-the-project check all read
+    // the cwd: a call without one is not judged as if it had none.
+    if call.cwd.is_none() {
+        return Err("the hook input has no cwd (the directory the call runs in): paths and the project's policy cannot be read without it".into());
+    }
     Ok(Hook {
         call,
         session_id,
@@ -242,7 +249,7 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
             let p = load_policy(Some(path))?;
             p.check_rules().map_err(|e| policy_error(path, &e))?;
             say!(
-                "policy {}: ok: {} questions ({}), {} rules, on_error {}, {} skipped tools, log {}",
+                "policy {}: ok: {} questions ({}), {} rules, on_error {}, {} skipped tools, log {}{}",
                 path.display(),
                 p.questions.len(),
                 p.questions.keys().cloned().collect::<Vec<_>>().join(", "),
@@ -252,6 +259,14 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
                 match &p.log {
                     Some(l) => l.path.display().to_string(),
                     None => "off".into(),
+                },
+                match &p.allowlist {
+                    Some(a) => format!(
+                        ", mode allowlist ({} commands, {} capabilities)",
+                        a.commands.len(),
+                        a.capabilities.len()
+                    ),
+                    None => String::new(),
                 }
             );
         }
@@ -420,4 +435,277 @@ pub async fn test(args: GuardTestArgs) -> Result<Exit> {
     } else {
         Exit::Success
     })
+}
+
+/// Runs `toolnexus guard explain`: one call judged, and why.
+pub async fn explain(args: GuardExplainArgs) -> Result<Exit> {
+    let call = match &args.command {
+        Some(command) => {
+            let cwd = match &args.cwd {
+                Some(c) => std::path::absolute(c)
+                    .map_err(|e| exit::usage(format!("--cwd {}: {e}", c.display())))?,
+                None => std::env::current_dir()
+                    .map_err(|e| exit::usage(format!("the current directory: {e}")))?,
+            };
+            ToolCall {
+                tool_name: "Bash".into(),
+                tool_input: json!({"command": command})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                cwd: Some(cwd.display().to_string()),
+            }
+        }
+        None => {
+            let mut bytes = Vec::new();
+            use std::io::Read;
+            std::io::stdin()
+                .lock()
+                .take(MAX_INPUT + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| exit::usage(format!("stdin could not be read: {e}")))?;
+            read_hook(&bytes).map_err(exit::usage)?.call
+        }
+    };
+    let guard = load(&args.judge)?;
+    let e = guard.explain(&call).await;
+    let j = &e.judgment;
+    if args.json {
+        say!(
+            "{}",
+            crate::render::pretty(&json!({
+                "tool_name": call.tool_name,
+                "cwd": call.cwd,
+                "reading": e.reading,
+                "fired": e.fired,
+                "project": e.project,
+                "detail": j.detail,
+                "verdict": j.permission.as_str(),
+                "skipped": j.skipped,
+                "reason": j.reason,
+            }))
+        );
+        return Ok(Exit::Success);
+    }
+    say!(
+        "call: {} in {}",
+        call.tool_name,
+        call.cwd.as_deref().unwrap_or("(no cwd)")
+    );
+    if let Some(p) = &e.project {
+        say!("project policy: {p}");
+    }
+    let reached = |v: &Value| {
+        let written = v["written"].as_str().unwrap_or("");
+        let resolved = v["resolved"].as_str().unwrap_or("");
+        let mut s = if written == resolved {
+            written.to_string()
+        } else {
+            format!("{written} → {resolved}")
+        };
+        if let Some(real) = v["real"].as_str() {
+            s.push_str(&format!(" (through a symlink: {real})"));
+        }
+        if v["and_below"] == json!(true) {
+            s.push_str(" and everything under it");
+        }
+        s
+    };
+    match e.reading.get("commands").and_then(Value::as_array) {
+        Some(commands) => {
+            say!("parse: {} command(s)", commands.len());
+            for (i, c) in commands.iter().enumerate() {
+                let args: Vec<&str> = c["args"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let via: Vec<&str> = c["via"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                say!(
+                    "  {}. {} {}{}",
+                    i + 1,
+                    c["name"].as_str().unwrap_or(""),
+                    args.join(" "),
+                    if via.is_empty() {
+                        String::new()
+                    } else {
+                        format!("   (via {})", via.join(", "))
+                    }
+                );
+                for cap in c["capabilities"].as_array().into_iter().flatten() {
+                    let paths: Vec<String> = cap["paths"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(reached)
+                        .collect();
+                    say!(
+                        "     {}{}",
+                        cap["capability"].as_str().unwrap_or(""),
+                        if paths.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", paths.join(", "))
+                        }
+                    );
+                }
+            }
+            for u in e.reading["unread"].as_array().into_iter().flatten() {
+                say!("  unread: {}", u.as_str().unwrap_or(""));
+            }
+        }
+        None if e.reading.is_object() => {
+            let caps: Vec<&str> = e.reading["capabilities"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            say!(
+                "capabilities: {}",
+                if caps.is_empty() {
+                    "none".into()
+                } else {
+                    caps.join(", ")
+                }
+            );
+            for p in e.reading["paths"].as_array().into_iter().flatten() {
+                say!("  path: {}", reached(p));
+            }
+        }
+        None => say!("not read"),
+    }
+    let fired = e.fired.as_array().cloned().unwrap_or_default();
+    if fired.is_empty() {
+        say!("fired: no rule or check");
+    } else {
+        say!("fired:");
+        for f in &fired {
+            say!(
+                "  {:<5} {}",
+                f["verdict"].as_str().unwrap_or(""),
+                f["why"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(judge) = j.detail.get("judge").and_then(Value::as_str) {
+        say!("judge: {judge}");
+    }
+    if let Some(answers) = j.detail.get("answers").and_then(Value::as_object) {
+        for (k, v) in answers {
+            say!("  {k} {v}");
+        }
+    }
+    if let Some(err) = j.detail.get("error").and_then(Value::as_str) {
+        say!("error: {err}");
+    }
+    say!("verdict: {}", j.permission.as_str());
+    say!("reason: {}", j.reason);
+    Ok(Exit::Success)
+}
+
+/// The log a `log`/`verify-log` command reads: FILE, or the policy's.
+fn log_path(args: &GuardLogArgs) -> Result<std::path::PathBuf> {
+    if let Some(f) = &args.file {
+        return Ok(f.clone());
+    }
+    let policy = load_policy(args.policy.as_deref())?;
+    match policy.log {
+        Some(l) => Ok(l.path),
+        None => Err(exit::usage(
+            "the policy keeps no log: name the file (toolnexus guard log FILE)",
+        )),
+    }
+}
+
+/// Runs `toolnexus guard log`: the log summarised.
+pub fn log_summary(args: GuardLogArgs) -> Result<Exit> {
+    let path = log_path(&args)?;
+    let s = log::summary(&path)
+        .map_err(|e| exit::usage(format!("cannot read {}: {e}", path.display())))?;
+    if args.json {
+        say!(
+            "{}",
+            crate::render::pretty(&json!({
+                "log": path.display().to_string(),
+                "lines": s.lines,
+                "unreadable": s.unreadable,
+                "verdicts": s.verdicts,
+                "errors": s.errors,
+                "rules": s.rules.iter().map(|(id, n)| json!({"id": id, "calls": n})).collect::<Vec<_>>(),
+                "p50_ms": s.p50_ms,
+                "p99_ms": s.p99_ms,
+            }))
+        );
+        return Ok(Exit::Success);
+    }
+    let verdicts: Vec<String> = s.verdicts.iter().map(|(v, n)| format!("{v} {n}")).collect();
+    say!(
+        "{}: {} calls ({}){}",
+        path.display(),
+        s.lines - s.unreadable,
+        if verdicts.is_empty() {
+            "none".into()
+        } else {
+            verdicts.join(", ")
+        },
+        if s.errors > 0 {
+            format!("; {} could not be judged (on_error)", s.errors)
+        } else {
+            String::new()
+        }
+    );
+    if s.unreadable > 0 {
+        say!("{} lines are not log lines (skipped)", s.unreadable);
+    }
+    match (s.p50_ms, s.p99_ms) {
+        (Some(p50), Some(p99)) => say!("latency: p50 {p50:.1} ms, p99 {p99:.1} ms"),
+        _ => say!("latency: not recorded"),
+    }
+    if s.rules.is_empty() {
+        say!("rules: none fired");
+    } else {
+        say!("top rules:");
+        for (id, n) in s.rules.iter().take(10) {
+            say!("  {n:>6}  {id}");
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// Runs `toolnexus guard verify-log`: the log's hash chain checked.
+pub fn verify_log(args: GuardLogArgs) -> Result<Exit> {
+    let path = log_path(&args)?;
+    match log::verify(&path) {
+        Ok(v) => {
+            if args.json {
+                say!(
+                    "{}",
+                    json!({"log": path.display().to_string(), "ok": true, "lines": v.lines,
+                           "chain_starts": v.chain_starts, "follows": v.follows})
+                );
+            } else {
+                say!("{}: {v}", path.display());
+            }
+            Ok(Exit::Success)
+        }
+        Err(e @ log::Broken::Unreadable { .. }) => Err(exit::usage(e.to_string())),
+        Err(e) => {
+            if args.json {
+                say!(
+                    "{}",
+                    json!({"log": path.display().to_string(), "ok": false, "line": e.line(), "error": e.to_string()})
+                );
+            } else {
+                say!("{}: {e}", path.display());
+            }
+            Ok(Exit::Findings)
+        }
+    }
 }

@@ -170,6 +170,7 @@ const TOOLNEXUS_GUARD: &[Row] = &[
     ("json",       0, "strict JSON reading is pure"),
     ("paths",      0, "lexical path resolution is pure"),
     ("needles",    0, "an expression's literal prefixes need only its parser"),
+    ("shell",      0, "a command text read into commands and their effects needs only the grammar"),
     ("fields",     1, "a policy's field readers return permissions and keyed errors"),
     ("call",       1, "a tool call is read from JSON"),
     ("rules",      2, "rules read calls, paths and needles, and are read as fields"),
