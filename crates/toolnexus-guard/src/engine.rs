@@ -24,6 +24,7 @@ use crate::policy::project::{self, Project};
 use crate::policy::{self, Cut, Policy};
 use crate::shell::{Capability, RedirectKind};
 
+mod explain;
 mod protect;
 
 /// The guard's answer about one call.

@@ -225,6 +225,58 @@ pub struct Summary {
     pub p99_ms: Option<f64>,
 }
 
+impl Summary {
+    /// The summary as `toolnexus guard log` prints it: calls by verdict,
+    /// unreadable lines, latency and the rules that fired most; one line
+    /// each, no final newline.
+    ///
+    /// ```
+    /// use toolnexus_guard::log::Summary;
+    /// let s = Summary { lines: 2, verdicts: [("deny".to_string(), 2)].into(), ..Default::default() };
+    /// let text = s.text("guard.jsonl".as_ref());
+    /// assert!(text.starts_with("guard.jsonl: 2 calls (deny 2)"), "{text}");
+    /// ```
+    pub fn text(&self, path: &Path) -> String {
+        let mut out: Vec<String> = Vec::new();
+        macro_rules! line {
+            ($($t:tt)*) => { out.push(format!($($t)*)) };
+        }
+        let s = self;
+        let verdicts: Vec<String> = s.verdicts.iter().map(|(v, n)| format!("{v} {n}")).collect();
+        line!(
+            "{}: {} calls ({}){}",
+            path.display(),
+            s.lines - s.unreadable,
+            if verdicts.is_empty() {
+                "none".into()
+            } else {
+                verdicts.join(", ")
+            },
+            if s.errors > 0 {
+                format!("; {} could not be judged (on_error)", s.errors)
+            } else {
+                String::new()
+            }
+        );
+        if s.unreadable > 0 {
+            line!("{} lines are not log lines (skipped)", s.unreadable);
+        }
+        match (s.p50_ms, s.p99_ms) {
+            (Some(p50), Some(p99)) => line!("latency: p50 {p50:.1} ms, p99 {p99:.1} ms"),
+            _ => line!("latency: not recorded"),
+        }
+        if s.rules.is_empty() {
+            line!("rules: none fired");
+        } else {
+            line!("top rules:");
+            for (id, n) in s.rules.iter().take(10) {
+                line!("  {n:>6}  {id}");
+            }
+        }
+        out.join("\n")
+    }
+}
+
 /// Summarises the log at `path`.
 ///
 /// ```
