@@ -930,15 +930,14 @@ fn git(args: &[Word]) -> Vec<Next> {
         "config" => {
             // Setting a command-running key is a command for later.
             let ops: Vec<&Word> = rest.iter().filter(|w| !w.text.starts_with('-')).collect();
-            if let [k, v, ..] = ops.as_slice() {
-                let _ = v;
-                if git_key_runs(&k.text) {
-                    out.push(Next::Unread(format!(
-                        "`git config` sets a command git runs: {} {}",
-                        k.text,
-                        quote(&v.text)
-                    )));
-                }
+            if let [k, v, ..] = ops.as_slice()
+                && git_key_runs(&k.text)
+            {
+                out.push(Next::Unread(format!(
+                    "`git config` sets a command git runs: {} {}",
+                    k.text,
+                    quote(&v.text)
+                )));
             }
         }
         _ => {}
