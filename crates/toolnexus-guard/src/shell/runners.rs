@@ -253,7 +253,12 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
         "pkexec" => run("pkexec", &args[operands_from(args, &["--user"])..]),
         "su" | "runuser" => {
             for (i, w) in args.iter().enumerate() {
-                if w.text == "-c" || w.text == "--command" || w.text == "--session-command" {
+                // `-c`, or a cluster ending in it (`su -lc 'cmd'`).
+                let short_c = w.text.starts_with('-')
+                    && !w.text.starts_with("--")
+                    && w.text.ends_with('c')
+                    && w.text[1..].chars().all(|c| c.is_ascii_alphabetic());
+                if short_c || w.text == "--command" || w.text == "--session-command" {
                     return script(&format!("{name} -c"), args.get(i + 1..i + 2).unwrap_or(&[]));
                 }
                 if let Some(v) = w.text.strip_prefix("--command=") {
@@ -350,7 +355,11 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
         }
         "script" => {
             for (i, w) in args.iter().enumerate() {
-                if w.text == "-c" || w.text == "--command" {
+                let short_c = w.text.starts_with('-')
+                    && !w.text.starts_with("--")
+                    && w.text.ends_with('c')
+                    && w.text[1..].chars().all(|c| c.is_ascii_alphabetic());
+                if short_c || w.text == "--command" {
                     return script("script -c", args.get(i + 1..i + 2).unwrap_or(&[]));
                 }
             }
