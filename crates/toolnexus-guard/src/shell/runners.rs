@@ -893,14 +893,20 @@ fn git(args: &[Word]) -> Vec<Next> {
     let mut out = Vec::new();
     let sub = git_subcommand(args);
     for (i, w) in args[..sub.unwrap_or(args.len())].iter().enumerate() {
-        if let Some(kv) = args.get(i + 1)
-            && w.text == "-c"
-        {
-            let k = kv.text.split_once('=').map_or(kv.text.as_str(), |(k, _)| k);
-            if kv.dynamic || git_key_runs(k) {
+        // `-c key=value`, `--config-env key=VAR` and `--config-env=key=VAR`.
+        let setting = match w.text.as_str() {
+            "-c" | "--config-env" => args.get(i + 1).map(|kv| (kv.text.clone(), kv)),
+            t => t
+                .strip_prefix("--config-env=")
+                .map(|kv| (kv.to_string(), w)),
+        };
+        if let Some((kv, word)) = setting {
+            let k = kv.split_once('=').map_or(kv.as_str(), |(k, _)| k);
+            if word.dynamic || git_key_runs(k) {
                 out.push(Next::Unread(format!(
-                    "`git -c` sets a command git runs: {}",
-                    quote(&kv.raw)
+                    "`git {}` sets a command git runs: {}",
+                    w.text.split('=').next().unwrap_or("-c"),
+                    quote(&word.raw)
                 )));
             }
         }

@@ -236,6 +236,14 @@ fn what_cannot_be_read_is_named() {
             "python3 code: import os",
         ),
         ("node -pe 'process.env'", "node code: process.env"),
+        (
+            "git --config-env core.pager=P log",
+            "`git --config-env` sets a command git runs",
+        ),
+        (
+            "git --config-env=alias.x=V x",
+            "`git --config-env` sets a command git runs",
+        ),
         ("perl -pie 's/a/b/' f", "perl code"),
         ("node -e 'x'", "node code"),
         ("node --eval='x'", "node code"),
