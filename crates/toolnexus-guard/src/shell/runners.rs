@@ -452,6 +452,81 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
             ))],
             None => Vec::new(),
         },
+        // Editors run their own commands from the command line, shell
+        // escapes (`:!rm …`) included.
+        "vi" | "vim" | "nvim" | "ex" | "view" | "gvim" | "emacs" => {
+            let code = args.iter().enumerate().find_map(|(i, w)| {
+                let t = w.text.as_str();
+                let valued = matches!(
+                    t,
+                    "-c" | "--cmd"
+                        | "-S"
+                        | "--eval"
+                        | "-eval"
+                        | "-l"
+                        | "--load"
+                        | "-f"
+                        | "--funcall"
+                );
+                let plus = t
+                    .strip_prefix('+')
+                    .is_some_and(|r| !r.is_empty() && !r.chars().all(|c| c.is_ascii_digit()));
+                if valued {
+                    Some(format!(
+                        "{t} {}",
+                        args.get(i + 1).map_or("", |w| w.text.as_str())
+                    ))
+                } else if plus || t.starts_with("--eval=") {
+                    Some(t.to_string())
+                } else {
+                    None
+                }
+            });
+            match code {
+                Some(c) => vec![Next::Unread(format!(
+                    "`{name}` runs editor commands from its command line: {}",
+                    quote(&c)
+                ))],
+                None => Vec::new(),
+            }
+        }
+        // A terminal multiplexer types into, or starts, a shell.
+        "tmux" | "screen" => {
+            let types = args.iter().any(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "send-keys"
+                        | "send"
+                        | "new-session"
+                        | "new"
+                        | "new-window"
+                        | "neww"
+                        | "split-window"
+                        | "splitw"
+                        | "respawn-pane"
+                        | "run-shell"
+                        | "run"
+                        | "-X"
+                        | "-dm"
+                        | "-dmS"
+                        | "stuff"
+                )
+            });
+            if types && args.len() > 1 {
+                vec![Next::Unread(format!(
+                    "`{name}` runs or types commands the guard does not see: {}",
+                    quote(
+                        &args
+                            .iter()
+                            .map(|w| w.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    )
+                ))]
+            } else {
+                Vec::new()
+            }
+        }
         "awk" | "gawk" | "mawk" | "nawk" => code::awk_runs(name, args)
             .map(Next::Unread)
             .into_iter()

@@ -236,6 +236,17 @@ fn what_cannot_be_read_is_named() {
             "python3 code: import os",
         ),
         ("node -pe 'process.env'", "node code: process.env"),
+        ("vim -c '!rm -rf ~' -c q", "`vim` runs editor commands"),
+        ("vi +'!rm x' f", "`vi` runs editor commands"),
+        (
+            "emacs --batch --eval '(delete-directory \"~\" t)'",
+            "`emacs` runs editor commands",
+        ),
+        (
+            "tmux send-keys -t 0 'rm -rf ~' Enter",
+            "`tmux` runs or types commands",
+        ),
+        ("screen -dm sh -c 'rm x'", "`screen` runs or types commands"),
         (
             "git --config-env core.pager=P log",
             "`git --config-env` sets a command git runs",
@@ -384,6 +395,8 @@ fn harmless_forms_stay_read() {
     for text in [
         "python3 -m pytest -q",
         "python3 -Bm pytest -q",
+        "vim +10 src/lib.rs",
+        "tmux ls",
         "python3 -W ignore scripts/x.py",
         "python3 scripts/x.py",
         "node scripts/gen.js",
