@@ -122,17 +122,42 @@ pub(crate) fn interpreter_code(name: &str, args: &[Word]) -> Code {
             let code = inline.or_else(|| args.get(i + 1).map(|w| w.text.clone()));
             return Code::Inline(format!("{name} code: {}", quote(&code.unwrap_or_default())));
         }
-        // `python -c…` with the code attached, `python -m module`.
-        if matches!(stem, "python" | "pypy") {
-            if let Some(rest) = text.strip_prefix("-c") {
-                return Code::Inline(format!("{name} code: {}", quote(rest)));
+        // Python's short flags cluster (`-Ic CODE`, `-uc…`, `-Bm mod`):
+        // read the cluster letter by letter as python does.
+        if matches!(stem, "python" | "pypy") && !text.starts_with("--") {
+            let letters: Vec<char> = text[1..].chars().collect();
+            let mut consumed_next = false;
+            for (k, &l) in letters.iter().enumerate() {
+                let rest: String = letters[k + 1..].iter().collect();
+                match l {
+                    'c' => {
+                        let code = if rest.is_empty() {
+                            args.get(i + 1).map(|w| w.text.clone()).unwrap_or_default()
+                        } else {
+                            rest
+                        };
+                        return Code::Inline(format!("{name} code: {}", quote(&code)));
+                    }
+                    'm' => return Code::None,
+                    'W' | 'X' | 'Q' => {
+                        consumed_next = rest.is_empty();
+                        break;
+                    }
+                    _ => {}
+                }
             }
-            if text == "-m" || text.starts_with("-m") {
-                return Code::None;
-            }
-            if matches!(text, "-W" | "-X" | "-Q") {
+            if consumed_next {
                 i += 1;
             }
+        }
+        // Node and bun read `-pe CODE` as `-p -e CODE`.
+        if matches!(stem, "node" | "nodejs" | "bun")
+            && !text.starts_with("--")
+            && text[1..].chars().all(|c| c.is_ascii_alphabetic())
+            && text[1..].contains(['e', 'p'])
+        {
+            let code = args.get(i + 1).map(|w| w.text.clone()).unwrap_or_default();
+            return Code::Inline(format!("{name} code: {}", quote(&code)));
         }
         i += 1;
     }

@@ -253,7 +253,12 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
         "pkexec" => run("pkexec", &args[operands_from(args, &["--user"])..]),
         "su" | "runuser" => {
             for (i, w) in args.iter().enumerate() {
-                if w.text == "-c" || w.text == "--command" || w.text == "--session-command" {
+                // `-c`, or a cluster ending in it (`su -lc 'cmd'`).
+                let short_c = w.text.starts_with('-')
+                    && !w.text.starts_with("--")
+                    && w.text.ends_with('c')
+                    && w.text[1..].chars().all(|c| c.is_ascii_alphabetic());
+                if short_c || w.text == "--command" || w.text == "--session-command" {
                     return script(&format!("{name} -c"), args.get(i + 1..i + 2).unwrap_or(&[]));
                 }
                 if let Some(v) = w.text.strip_prefix("--command=") {
@@ -350,7 +355,11 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
         }
         "script" => {
             for (i, w) in args.iter().enumerate() {
-                if w.text == "-c" || w.text == "--command" {
+                let short_c = w.text.starts_with('-')
+                    && !w.text.starts_with("--")
+                    && w.text.ends_with('c')
+                    && w.text[1..].chars().all(|c| c.is_ascii_alphabetic());
+                if short_c || w.text == "--command" {
                     return script("script -c", args.get(i + 1..i + 2).unwrap_or(&[]));
                 }
             }
@@ -443,6 +452,81 @@ pub(crate) fn analyse(name: &str, args: &[Word]) -> Vec<Next> {
             ))],
             None => Vec::new(),
         },
+        // Editors run their own commands from the command line, shell
+        // escapes (`:!rm …`) included.
+        "vi" | "vim" | "nvim" | "ex" | "view" | "gvim" | "emacs" => {
+            let code = args.iter().enumerate().find_map(|(i, w)| {
+                let t = w.text.as_str();
+                let valued = matches!(
+                    t,
+                    "-c" | "--cmd"
+                        | "-S"
+                        | "--eval"
+                        | "-eval"
+                        | "-l"
+                        | "--load"
+                        | "-f"
+                        | "--funcall"
+                );
+                let plus = t
+                    .strip_prefix('+')
+                    .is_some_and(|r| !r.is_empty() && !r.chars().all(|c| c.is_ascii_digit()));
+                if valued {
+                    Some(format!(
+                        "{t} {}",
+                        args.get(i + 1).map_or("", |w| w.text.as_str())
+                    ))
+                } else if plus || t.starts_with("--eval=") {
+                    Some(t.to_string())
+                } else {
+                    None
+                }
+            });
+            match code {
+                Some(c) => vec![Next::Unread(format!(
+                    "`{name}` runs editor commands from its command line: {}",
+                    quote(&c)
+                ))],
+                None => Vec::new(),
+            }
+        }
+        // A terminal multiplexer types into, or starts, a shell.
+        "tmux" | "screen" => {
+            let types = args.iter().any(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "send-keys"
+                        | "send"
+                        | "new-session"
+                        | "new"
+                        | "new-window"
+                        | "neww"
+                        | "split-window"
+                        | "splitw"
+                        | "respawn-pane"
+                        | "run-shell"
+                        | "run"
+                        | "-X"
+                        | "-dm"
+                        | "-dmS"
+                        | "stuff"
+                )
+            });
+            if types && args.len() > 1 {
+                vec![Next::Unread(format!(
+                    "`{name}` runs or types commands the guard does not see: {}",
+                    quote(
+                        &args
+                            .iter()
+                            .map(|w| w.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    )
+                ))]
+            } else {
+                Vec::new()
+            }
+        }
         "awk" | "gawk" | "mawk" | "nawk" => code::awk_runs(name, args)
             .map(Next::Unread)
             .into_iter()
@@ -884,14 +968,20 @@ fn git(args: &[Word]) -> Vec<Next> {
     let mut out = Vec::new();
     let sub = git_subcommand(args);
     for (i, w) in args[..sub.unwrap_or(args.len())].iter().enumerate() {
-        if let Some(kv) = args.get(i + 1)
-            && w.text == "-c"
-        {
-            let k = kv.text.split_once('=').map_or(kv.text.as_str(), |(k, _)| k);
-            if kv.dynamic || git_key_runs(k) {
+        // `-c key=value`, `--config-env key=VAR` and `--config-env=key=VAR`.
+        let setting = match w.text.as_str() {
+            "-c" | "--config-env" => args.get(i + 1).map(|kv| (kv.text.clone(), kv)),
+            t => t
+                .strip_prefix("--config-env=")
+                .map(|kv| (kv.to_string(), w)),
+        };
+        if let Some((kv, word)) = setting {
+            let k = kv.split_once('=').map_or(kv.as_str(), |(k, _)| k);
+            if word.dynamic || git_key_runs(k) {
                 out.push(Next::Unread(format!(
-                    "`git -c` sets a command git runs: {}",
-                    quote(&kv.raw)
+                    "`git {}` sets a command git runs: {}",
+                    w.text.split('=').next().unwrap_or("-c"),
+                    quote(&word.raw)
                 )));
             }
         }
@@ -930,15 +1020,14 @@ fn git(args: &[Word]) -> Vec<Next> {
         "config" => {
             // Setting a command-running key is a command for later.
             let ops: Vec<&Word> = rest.iter().filter(|w| !w.text.starts_with('-')).collect();
-            if let [k, v, ..] = ops.as_slice() {
-                let _ = v;
-                if git_key_runs(&k.text) {
-                    out.push(Next::Unread(format!(
-                        "`git config` sets a command git runs: {} {}",
-                        k.text,
-                        quote(&v.text)
-                    )));
-                }
+            if let [k, v, ..] = ops.as_slice()
+                && git_key_runs(&k.text)
+            {
+                out.push(Next::Unread(format!(
+                    "`git config` sets a command git runs: {} {}",
+                    k.text,
+                    quote(&v.text)
+                )));
             }
         }
         _ => {}

@@ -110,6 +110,16 @@ struct Element {
     raw: String,
 }
 
+/// What a command's redirections say: the redirects (those of enclosing
+/// groups first), the command's input when it is text in the call, and the
+/// statements the grammar nests inside a here-document's redirect (the rest
+/// of its line), each with whether a pipe leads to it.
+struct Redirections<'t> {
+    list: Vec<Redirect>,
+    input: Option<Input>,
+    trailing: Vec<(bool, Node<'t>)>,
+}
+
 /// Where a command's input comes from, when it is text in the call.
 enum Input {
     /// Literal text (a quoted here-document, a literal here-string).
@@ -262,7 +272,11 @@ impl<'s> Reader<'s> {
             "command" => self.simple(node, &[]),
             // A redirection alone (`$(<file)`, `> file`) still opens its file.
             k if k.ends_with("redirect") => {
-                let (reds, input, trailing) = self.redirects(&[node]);
+                let Redirections {
+                    list: reds,
+                    input,
+                    trailing,
+                } = self.redirects(&[node]);
                 let el = self.emit(&mut Vec::new(), reds, input);
                 self.trailing(el, trailing)
             }
@@ -346,7 +360,11 @@ impl<'s> Reader<'s> {
         }) else {
             // A redirection alone (`> file`) still opens its file.
             let mut words = Vec::new();
-            let (reds, _, trailing) = self.redirects(&redirects);
+            let Redirections {
+                list: reds,
+                trailing,
+                ..
+            } = self.redirects(&redirects);
             self.emit(&mut words, reds, None);
             self.trailing(Element::default(), trailing);
             return Element::default();
@@ -354,7 +372,11 @@ impl<'s> Reader<'s> {
         if body.kind() == "command" {
             return self.simple(body, &redirects);
         }
-        let (reds, _, trailing) = self.redirects(&redirects);
+        let Redirections {
+            list: reds,
+            trailing,
+            ..
+        } = self.redirects(&redirects);
         // Redirections around a group or loop apply to every command in it.
         let saved = std::mem::replace(&mut self.outer, reds);
         let el = self.statement(body);
@@ -428,7 +450,11 @@ impl<'s> Reader<'s> {
             }
         }
         own.extend_from_slice(around);
-        let (reds, input, trailing) = self.redirects(&own);
+        let Redirections {
+            list: reds,
+            input,
+            trailing,
+        } = self.redirects(&own);
         let mut el = self.emit(&mut words, reds, input);
         el.raw = self.text(node).to_string();
         if trailing.is_empty() {
@@ -438,14 +464,8 @@ impl<'s> Reader<'s> {
         }
     }
 
-    /// Reads redirections: the redirects, the command's input when it is
-    /// text in the call, and statements the grammar nested inside a
-    /// here-document's redirect (with whether a pipe leads to each).
-    #[allow(clippy::type_complexity)]
-    fn redirects<'t>(
-        &mut self,
-        nodes: &[Node<'t>],
-    ) -> (Vec<Redirect>, Option<Input>, Vec<(bool, Node<'t>)>) {
+    /// Reads redirections (see [`Redirections`]).
+    fn redirects<'t>(&mut self, nodes: &[Node<'t>]) -> Redirections<'t> {
         let mut out = self.outer.clone();
         let mut input = None;
         let mut trailing = Vec::new();
@@ -477,7 +497,11 @@ impl<'s> Reader<'s> {
                             "&&" | "||" | ";" | "&" => piped = false,
                             k if k.ends_with("redirect") => {
                                 // The here-document is the input whatever else is redirected.
-                                let (more, _, more_trailing) = self.redirects(&[child]);
+                                let Redirections {
+                                    list: more,
+                                    trailing: more_trailing,
+                                    ..
+                                } = self.redirects(&[child]);
                                 out.extend(more.into_iter().skip(self.outer.len()));
                                 trailing.extend(more_trailing);
                             }
@@ -577,7 +601,11 @@ impl<'s> Reader<'s> {
                 }
             }
         }
-        (out, input, trailing)
+        Redirections {
+            list: out,
+            input,
+            trailing,
+        }
     }
 
     /// Builds a word's characters from its node, reading the commands of any

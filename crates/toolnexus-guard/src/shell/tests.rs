@@ -169,6 +169,8 @@ fn runners_are_unwrapped() {
         ("eval 'rm x'", "[eval] rm x"),
         ("eval rm x", "[eval] rm x"),
         ("su -c 'rm x' root", "[su -c] rm x"),
+        ("su -lc 'rm x' root", "[su -c] rm x"),
+        ("script -qc 'rm x' /dev/null", "[script -c] rm x"),
         ("busybox rm x", "[busybox] rm x"),
         ("bash <<'EOF'\nrm x\nEOF", "[bash <<] rm x"),
         ("sh <<< 'rm x'", "[sh <<] rm x"),
@@ -227,6 +229,32 @@ fn what_cannot_be_read_is_named() {
         ("python3 -c 'import os'", "python3 code: import os"),
         ("python -c'import os'", "python code"),
         ("perl -e 'unlink 1'", "perl code"),
+        ("python3 -Ic 'import os'", "python3 code: import os"),
+        ("python3 -u -Bc 'import os'", "python3 code: import os"),
+        (
+            "python3 -W ignore -c 'import os'",
+            "python3 code: import os",
+        ),
+        ("node -pe 'process.env'", "node code: process.env"),
+        ("vim -c '!rm -rf ~' -c q", "`vim` runs editor commands"),
+        ("vi +'!rm x' f", "`vi` runs editor commands"),
+        (
+            "emacs --batch --eval '(delete-directory \"~\" t)'",
+            "`emacs` runs editor commands",
+        ),
+        (
+            "tmux send-keys -t 0 'rm -rf ~' Enter",
+            "`tmux` runs or types commands",
+        ),
+        ("screen -dm sh -c 'rm x'", "`screen` runs or types commands"),
+        (
+            "git --config-env core.pager=P log",
+            "`git --config-env` sets a command git runs",
+        ),
+        (
+            "git --config-env=alias.x=V x",
+            "`git --config-env` sets a command git runs",
+        ),
         ("perl -pie 's/a/b/' f", "perl code"),
         ("node -e 'x'", "node code"),
         ("node --eval='x'", "node code"),
@@ -366,6 +394,10 @@ fn what_cannot_be_read_is_named() {
 fn harmless_forms_stay_read() {
     for text in [
         "python3 -m pytest -q",
+        "python3 -Bm pytest -q",
+        "vim +10 src/lib.rs",
+        "tmux ls",
+        "python3 -W ignore scripts/x.py",
         "python3 scripts/x.py",
         "node scripts/gen.js",
         "awk -F, '{print $2}' data.csv",
