@@ -61,6 +61,7 @@
 //! ([`Guard`], with self-protection) and [`log`] (the JSONL log, its chain
 //! and summary).
 
+mod agreement;
 mod call;
 mod engine;
 mod fields;
@@ -74,6 +75,7 @@ pub mod policy;
 pub mod rules;
 pub mod shell;
 
+pub use agreement::{Agreement, LabelledCall, Miss};
 pub use call::{CallError, ReadError, Reading, ToolCall};
 pub use engine::{Explanation, Guard, Judgment};
 pub use judge::{BUILTIN_STUDENT, Judge, JudgeBuilder, JudgeError, JudgeSource, builtin_student};

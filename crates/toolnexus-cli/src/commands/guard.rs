@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
 use anyhow::Result;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolnexus_guard::{
-    Guard, JudgeSource, Judgment, Permission, Policy, PolicyError, ToolCall, log,
+    Guard, JudgeSource, LabelledCall, Permission, Policy, PolicyError, ToolCall, log,
 };
 
 use crate::args::{
@@ -274,15 +274,8 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// One labelled call of `guard test`.
-struct Example {
-    line: usize,
-    id: String,
-    call: ToolCall,
-    label: Permission,
-}
-
-fn read_examples(path: &Path) -> Result<Vec<Example>> {
+/// The labelled calls of `guard test`'s file.
+fn read_examples(path: &Path) -> Result<Vec<LabelledCall>> {
     let text = crate::input::read_file("guard test", path)?;
     let mut out = Vec::new();
     for (n, line) in crate::input::jsonl_lines(crate::input::strip_bom(&text)) {
@@ -308,7 +301,7 @@ fn read_examples(path: &Path) -> Result<Vec<Example>> {
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| format!("line {n}"));
-        out.push(Example {
+        out.push(LabelledCall {
             line: n,
             id,
             call,
@@ -328,109 +321,14 @@ fn read_examples(path: &Path) -> Result<Vec<Example>> {
 pub async fn test(args: GuardTestArgs) -> Result<Exit> {
     let examples = read_examples(&args.examples)?;
     let guard = Arc::new(load(&args.judge)?);
-    use futures::StreamExt;
-    let results: Vec<(usize, Judgment)> = futures::stream::iter(examples.iter().enumerate())
-        .map(|(i, e)| {
-            let g = guard.clone();
-            let call = e.call.clone();
-            async move { (i, g.judge(&call).await) }
-        })
-        .buffer_unordered(args.concurrency as usize)
-        .collect()
-        .await;
-    let mut judged: Vec<Option<Judgment>> = vec![None; examples.len()];
-    for (i, j) in results {
-        judged[i] = Some(j);
-    }
-
-    let order = [Permission::Allow, Permission::Ask, Permission::Deny];
-    let mut confusion = [[0usize; 3]; 3];
-    let mut misses = Vec::new();
-    let mut errors = 0;
-    for (e, j) in examples.iter().zip(judged.iter().flatten()) {
-        let got = if j.skipped {
-            Permission::Allow
-        } else {
-            j.permission
-        };
-        confusion[e.label as usize][got as usize] += 1;
-        if j.detail.get("error").is_some() {
-            errors += 1;
-        }
-        if got != e.label {
-            misses.push(json!({
-                "id": e.id, "line": e.line, "tool_name": e.call.tool_name,
-                "label": e.label.as_str(), "verdict": got.as_str(), "reason": j.reason,
-            }));
-        }
-    }
-    let n = examples.len();
-    let right: usize = (0..3).map(|i| confusion[i][i]).sum();
-    let deny_allowed = confusion[2][0];
-    let accuracy = right as f64 / n as f64;
-    let judge = judged
-        .iter()
-        .flatten()
-        .find_map(|j| {
-            j.detail
-                .get("judge")
-                .and_then(Value::as_str)
-                .filter(|s| !s.starts_with("not asked"))
-        })
-        .unwrap_or("none asked")
-        .to_string();
+    let a = Guard::agreement(&guard, &examples, args.concurrency as usize).await;
+    let shown = args.examples.display().to_string();
     if args.json {
-        let report = json!({
-            "examples": args.examples.display().to_string(),
-            "rows": n,
-            "accuracy": (accuracy * 1e4).round() / 1e4,
-            "deny_allowed": deny_allowed,
-            "errors": errors,
-            "judge": judge,
-            "confusion": order.iter().map(|l| {
-                (l.as_str().to_string(), json!(order.iter().map(|g| (g.as_str().to_string(), json!(confusion[*l as usize][*g as usize]))).collect::<Map<_, _>>()))
-            }).collect::<Map<_, _>>(),
-            "misses": misses,
-        });
-        say!("{}", crate::render::pretty(&report));
+        say!("{}", crate::render::pretty(&a.to_json(&shown)));
     } else {
-        say!(
-            "{}: {n} calls; verdict accuracy {:.1}% ({right}/{n}); labelled deny but allowed: {deny_allowed}; judge: {judge}{}",
-            args.examples.display(),
-            accuracy * 100.0,
-            if errors > 0 {
-                format!("; {errors} calls could not be judged (on_error)")
-            } else {
-                String::new()
-            }
-        );
-        say!("");
-        say!("label \\ verdict   allow    ask   deny");
-        for l in order {
-            say!(
-                "{:<17} {:>5}  {:>5}  {:>5}",
-                l.as_str(),
-                confusion[l as usize][0],
-                confusion[l as usize][1],
-                confusion[l as usize][2]
-            );
-        }
-        if !misses.is_empty() {
-            say!("");
-            say!("misses:");
-            for m in &misses {
-                say!(
-                    "  {} ({}): labelled {}, got {} — {}",
-                    m["id"].as_str().unwrap_or(""),
-                    m["tool_name"].as_str().unwrap_or(""),
-                    m["label"].as_str().unwrap_or(""),
-                    m["verdict"].as_str().unwrap_or(""),
-                    m["reason"].as_str().unwrap_or("")
-                );
-            }
-        }
+        say!("{}", a.text(&shown));
     }
-    Ok(if deny_allowed > 0 {
+    Ok(if a.deny_allowed() > 0 {
         Exit::Eval
     } else {
         Exit::Success

@@ -178,6 +178,7 @@ const TOOLNEXUS_GUARD: &[Row] = &[
     ("judge",      4, "the built-in judge runs the policy's compiled-in student"),
     ("engine",     5, "the engine judges a call by the policy, with the judge"),
     ("log",        6, "the log records the engine's judgments"),
+    ("agreement",  6, "agreement with labelled calls compares the engine's verdicts"),
     ("crate",      7, "the root only declares modules and re-exports: it is the face"),
 ];
 
