@@ -109,5 +109,6 @@ pub mod limit;
 pub mod lint;
 pub mod pinning;
 pub mod probe;
+pub mod states;
 #[cfg(feature = "test-util")]
 pub mod testing;

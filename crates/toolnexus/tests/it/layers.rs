@@ -75,6 +75,7 @@ const TOOLNEXUS: &[Row] = &[
     ("price",      0, "what a call costs, where that came from and the price tables are values"),
     ("date",       0, "dates from Unix seconds are arithmetic"),
     ("http",       1, "the HTTP layer sends what the leaves describe"),
+    ("states",     1, "a states file is read with the strict JSON leaf"),
     ("client",     2, "the chat client speaks over http"),
     ("classifier", 3, "the classifier is a client plus questions and decisions"),
     ("cost",       4, "the pricing layer, the budget and the estimates stand on the classifier"),
