@@ -164,9 +164,16 @@ def test_local_judges_on_the_embedded_model(model_dir):
     assert d.calibrated is False
 
 
-def test_student_and_cascade_on_the_embedded_model(model_dir, repo):
-    students = sorted((repo / "crates/toolnexus-guard/data").glob("*student*.json"))
-    if not students:
-        pytest.skip("no student file in the repository")
-    judge = tn.create_classifier(style="student", student=students[0], model_dir=model_dir)
+def test_student_and_cascade_on_the_embedded_model(model_dir, repo, stub):
+    student = repo / "crates/toolnexus-guard/data/guard.student.json"
+    questions = json.loads((repo / "crates/toolnexus-guard/data/guard.questions.json").read_text())
+    questions = questions.get("questions", questions)
+    judge = tn.create_classifier(style="student", student=student, model_dir=model_dir)
     assert judge.style == "student"
+    d = judge.evaluate("rm -rf /", questions)
+    assert set(d.answers) == set(questions)
+    # The student in front of System One: what it is unsure of goes on to the stub.
+    cascade = tn.create_classifier(base_url=stub.url, cascade=True, cascade_threshold=1.0,
+                                   student=student, model_dir=model_dir)
+    assert cascade.evaluate("rm -rf /", questions).model == "stub-1"
+    assert stub.requests == 1

@@ -78,11 +78,13 @@ def judge_dataset(
         concurrency=concurrency,
         **options,
     )
+    import ray.data
+
     extra = {} if num_cpus is None else {"num_cpus": num_cpus}
     return dataset.map_batches(
         Judge,
         fn_constructor_kwargs=kwargs,
-        concurrency=actors,
+        compute=ray.data.ActorPoolStrategy(size=actors),
         batch_size=batch_size,
         batch_format="pyarrow",
         **extra,
