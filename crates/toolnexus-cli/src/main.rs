@@ -34,6 +34,7 @@ mod exit;
 mod input;
 mod out_file;
 mod render;
+mod signals;
 mod spend;
 mod stdio;
 mod style;

@@ -15,7 +15,7 @@ use toolnexus::assess::out;
 use toolnexus::assess::{Run, read_examples};
 use toolnexus::cache::{Cache as _, cache_key_for};
 use toolnexus::classifier::{EvalRequest, Questions};
-use toolnexus::cost::{Cost, Estimate, Estimator, Pricing, Shape, usd_text};
+use toolnexus::cost::{Cost, Estimate, Estimator, PricedEstimate, Pricing, Shape, usd_text};
 
 use crate::args::{AssessRunArgs, BatchArgs, EstimateArgs};
 use crate::exit::{self, Exit};
@@ -226,40 +226,22 @@ pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
     )
 }
 
-/// An estimate's cost at `model`'s price: (low, estimate, high, the cost with
-/// its provenance); `None` when no price covers the model.
-pub fn priced(pricing: &Pricing, model: &str, e: &Estimate) -> Option<(f64, f64, f64, Cost)> {
-    match pricing {
-        Pricing::Local => Some((
-            0.0,
-            0.0,
-            0.0,
-            Cost::new(0.0, toolnexus::cost::CostSource::Local),
-        )),
-        Pricing::Table(t) => t.find(model).map(|p| {
-            let (lo, mid, hi) = e.usd(p);
-            let source = toolnexus::cost::CostSource::Priced {
-                table: p.table.clone(),
-                checked: p.checked.clone(),
-            };
-            (lo, mid, hi, Cost::new(mid, source))
-        }),
-        _ => None,
-    }
-}
-
-/// The line that says what an estimate costs ([`priced`]'s answer).
-pub fn cost_line(pricing: &Pricing, model: &str, cost: Option<&(f64, f64, f64, Cost)>) -> String {
+/// The line that says what an estimate costs ([`Estimate::priced`]'s answer).
+pub fn cost_line(pricing: &Pricing, model: &str, cost: Option<&PricedEstimate>) -> String {
     match cost {
-        Some((_, _, _, c)) if matches!(pricing, Pricing::Local) => {
-            format!("cost {c}: judged on this machine")
+        Some(p) if matches!(pricing, Pricing::Local) => {
+            format!("cost {}: judged on this machine", p.cost)
         }
-        Some((lo, mid, hi, c)) => format!(
+        Some(p) => format!(
             "cost ≈ ${} (${} to ${}), {} for {model}",
-            usd_text(*mid),
-            usd_text(*lo),
-            usd_text(*hi),
-            c.source.as_ref().map(|s| s.to_string()).unwrap_or_default()
+            usd_text(p.usd),
+            usd_text(p.low),
+            usd_text(p.high),
+            p.cost
+                .source
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_default()
         ),
         None => format!(
             "cost unknown: no price for {model} in the price table (--prices FILE or ${PRICES_ENV} adds one); never counted as $0"
@@ -278,14 +260,14 @@ fn report(
 ) -> Result<Exit> {
     let (est, from) = estimator(args)?;
     let e: Estimate = est.estimate(counted.shapes.iter());
-    let cost = priced(pricing, model, &e);
+    let cost = e.priced(pricing, model);
     if args.json {
         let mut cost_json = cost
             .as_ref()
-            .map_or_else(|| Cost::UNKNOWN.to_value(), |(_, _, _, c)| c.to_value());
-        if let Some((lo, _, hi, _)) = &cost {
-            cost_json["low"] = json!(lo);
-            cost_json["high"] = json!(hi);
+            .map_or_else(|| Cost::UNKNOWN.to_value(), |p| p.cost.to_value());
+        if let Some(p) = &cost {
+            cost_json["low"] = json!(p.low);
+            cost_json["high"] = json!(p.high);
         }
         say!(
             "{}",

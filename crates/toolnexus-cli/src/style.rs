@@ -46,6 +46,8 @@ pub struct Built {
     pub budget: Option<toolnexus::cost::budget::Budget>,
     /// How the stack settles each call's cost.
     pub pricing: toolnexus::cost::Pricing,
+    /// With a shadow: the model its stack asks for.
+    pub shadow_model: Option<String>,
 }
 
 /// The variable the API key is read from (a name, never a value).
@@ -78,6 +80,8 @@ pub struct Layers<'a> {
     pub cache: Option<(&'a Path, std::time::Duration)>,
     /// `--fallback-base-url`, repeated.
     pub fallback_base_urls: &'a [String],
+    /// `batch --shadow-style`: a second stack answering in the shadow.
+    pub shadow: Option<toolnexus_stack::ShadowSpec>,
 }
 
 /// Builds the classifier the flags describe, calibrated with `--calibration`
@@ -105,6 +109,7 @@ pub fn build_with(args: &StyleArgs, fallback: Fallback, layers: &Layers) -> Resu
         spec.cache = Some((std::sync::Arc::new(cache), alias_ttl));
     }
     spec.fallback_base_urls = layers.fallback_base_urls.to_vec();
+    spec.shadow = layers.shadow.clone();
     let stack = toolnexus_stack::build(&spec).map_err(|e| exit::usage(e.to_string()))?;
     Ok(Built {
         classifier: stack.classifier,
@@ -116,12 +121,13 @@ pub fn build_with(args: &StyleArgs, fallback: Fallback, layers: &Layers) -> Resu
         cascade_student: stack.cascade_student,
         budget: stack.budget,
         pricing: stack.pricing,
+        shadow_model: stack.shadow_model,
     })
 }
 
 /// The builder's spec from the style flags, the style it runs, and why it is
 /// offline when the command fell back to the demo tape.
-fn spec(
+pub fn spec(
     args: &StyleArgs,
     fallback: Fallback,
 ) -> Result<(toolnexus_stack::StackSpec, StyleName, Option<String>)> {

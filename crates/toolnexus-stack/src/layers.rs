@@ -1,5 +1,5 @@
 //! The layers over the bottom of a stack, in the crate's one order: pricing,
-//! the budget of the caps, the cache, pricing again.
+//! the budget of the caps, the cache, pricing again, and the shadow.
 
 use toolnexus::classifier::{ClassifierUsage, EvalRequest};
 use toolnexus::cost::budget::{Budget, BudgetOptions, Spend, TokenPrice, budgeted};
@@ -13,7 +13,7 @@ use crate::stack::Stack;
 /// The variable a price table's path is read from (the command line's `--prices`).
 const PRICES_ENV: &str = "TOOLNEXUS_PRICES";
 
-/// Pricing, caps, cache and outer pricing over the answering stack.
+/// Pricing, caps, cache, outer pricing and the shadow over the answering stack.
 pub fn apply(spec: &StackSpec, stack: &mut Stack) -> Result<(), StackError> {
     // The budget sits beneath the cache: a hit costs nothing.
     let inner = stack.classifier.clone();
@@ -59,6 +59,19 @@ pub fn apply(spec: &StackSpec, stack: &mut Stack) -> Result<(), StackError> {
     }
     // Outermost, so a hit is a known $0.
     stack.classifier = toolnexus::cost::pricing(stack.classifier.clone(), stack.pricing.clone());
+    if let Some(shadow) = &spec.shadow {
+        // The shadow is compared with what the caller gets (a cache hit
+        // included), and its calls count against the same caps.
+        let second = crate::bottom::build(&shadow.spec)
+            .map_err(|e| StackError::new(format!("--shadow-style: {e}")))?;
+        stack.shadow_model = Some(second.classifier.model().to_string());
+        let candidate = match &stack.budget {
+            Some(budget) => share(second.classifier, budget, &second.pricing),
+            None => second.classifier,
+        };
+        stack.classifier =
+            toolnexus::compose::shadow(stack.classifier.clone(), candidate, shadow.options.clone());
+    }
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! One builder for every style: a [`StackSpec`] — style, model, endpoint,
 //! key variable, tape, model directory, student, cascade, calibration,
-//! fallback, pricing, caps and cache — becomes a classifier [`Stack`], its
+//! fallback, pricing, caps, cache and shadow — becomes a classifier [`Stack`], its
 //! layers applied in one order (SPEC §23). Every surface builds its classifier
 //! here: the command line's commands, `serve`, `mcp`, the guard, and bindings.
 //!
@@ -14,7 +14,8 @@
 //!         └ pricing            settles each call's cost on the model that answered
 //!           └ budget           caps: refuses, unsent, once a cap is reached
 //!             └ cache          a hit never reaches the budget: it costs nothing
-//!               └ pricing      outermost, so a hit is a known $0, not unknown
+//!               └ pricing      so a hit is a known $0, not unknown
+//!                 └ shadow     outermost: compares what the caller gets; shares the caps
 //! ```
 //!
 //! Every layer keeps the [`Identity`](toolnexus::classifier::Identity) of what
@@ -49,7 +50,7 @@ pub use bottom::{
 };
 pub use error::StackError;
 pub use layers::{carry, share};
-pub use spec::{Caps, StackSpec, StudentSource, TapeSource};
+pub use spec::{Caps, ShadowSpec, StackSpec, StudentSource, TapeSource};
 pub use stack::Stack;
 
 /// Builds the stack `spec` describes, its layers in the crate's one order.

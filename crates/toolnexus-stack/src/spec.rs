@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolnexus::cache::Cache;
-use toolnexus::classifier::Backend;
+use toolnexus::classifier::{Backend, Classifier};
+use toolnexus::compose::ShadowOptions;
 use toolnexus::cost::Prices;
 use toolnexus::judge::{Tape, TapeMatch};
 use toolnexus::limit::Limiter;
@@ -22,6 +23,11 @@ use toolnexus_local::student::Student;
 /// ```
 #[derive(Clone, Default)]
 pub struct StackSpec {
+    /// A classifier already built (a caller's own function, recorded
+    /// decisions, a binding's callable) at the bottom in place of a style:
+    /// only the layers are applied over it, and an option that builds a
+    /// style is refused by name.
+    pub bottom: Option<Classifier>,
     /// The style or engine at the bottom: `systemone`, `llm`, `tape`,
     /// `static`, or a local engine (`local`, `student`, `laya`,
     /// `decisiontune`). `None` with a tape is `tape`, else `systemone`.
@@ -75,6 +81,52 @@ pub struct StackSpec {
     /// The engines the style may name (the built-in registry when `None`): a
     /// surface that registers an engine of its own passes it here.
     pub engines: Option<toolnexus_local::Registry>,
+    /// A second stack answering the same calls in the shadow, outermost: the
+    /// caller gets this stack's answers as they came, never waiting for the
+    /// shadow's, and the shadow spends from the same caps.
+    pub shadow: Option<ShadowSpec>,
+}
+
+/// A shadow: the stack that answers in it, and how it is sampled, bounded and
+/// reported ([`ShadowOptions`]). The shadow's own caps and cache are not
+/// applied: it spends from its primary's budget.
+///
+/// ```
+/// use toolnexus::compose::ShadowOptions;
+/// use toolnexus_stack::{ShadowSpec, StackSpec, build};
+///
+/// let candidate = StackSpec {
+///     style: Some("systemone".into()),
+///     model: Some("jev-2".into()),
+///     ..Default::default()
+/// };
+/// let spec = StackSpec {
+///     style: Some("systemone".into()),
+///     shadow: Some(ShadowSpec::new(candidate, ShadowOptions::new(1.0))),
+///     ..Default::default()
+/// };
+/// let stack = build(&spec)?;
+/// // The answers, and so the identity, are the primary's.
+/// assert_eq!(stack.classifier.identity().style, "systemone");
+/// assert_eq!(stack.shadow_model.as_deref(), Some("jev-2"));
+/// # Ok::<(), toolnexus_stack::StackError>(())
+/// ```
+#[derive(Clone)]
+pub struct ShadowSpec {
+    /// The shadow's stack.
+    pub spec: Box<StackSpec>,
+    /// Its sample, bound on calls in flight, and where comparisons go.
+    pub options: ShadowOptions,
+}
+
+impl ShadowSpec {
+    /// A shadow answering with `spec`, run as `options` say.
+    pub fn new(spec: StackSpec, options: ShadowOptions) -> ShadowSpec {
+        ShadowSpec {
+            spec: Box::new(spec),
+            options,
+        }
+    }
 }
 
 /// Where a tape comes from.

@@ -27,6 +27,8 @@ pub struct Stack {
     pub cascade: Option<CascadeStats>,
     /// With a cascade: the student in front, and how it was named.
     pub cascade_student: Option<(Student, String)>,
+    /// With a shadow: the model its stack asks for.
+    pub shadow_model: Option<String>,
 }
 
 impl std::fmt::Debug for Stack {

@@ -6,6 +6,7 @@
 //! [`run_examples`]) and the batch out file ([`out`]: its header and
 //! fingerprint, resume, and a reader for the result lines).
 
+mod answers;
 pub mod calibrate;
 mod calibration;
 mod compare;
@@ -19,12 +20,14 @@ pub mod out;
 pub mod report;
 pub(crate) mod rng;
 mod run;
+mod samples;
 mod summary;
 pub(crate) mod svg;
 pub mod synthetic;
 mod text;
 mod thresholds;
 
+pub use answers::{Answers, AnswersKind, read_answers};
 pub use calibration::{
     CALIBRATION_FORMAT, CALIBRATION_VERSION, CalibrateOptions, CalibratedQuestion, Calibration,
     CalibrationReport, QuestionCalibration, QuestionMap, calibrate_run, calibrating,
@@ -39,6 +42,7 @@ pub use drift::{
 pub use error::{AssessError, AssessErrorKind};
 pub use examples::{Example, Gold, parse_examples, read_examples};
 pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, run_examples};
+pub use samples::{RunSample, RunSamples, fit_samples};
 pub use summary::{
     AnsweredBy, CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt,
     QuestionSummary, Slice, SliceBy, Summary, SummaryOptions, summarize, table,

@@ -125,7 +125,7 @@ pub use bands::{Asked, Banded, Bands, DEFAULT_HIGH, DEFAULT_LOW, Verdict, ask};
 pub use build::{NamedQuestion, choice, noul, noul_with, questions, score, state};
 pub use gate::{Condition, Escalation, InputRequest, Policy, Rule, Ruling, gate};
 pub use tape::{
-    TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeError, TapeErrorKind, TapeMatch, TapeOutcome,
-    write_atomic,
+    Folded, JOURNAL_FORMAT, Journal, JournalError, TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry,
+    TapeError, TapeErrorKind, TapeMatch, TapeOutcome, write_atomic,
 };
 pub use thresholds::{THRESHOLDS_FORMAT, THRESHOLDS_VERSION, Thresholds};

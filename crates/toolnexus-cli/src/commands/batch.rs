@@ -48,7 +48,6 @@ use anyhow::Result;
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use tokio::signal::unix::{SignalKind, signal};
 use toolnexus::assess::out;
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::cost::budget::Budget;
@@ -69,11 +68,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     }
     // Ctrl-C and SIGTERM are watched from the start: one that arrives while
     // the run sets up still stops it before any state is asked.
-    let watch = |kind: SignalKind, name: &str| {
-        signal(kind).map_err(|e| anyhow::anyhow!("batch: cannot watch for {name}: {e}"))
-    };
-    let mut interrupt = watch(SignalKind::interrupt(), "Ctrl-C")?;
-    let mut terminate = watch(SignalKind::terminate(), "SIGTERM")?;
+    let mut signals = crate::signals::Signals::new("batch")?;
     // A stream (`-`, a terminal, a FIFO) is never overwritten: only a regular
     // file, or one yet to be created, can be an input written over.
     let regular = std::fs::metadata(&args.out).map_or(true, |m| m.is_file());
@@ -97,6 +92,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             initial_concurrency: args.concurrency as usize,
         }));
     }
+    let (shadow_spec, mut shadow) = shadow::Shadow::spec(&args)?.unzip();
     let mut built = style::build_with(
         &args.style,
         Fallback::SystemOne,
@@ -104,6 +100,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             prices: Some(&args.prices),
             caps: Some(&args.caps),
             cache: args.cache.as_deref().map(|p| (p, args.alias_ttl)),
+            shadow: shadow_spec,
             ..Default::default()
         },
     )?;
@@ -185,16 +182,10 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         .rpm
         .filter(|_| !live)
         .map(|n| Arc::new(Pacer::per_minute(n)));
-    // The shadow wraps the primary as the out file sees it (cache included);
-    // its file is opened only once the out file is ours.
-    let shadow =
-        match shadow::Shadow::wrap(&args, built.classifier.clone(), &pending, budget.as_ref())? {
-            Some((wrapped, s)) => {
-                built.classifier = wrapped;
-                Some(s)
-            }
-            None => None,
-        };
+    // The shadow's file is opened only once the out file is ours.
+    if let Some(s) = shadow.as_mut() {
+        s.open(&pending, built.shadow_model.as_deref())?;
+    }
     let call = built.call.clone();
     let classifier = built.classifier.clone();
     let mut results = futures::stream::iter(pending)
@@ -228,8 +219,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let interrupted = loop {
         let next = tokio::select! {
             biased;
-            _ = interrupt.recv() => break true,
-            _ = terminate.recv() => break true,
+            () = signals.recv() => break true,
             next = results.next() => next,
         };
         let Some((n, result)) = next else {

@@ -17,10 +17,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use serde_json::{Value, json};
-use toolnexus::assess::Run;
-use toolnexus::assess::out::{LineFault, OutError, OutFile};
-use toolnexus::cost::{Sample, Shape};
+use serde_json::json;
+use toolnexus::assess::{RunSample, fit_samples};
 
 use crate::args::CostFitArgs;
 use crate::exit::{self, Exit};
@@ -43,7 +41,9 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
     // The first answering model, and where it was seen.
     let mut model: Option<(String, String)> = None;
     for path in &a.runs {
-        let read = read_samples(path)?;
+        let text = input::read_file("RUN", path)?;
+        let read =
+            fit_samples(&text, path, toolnexus_stack::is_local_style).map_err(exit::usage)?;
         if read.samples.is_empty() {
             return Err(exit::usage(if read.local > 0 {
                 format!(
@@ -58,7 +58,12 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
                 )
             }));
         }
-        for (sample, (m, at)) in read.samples {
+        for RunSample {
+            sample,
+            model: m,
+            at,
+        } in read.samples
+        {
             match &model {
                 None => model = Some((m, at)),
                 Some((first, first_at)) if *first != m => {
@@ -115,7 +120,8 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
         );
     }
     if let Some(out) = &a.out {
-        write_atomic(out, &(est.to_json() + "\n"))?;
+        toolnexus::fs::write_atomic(out, (est.to_json() + "\n").as_bytes())
+            .map_err(|e| exit::io(format!("--out {}: {e}", out.display())))?;
     }
     let c = est.coefficients;
     if a.json {
@@ -183,141 +189,4 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Success)
-}
-
-/// What one run file gives a fit.
-struct Read {
-    /// Billed requests, each with the model that answered it and where
-    /// (`FILE line N`, `FILE row "id"`).
-    samples: Vec<(Sample, (String, String))>,
-    /// Calls left out: cache hits, failures, no recorded input tokens.
-    left: usize,
-    /// Answers judged on this machine: nothing billed.
-    local: usize,
-}
-
-/// The fit samples of one run file, and how many of its calls were left out.
-fn read_samples(path: &Path) -> Result<Read> {
-    let text = input::read_file("RUN", path)?;
-    let first = text.lines().next().unwrap_or_default();
-    let head: Option<Value> = serde_json::from_str(first).ok();
-    let format = head
-        .as_ref()
-        .and_then(|h| h.get("format"))
-        .and_then(Value::as_str);
-    let shown = path.display();
-    let mut read = Read {
-        samples: Vec::new(),
-        left: 0,
-        local: 0,
-    };
-    if format == Some(toolnexus::assess::RUN_FORMAT) {
-        use toolnexus::cost::CostSource;
-        let run = Run::parse(&text, path).map_err(exit::usage)?;
-        for r in &run.rows {
-            match (r.decision(), &r.cost.source) {
-                (_, Some(CostSource::Local)) => read.local += 1,
-                (Some(d), source)
-                    if !matches!(source, Some(CostSource::Cache)) && d.usage.input_tokens > 0 =>
-                {
-                    read.samples.push((
-                        Sample::new(
-                            Shape::of_questions(&run.questions, r.state_len as u64),
-                            d.usage.input_tokens,
-                            d.usage.output_tokens,
-                        ),
-                        (d.model.clone(), format!("{shown} row {:?}", r.id)),
-                    ));
-                }
-                _ => read.left += 1,
-            }
-        }
-        return Ok(read);
-    }
-    let is_batch = head.as_ref().is_some_and(|h| {
-        h.get("toolnexus").and_then(Value::as_str) == Some("batch") || h.get("line").is_some()
-    });
-    if !is_batch {
-        return Err(exit::usage(format!(
-            "{shown}: line 1: neither a batch out file nor an assess run file"
-        )));
-    }
-    let out = OutFile::parse(&text, path).map_err(|e| match e {
-        OutError::BadLine {
-            at,
-            fault: LineFault::NotJson(e),
-            ..
-        } => exit::usage(format!("{shown}:{at}: not JSON: {e}")),
-        e => exit::usage(e),
-    })?;
-    // A torn final line of an interrupted run: left out.
-    read.left += usize::from(out.torn_line.is_some());
-    // Lines written before each line carried its cost: the header's style says.
-    let local_style = out
-        .header
-        .as_ref()
-        .and_then(|h| h.fingerprint.as_ref())
-        .is_some_and(|f| toolnexus_stack::is_local_style(&f.style));
-    let mut shapeless = 0usize;
-    for l in &out.lines {
-        let Some(d) = l.decision_value() else {
-            read.left += 1;
-            continue;
-        };
-        if l.cached() {
-            read.left += 1;
-            continue;
-        }
-        let source = l.value().pointer("/cost/source").and_then(Value::as_str);
-        if source == Some("local") || (source.is_none() && local_style) {
-            read.local += 1;
-            continue;
-        }
-        if source == Some("cache") {
-            read.left += 1;
-            continue;
-        }
-        let Some(shape) = l.shape() else {
-            shapeless += 1;
-            continue;
-        };
-        let usage = l.usage();
-        if usage.input_tokens > 0 {
-            let model = d.get("model").and_then(Value::as_str).unwrap_or_default();
-            read.samples.push((
-                Sample::new(shape, usage.input_tokens, usage.output_tokens),
-                (model.to_string(), format!("{shown} line {}", l.at)),
-            ));
-        } else {
-            read.left += 1;
-        }
-    }
-    if read.samples.is_empty() && shapeless > 0 {
-        return Err(exit::usage(format!(
-            "{shown}: its {shapeless} decision lines do not record their request's \"shape\" (written by an earlier version); run the batch again with --restart, or fit on an assess run file"
-        )));
-    }
-    read.left += shapeless;
-    Ok(read)
-}
-
-/// Writes `text` to `path` through a temporary file renamed over it.
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let shown = path.display();
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "estimator".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        use std::io::Write as _;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        exit::io(format!("--out {shown}: cannot write: {e}"))
-    })
 }

@@ -61,7 +61,7 @@ pub async fn run(args: ProbeArgs) -> Result<Exit> {
     let e = Estimator::default().estimate(shapes.iter());
     let pricing = built.pricing.clone();
     let model = built.classifier.model().to_string();
-    let cost = crate::spend::priced(&pricing, &model, &e);
+    let cost = e.priced(&pricing, &model);
     let spend = format!(
         "probe: input tokens ≈ {} (±{:.0}%); {}",
         e.input_tokens.round(),

@@ -1,9 +1,6 @@
 //! `toolnexus tape record | replay | show`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::{File, OpenOptions};
-use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -11,7 +8,9 @@ use serde_json::{Value, json};
 use toolnexus::classifier::{
     Classifier, ClassifierError, Decision, EvalContext, Questions, canonical_json, questions_wire,
 };
-use toolnexus::judge::{TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeMatch, TapeOutcome};
+use toolnexus::judge::{
+    Journal, JournalError, TAPE_FORMAT, TAPE_VERSION, Tape, TapeEntry, TapeMatch, TapeOutcome,
+};
 
 use crate::args::{RecordArgs, ReplayArgs, ShowArgs, StyleArgs, StyleName};
 use crate::exit::{self, Exit};
@@ -49,7 +48,7 @@ fn count(n: usize, one: &str, many: &str) -> String {
 ///   tape is saved and the run exits 6.
 pub async fn record(args: RecordArgs) -> Result<Exit> {
     // Before anything is asked, so no signal between here and the end is lost.
-    let mut signals = Signals::new()?;
+    let mut signals = crate::signals::Signals::new("tape record")?;
     let style = args.live.style.unwrap_or(StyleName::SystemOne);
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let states: Vec<(String, Value)> = match (&args.state, &args.states) {
@@ -90,7 +89,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     let capped = || budget.as_ref().is_some_and(|b| b.reached().is_some());
     // The journal is locked before the tape is read: a second run on the same
     // tape stops here instead of saving over the first one's recordings.
-    let mut journal = Journal::open(&args.tape)?;
+    let mut journal = Journal::open(&args.tape).map_err(journal_failed)?;
     let tape = if args.tape.exists() {
         match Tape::load(&args.tape) {
             Ok(t) => t,
@@ -102,19 +101,19 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     } else {
         Tape::new()
     };
-    let folded = journal.fold()?;
+    let folded = journal.fold().map_err(journal_failed)?;
     if folded.torn > 0 {
         tell!(
             "tape record: dropped a torn final line ({}) from {} left by an interrupted run; its call is asked again",
             count(folded.torn, "byte", "bytes"),
-            journal.path.display()
+            journal.path().display()
         );
     }
     if !folded.entries.is_empty() {
         tell!(
             "tape record: folded {} left in {} by an interrupted run into the tape",
             count(folded.entries.len(), "recording", "recordings"),
-            journal.path.display()
+            journal.path().display()
         );
     }
     if let Some(note) = &args.note {
@@ -209,7 +208,7 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
                 {
                     tell!(
                         "tape record: cannot write {}: {e}; starting no new call",
-                        journal.path.display()
+                        journal.path().display()
                     );
                     journal_error = Some(e);
                 }
@@ -234,18 +233,18 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
         exit::io(format!(
             "--tape {} (the recordings of this run stay in {}; rerun to fold them in)",
             tape_error(&e),
-            journal.path.display()
+            journal.path().display()
         ))
     })?;
     if let Some(e) = journal_error {
         return Err(exit::io(format!(
             "--tape {}: cannot write its journal {}: {e} (the tape is saved with {} of this run; rerun to record the rest)",
             args.tape.display(),
-            journal.path.display(),
+            journal.path().display(),
             count(asked, "call", "calls")
         )));
     }
-    journal.remove()?;
+    journal.remove().map_err(journal_failed)?;
     let left = total - asked;
     let summary = format!(
         "tape record: saved {} to {} ({} new, {} recorded, {} skipped as already recorded)",
@@ -403,245 +402,19 @@ fn plan(
     plan
 }
 
-/// Ctrl-C and (on Unix) SIGTERM, listened to from the start of a run.
-struct Signals {
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Signals> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let listen =
-                |kind| signal(kind).map_err(|e| anyhow::anyhow!("cannot listen for signals: {e}"));
-            Ok(Signals {
-                int: listen(SignalKind::interrupt())?,
-                term: listen(SignalKind::terminate())?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Signals {})
+/// A journal's failure as the command says it: one that concerns the tape
+/// (opening, locking, reading, writing its journal) after `--tape`.
+fn journal_failed(e: JournalError) -> anyhow::Error {
+    let text = match &e {
+        JournalError::NotAFile { .. } | JournalError::Locked { .. } => format!("--tape {e}"),
+        JournalError::Io { .. } | JournalError::Replaced { .. } => format!("--tape: {e}"),
+        _ => e.to_string(),
+    };
+    if e.is_io() {
+        exit::io(text)
+    } else {
+        exit::usage(text)
     }
-
-    /// The next Ctrl-C or SIGTERM (cancel-safe).
-    async fn recv(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
-/// The first line of a journal.
-const JOURNAL_FORMAT: &str = "toolnexus.tape-journal";
-
-/// `FILE.journal`: the recordings of a run not yet saved in the tape `FILE`.
-/// Its first line names the format and the tape; every other line is a
-/// one-entry tape in compact JSON, read back with the tape's strict loader.
-/// The file is locked for the whole run.
-struct Journal {
-    path: PathBuf,
-    file: File,
-    /// The tape's file name, as the header names it.
-    tape_name: String,
-}
-
-/// What [`Journal::fold`] found.
-struct Folded {
-    /// The recordings, in the order they were journalled.
-    entries: Vec<TapeEntry>,
-    /// Bytes of a torn final line removed.
-    torn: usize,
-}
-
-impl Journal {
-    /// Opens (creating) and locks the journal of the tape at `tape`.
-    fn open(tape: &Path) -> Result<Journal> {
-        let tape_name = tape
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| exit::usage(format!("--tape {}: not a file path", tape.display())))?;
-        let mut name = tape.as_os_str().to_owned();
-        name.push(".journal");
-        let path = PathBuf::from(name);
-        let shown = path.display().to_string();
-        // The journal can be removed between our open and our lock by a run
-        // that just finished: lock the file the path names, not an unlinked one.
-        for _ in 0..8 {
-            let file = OpenOptions::new()
-                .read(true)
-                .append(true)
-                .create(true)
-                .open(&path)
-                .map_err(|e| exit::io(format!("--tape: cannot open its journal {shown}: {e}")))?;
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(exit::usage(format!(
-                        "--tape {}: another tape record is recording into it (its journal {shown} is locked)",
-                        tape.display()
-                    )));
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(exit::io(format!(
-                        "--tape: cannot lock its journal {shown}: {e}"
-                    )));
-                }
-            }
-            if same_file(&file, &path) {
-                return Ok(Journal {
-                    path,
-                    file,
-                    tape_name,
-                });
-            }
-        }
-        Err(exit::io(format!(
-            "--tape: its journal {shown} keeps being replaced by another run"
-        )))
-    }
-
-    fn header(&self) -> String {
-        format!(
-            "{}\n",
-            json!({"format": JOURNAL_FORMAT, "version": 1, "tape": self.tape_name})
-        )
-    }
-
-    /// Reads the recordings an earlier run left; writes the header into a new
-    /// journal. A torn final line is cut off; a file that is not this tape's
-    /// journal is refused, naming it.
-    fn fold(&mut self) -> Result<Folded> {
-        let shown = self.path.display().to_string();
-        let mut bytes = Vec::new();
-        self.file
-            .read_to_end(&mut bytes)
-            .map_err(|e| exit::io(format!("--tape: cannot read its journal {shown}: {e}")))?;
-        let header = self.header();
-        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        let foreign = |line: usize, why: &str| {
-            exit::usage(format!(
-                "{shown} line {line}: not a journal of tape record ({why}); refusing to fold it into the tape (move it away if it is not needed)"
-            ))
-        };
-        let mut folded = Folded {
-            entries: Vec::new(),
-            torn: bytes.len() - complete,
-        };
-        if complete == 0 && !header.as_bytes().starts_with(&bytes) {
-            // Not even a torn header: someone else's file.
-            return Err(foreign(1, "it does not start with a journal header"));
-        }
-        let mut lines = bytes[..complete].split(|b| *b == b'\n');
-        if complete > 0 {
-            let first = lines.next().unwrap_or_default();
-            let v: Value =
-                serde_json::from_slice(first).map_err(|e| foreign(1, &input::json_error(&e)))?;
-            if v.get("format").and_then(Value::as_str) != Some(JOURNAL_FORMAT) {
-                return Err(foreign(1, "no journal header"));
-            }
-            if v.get("version").and_then(Value::as_u64) != Some(1) {
-                return Err(foreign(1, "a journal version this build does not read"));
-            }
-            let owner = v.get("tape").and_then(Value::as_str).unwrap_or_default();
-            if owner != self.tape_name {
-                return Err(exit::usage(format!(
-                    "{shown}: this journal belongs to the tape {owner:?}, not to {:?}; refusing to fold it (move it away, or record into {owner:?})",
-                    self.tape_name
-                )));
-            }
-        }
-        for (i, raw) in lines.enumerate() {
-            if raw.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let text = std::str::from_utf8(raw).map_err(|_| foreign(i + 2, "not UTF-8"))?;
-            let one = Tape::from_json(text).map_err(|e| foreign(i + 2, &e.to_string()))?;
-            folded.entries.extend(one.entries());
-        }
-        if folded.torn > 0 {
-            self.file
-                .set_len(complete as u64)
-                .map_err(|e| exit::io(format!("{shown}: cannot cut a torn final line: {e}")))?;
-        }
-        if complete == 0 {
-            self.write_line(&header)
-                .map_err(|e| exit::io(format!("--tape: cannot write its journal {shown}: {e}")))?;
-            sync_dir(&self.path);
-        }
-        Ok(folded)
-    }
-
-    /// Appends the one entry of `one`: one write, then flushed to disk.
-    fn append(&mut self, one: &Tape) -> std::io::Result<()> {
-        let v: Value = serde_json::from_str(&one.to_json()).map_err(std::io::Error::other)?;
-        self.write_line(&format!("{v}\n"))
-    }
-
-    fn write_line(&mut self, line: &str) -> std::io::Result<()> {
-        self.file.write_all(line.as_bytes())?;
-        self.file.sync_data()
-    }
-
-    /// Removes a journal this run created and never wrote to.
-    fn discard_if_new(self) {
-        if self.file.metadata().is_ok_and(|m| m.len() == 0) {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-
-    /// Removes the journal once the tape holding its entries is saved.
-    fn remove(self) -> Result<()> {
-        std::fs::remove_file(&self.path).map_err(|e| {
-            exit::io(format!(
-                "cannot remove the journal {} after saving the tape: {e}",
-                self.path.display()
-            ))
-        })
-    }
-}
-
-/// Whether `path` still names the open `file`.
-fn same_file(file: &File, path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        match (file.metadata(), std::fs::metadata(path)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (file, path);
-        true
-    }
-}
-
-/// Makes a new directory entry durable (best effort).
-fn sync_dir(path: &Path) {
-    #[cfg(unix)]
-    if let Some(dir) = path.parent() {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
 }
 
 /// `tape replay`: one given state, or every recorded entry of the call (in

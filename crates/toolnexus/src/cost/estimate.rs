@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use crate::canonical::canonical_json;
 use crate::classifier::{Question, Questions};
-use crate::price::Price;
+use crate::price::{Cost, CostSource, Price, Pricing};
 
 /// The `format` of an estimator file.
 ///
@@ -625,6 +625,57 @@ impl Estimate {
             at(self.input_high, out * (1.0 + r)),
         )
     }
+
+    /// The cost under `pricing` of asking `model`: $0 on this machine, the
+    /// range at the table's price for the model, `None` when no price covers
+    /// it (an unknown cost, never $0).
+    ///
+    /// ```
+    /// use toolnexus::cost::{CostSource, Estimator, Prices, Pricing, Shape};
+    /// let e = Estimator::default().estimate([Shape::new(0, 0, 0, 0); 10].iter());
+    /// let local = e.priced(&Pricing::Local, "laya").unwrap();
+    /// assert_eq!((local.low, local.usd, local.high), (0.0, 0.0, 0.0));
+    /// assert_eq!(local.cost.source, Some(CostSource::Local));
+    /// let table = Pricing::Table(Prices::builtin().into());
+    /// assert!(e.priced(&table, "a-model-no-table-lists").is_none(), "unknown, never $0");
+    /// ```
+    pub fn priced(&self, pricing: &Pricing, model: &str) -> Option<PricedEstimate> {
+        match pricing {
+            Pricing::Local => Some(PricedEstimate {
+                low: 0.0,
+                usd: 0.0,
+                high: 0.0,
+                cost: Cost::new(0.0, CostSource::Local),
+            }),
+            Pricing::Table(t) => t.find(model).map(|p| {
+                let (low, usd, high) = self.usd(p);
+                let source = CostSource::Priced {
+                    table: p.table.clone(),
+                    checked: p.checked.clone(),
+                };
+                PricedEstimate {
+                    low,
+                    usd,
+                    high,
+                    cost: Cost::new(usd, source),
+                }
+            }),
+        }
+    }
+}
+
+/// An [`Estimate`]'s cost ([`Estimate::priced`]): its range in US dollars and
+/// the cost with where its price came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PricedEstimate {
+    /// The low end of the range.
+    pub low: f64,
+    /// The estimate.
+    pub usd: f64,
+    /// The high end of the range.
+    pub high: f64,
+    /// The estimate as a cost, with its source (`local` or `priced`).
+    pub cost: Cost,
 }
 
 /// One recorded request: its shape and the usage its backend reported.

@@ -13,42 +13,16 @@ use std::path::Path;
 use anyhow::Result;
 use futures::StreamExt as _;
 use serde_json::Value;
-use toolnexus::assess::out::{LineFault, OutError, OutFile};
-use toolnexus::assess::{Answered, Drift, DriftOptions, RUN_FORMAT, Run, drift};
+use toolnexus::assess::{Answered, Answers, Drift, DriftOptions, drift, read_answers};
 use toolnexus::classifier::{EvalContext, EvalRequest};
 use toolnexus::judge::{Tape, TapeOutcome};
 
 use crate::args::{DriftArgs, StyleName};
 use crate::exit::{self, Exit};
-use crate::input;
 use crate::style::{self, Fallback};
 
 /// Live calls in flight at once when a tape is asked again.
 const TAPE_CONCURRENCY: usize = 8;
-
-/// What a side's file is, and so how its rows pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Run,
-    Batch,
-}
-
-impl Kind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Kind::Run => "an assess run file",
-            Kind::Batch => "a batch out file",
-        }
-    }
-}
-
-/// One side read from a file.
-struct Side {
-    kind: Kind,
-    rows: Vec<Answered>,
-    /// A batch header's `sha256:` of its states file.
-    states: Option<String>,
-}
 
 /// Runs `toolnexus assess drift`.
 pub async fn run(args: DriftArgs) -> Result<Exit> {
@@ -66,9 +40,9 @@ pub async fn run(args: DriftArgs) -> Result<Exit> {
                 return Err(exit::usage(format!(
                     "assess drift: {} is {} and {} is {}: compare two of a kind",
                     a.display(),
-                    sa.kind.as_str(),
+                    sa.kind.describe(),
                     b.display(),
-                    sb.kind.as_str()
+                    sb.kind.describe()
                 )));
             }
             if let (Some(x), Some(y)) = (&sa.states, &sb.states)
@@ -80,10 +54,7 @@ pub async fn run(args: DriftArgs) -> Result<Exit> {
                     b.display()
                 );
             }
-            let paired_by = match sa.kind {
-                Kind::Run => "id",
-                Kind::Batch => "line",
-            };
+            let paired_by = sa.kind.paired_by();
             (
                 drift(&sa.rows, &sb.rows, &options),
                 a.display().to_string(),
@@ -169,105 +140,18 @@ fn print(report: &Drift, a: &str, b: &str, paired_by: &str, json: bool) {
     }
 }
 
-/// Reads A or B: a run file or a batch out file, told apart by its first line.
-fn read_side(path: &Path) -> Result<Side> {
-    let text = read_text(path)?;
-    let first = text.lines().next().unwrap_or("");
-    let head: Option<Value> = serde_json::from_str(input::strip_bom(first)).ok();
-    let field = |k: &str| head.as_ref().and_then(|h| h.get(k));
-    if field("format").and_then(Value::as_str) == Some(RUN_FORMAT) {
-        let run = Run::parse(&text, path).map_err(|e| exit::usage(e.to_string()))?;
-        if let Some(line) = run.torn_line {
-            tell!(
-                "warning: {}:{line}: torn final line (cut short by an interrupted run) left out",
-                path.display()
-            );
-        }
-        let rows = run
-            .rows
-            .into_iter()
-            .map(|r| match r.outcome {
-                toolnexus::assess::Outcome::Decided(d) => Answered::decided(r.id, d),
-                toolnexus::assess::Outcome::Failed { kind, message } => {
-                    Answered::failed(r.id, format!("{kind}: {message}"))
-                }
-            })
-            .collect();
-        return Ok(Side {
-            kind: Kind::Run,
-            rows,
-            states: None,
-        });
-    }
-    let batch_header = field("toolnexus").and_then(Value::as_str) == Some("batch");
-    if batch_header || field("line").is_some() {
-        return read_batch(path, &text);
-    }
-    Err(exit::usage(format!(
-        "{}:1: neither an assess run file (a {RUN_FORMAT:?} header) nor a batch out file (a {{\"toolnexus\":\"batch\"}} header, or {{\"line\":n,…}} lines)",
-        path.display()
-    )))
-}
-
-fn read_text(path: &Path) -> Result<String> {
-    if path.is_dir() {
-        return Err(exit::usage(format!(
-            "{}: is a directory, not a file",
+/// Reads A or B: a run file or a batch out file (the library tells them
+/// apart); a torn final line is left out and said so.
+fn read_side(path: &Path) -> Result<Answers> {
+    let text = crate::input::read_file("", path)?;
+    let side = read_answers(&text, path).map_err(|e| exit::usage(e.to_string()))?;
+    if let Some(line) = side.torn_line {
+        tell!(
+            "warning: {}:{line}: torn final line (cut short by an interrupted run) left out",
             path.display()
-        )));
+        );
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| exit::usage(format!("{}: cannot read: {e}", path.display())))?;
-    String::from_utf8(bytes).map_err(|e| {
-        exit::usage(format!(
-            "{}: not UTF-8 text (an invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))
-    })
-}
-
-/// A batch out file's result lines (the library's reader), paired by the
-/// input line each answers; a torn final line is left out and said so.
-fn read_batch(path: &Path, text: &str) -> Result<Side> {
-    let shown = path.display();
-    let out = OutFile::parse(text, path).map_err(|e| match e {
-        OutError::BadLine { at, fault, .. } => exit::usage(match fault {
-            LineFault::NotJson(e) => {
-                format!("{shown}:{at}: not JSON at column {}: {e}", e.column())
-            }
-            LineFault::NoLineNumber => {
-                format!("{shown}:{at}: a result line has a positive whole \"line\"")
-            }
-            _ => format!(
-                "{shown}:{at}: a result line holds exactly one of \"decision\" and \"error\""
-            ),
-        }),
-        e => exit::usage(e),
-    })?;
-    let mut rows = Vec::with_capacity(out.lines.len());
-    for l in &out.lines {
-        let id = format!("line {}", l.line);
-        let row = match l.decision() {
-            Some(d) => Answered::decided(
-                id,
-                d.map_err(|e| exit::usage(format!("{shown}:{}: decision: {}", l.at, e.detail())))?,
-            ),
-            None => {
-                let e = &l.value()["error"];
-                Answered::failed(id, e.as_str().map_or_else(|| e.to_string(), str::to_string))
-            }
-        };
-        rows.push(row);
-    }
-    if let Some(n) = out.torn_line {
-        tell!("warning: {shown}:{n}: torn final line (cut short by an interrupted run) left out");
-    }
-    Ok(Side {
-        kind: Kind::Batch,
-        rows,
-        states: out.header.and_then(|h| h.fingerprint).map(|f| f.states),
-    })
+    Ok(side)
 }
 
 /// Every recorded call of the tape (of `--call` only, when given) asked again

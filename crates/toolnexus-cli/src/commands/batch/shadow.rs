@@ -8,8 +8,9 @@
 //! changed. A failed shadow call is `{"line":n,"error":…}`. The file is
 //! rewritten by every run and ends with one `{"summary":{…}}` line.
 //!
-//! Under `--max-cost`, `--max-tokens` or `--max-time` the shadow's calls
-//! spend from the run's budget with the primary's: once a cap is reached a
+//! The shadow is a layer of the run's one stack (`toolnexus_stack`'s
+//! `shadow`): under `--max-cost`, `--max-tokens` or `--max-time` its calls
+//! spend from the run's budget with the primary's, so once a cap is reached a
 //! shadow call is not sent either (its line says so).
 //!
 //! The shadow reports the state it was asked about; the line is found by the
@@ -26,9 +27,9 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use serde_json::{Value, json};
 use toolnexus::assess::answer_shift;
-use toolnexus::classifier::{Classifier, Decision, canonical_json};
-use toolnexus::compose::{Disagreement, ShadowOptions, ShadowStats, shadow};
-use toolnexus::cost::budget::Budget;
+use toolnexus::classifier::{Decision, canonical_json};
+use toolnexus::compose::{Disagreement, ShadowOptions, ShadowStats};
+use toolnexus_stack::ShadowSpec;
 
 use crate::args::{BatchArgs, LiveArgs, StyleArgs};
 use crate::exit;
@@ -46,7 +47,8 @@ pub struct Shadow {
 }
 
 struct Shared {
-    file: Mutex<File>,
+    /// `--shadow-out`, once the out file is ours.
+    file: Mutex<Option<File>>,
     lines: Mutex<HashMap<String, VecDeque<usize>>>,
     min_shift: f64,
     disagreements: AtomicU64,
@@ -61,7 +63,10 @@ impl Shared {
         let mut line = v.to_string();
         line.push('\n');
         let written = match self.file.lock() {
-            Ok(mut f) => f.write_all(line.as_bytes()),
+            Ok(mut f) => match f.as_mut() {
+                Some(f) => f.write_all(line.as_bytes()),
+                None => Err(std::io::Error::other("the shadow file was not opened")),
+            },
             Err(_) => Err(std::io::Error::other("the shadow file's lock was poisoned")),
         };
         if let Err(e) = written {
@@ -136,15 +141,10 @@ fn disagreements(primary: &Decision, shadow: &Decision, min_shift: f64) -> Vec<V
 }
 
 impl Shadow {
-    /// Builds the shadow style, opens (truncates) `--shadow-out` and wraps
-    /// `primary`. `pending` are the lines this run asks, with their text.
-    /// `budget`: the run's caps, which the shadow's calls count against too.
-    pub fn wrap(
-        args: &BatchArgs,
-        primary: Classifier,
-        pending: &[(usize, String)],
-        budget: Option<&Budget>,
-    ) -> Result<Option<(Classifier, Shadow)>> {
+    /// The shadow `--shadow-style` asks for, as the stack builder's option,
+    /// and its report: `None` without `--shadow-style`. Its file is opened by
+    /// [`Shadow::open`] once the out file is ours, before any call is made.
+    pub fn spec(args: &BatchArgs) -> Result<Option<(ShadowSpec, Shadow)>> {
         let (Some(style_name), Some(path)) = (args.shadow_style, &args.shadow_out) else {
             return Ok(None);
         };
@@ -164,31 +164,11 @@ impl Shadow {
             },
             ..StyleArgs::default()
         };
-        let built = style::build(&style_args, Fallback::SystemOne)
+        let (spec, _, _) = style::spec(&style_args, Fallback::SystemOne)
             .map_err(|e| exit::usage(format!("--shadow-style: {e}")))?;
-        let name = format!(
-            "--shadow-style {} ({})",
-            built.style.as_str(),
-            built.classifier.model()
-        );
-        let mut lines: HashMap<String, VecDeque<usize>> = HashMap::new();
-        for (n, text) in pending {
-            if let Ok(state) = crate::input::parse_line(*n, text) {
-                lines
-                    .entry(canonical_json(&state))
-                    .or_default()
-                    .push_back(*n);
-            }
-        }
-        let file = File::create(path).map_err(|e| {
-            exit::io(format!(
-                "--shadow-out {}: cannot write: {e}",
-                path.display()
-            ))
-        })?;
         let shared = Arc::new(Shared {
-            file: Mutex::new(file),
-            lines: Mutex::new(lines),
+            file: Mutex::new(None),
+            lines: Mutex::new(HashMap::new()),
             min_shift: args.shadow_min_shift,
             disagreements: AtomicU64::new(0),
             rows: AtomicU64::new(0),
@@ -203,21 +183,45 @@ impl Shadow {
             .with_max_in_flight(bound)
             .with_on_disagreement(move |d| sink.report(d));
         let stats = options.stats.clone();
-        let second = match budget {
-            Some(b) => toolnexus_stack::share(built.classifier, b, &built.pricing),
-            None => built.classifier,
-        };
-        let wrapped = shadow(primary, second, options);
         Ok(Some((
-            wrapped,
+            ShadowSpec::new(spec, options),
             Shadow {
                 path: path.clone(),
                 stats,
                 shared,
-                name,
+                name: format!("--shadow-style {}", style_name.as_str()),
                 bound,
             },
         )))
+    }
+
+    /// Opens (truncates) `--shadow-out` and learns the lines this run asks
+    /// (`pending`, with their text); `model` is what the shadow's stack asks
+    /// for, as its report names it.
+    pub fn open(&mut self, pending: &[(usize, String)], model: Option<&str>) -> Result<()> {
+        if let Some(model) = model {
+            self.name = format!("{} ({model})", self.name);
+        }
+        let mut lines: HashMap<String, VecDeque<usize>> = HashMap::new();
+        for (n, text) in pending {
+            if let Ok(state) = crate::input::parse_line(*n, text) {
+                lines
+                    .entry(canonical_json(&state))
+                    .or_default()
+                    .push_back(*n);
+            }
+        }
+        let file = File::create(&self.path).map_err(|e| {
+            exit::io(format!(
+                "--shadow-out {}: cannot write: {e}",
+                self.path.display()
+            ))
+        })?;
+        if let (Ok(mut f), Ok(mut l)) = (self.shared.file.lock(), self.shared.lines.lock()) {
+            *f = Some(file);
+            *l = lines;
+        }
+        Ok(())
     }
 
     /// Waits for the shadow calls in flight, writes the summary line and
@@ -244,7 +248,9 @@ impl Shadow {
             "not_mirrored": s.dropped(),
             "min_shift": sh.min_shift,
         }}));
-        if let Ok(f) = sh.file.lock() {
+        if let Ok(f) = sh.file.lock()
+            && let Some(f) = f.as_ref()
+        {
             let _ = f.sync_all();
         }
         let shown = self.path.display();
