@@ -54,24 +54,6 @@ pub const KEYWORDS: &[&str] = &[
     "evaluate",
 ];
 
-/// The keywords that add a layer of the stack: a style built outside the
-/// stack (custom, static over `decisions`) refuses them by name.
-const LAYER_KEYWORDS: &[&str] = &[
-    "cascade",
-    "cascade_threshold",
-    "calibration",
-    "fallback",
-    "cache",
-    "max_cost",
-    "max_tokens",
-    "max_time_s",
-    "rpm",
-    "tpm",
-    "concurrency",
-    "student",
-    "tape",
-];
-
 /// A classifier as `create_classifier` built it.
 pub struct Built {
     /// The outermost classifier.
@@ -99,22 +81,32 @@ pub fn build(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Bui
         Ok(kw.get_item(name)?.filter(|v| !v.is_none()))
     };
     let style: Option<String> = get("style")?.map(|s| s.extract()).transpose()?;
-    match style.as_deref().map(str::trim) {
-        Some("custom") => return custom(py, kw, get("evaluate")?),
-        Some("static") if get("decisions")?.is_some() => {
-            return recorded(py, kw, get("decisions")?);
+    // A bottom that is a Python value (a callable, recorded decisions) is
+    // built here and given to the stack, which puts the layers over it.
+    let bottom = match style.as_deref().map(str::trim) {
+        Some("custom") => Some(custom(py, kw, get("evaluate")?)?),
+        Some("static") if get("decisions")?.is_some() => Some(recorded(py, kw, get("decisions")?)?),
+        _ => None,
+    };
+    if bottom.is_none() {
+        for (name, goes_with) in [("evaluate", "custom"), ("decisions", "static")] {
+            if get(name)?.is_some() {
+                return Err(config_error(
+                    py,
+                    format!("create_classifier: {name}= goes with style=\"{goes_with}\""),
+                ));
+            }
         }
-        _ => {}
     }
-    for (name, goes_with) in [("evaluate", "custom"), ("decisions", "static")] {
-        if get(name)?.is_some() {
-            return Err(config_error(
-                py,
-                format!("create_classifier: {name}= goes with style=\"{goes_with}\""),
-            ));
-        }
-    }
-    let spec = stack_spec(py, style, &get)?;
+    let mut spec = match bottom {
+        Some(_) => stack_spec(py, None, &|name| match name {
+            // Taken by the bottom itself.
+            "model" => Ok(None),
+            _ => get(name),
+        })?,
+        None => stack_spec(py, style, &get)?,
+    };
+    spec.bottom = bottom;
     let stack = toolnexus_stack::build(&spec).map_err(|e| config_error(py, e.to_string()))?;
     Ok(Built {
         classifier: stack.classifier,
@@ -270,35 +262,13 @@ fn seconds(py: Python<'_>, v: &Bound<'_, PyAny>, name: &str) -> PyResult<Duratio
     })
 }
 
-/// The keywords given that the style cannot honour, refused by name.
-fn refuse_layers(
-    py: Python<'_>,
-    kw: &Bound<'_, PyDict>,
-    style: &str,
-    allowed: &[&str],
-) -> PyResult<()> {
-    for key in kw.keys() {
-        let key: String = key.extract()?;
-        let given = kw.get_item(&key)?.is_some_and(|v| !v.is_none());
-        let unused = !allowed.contains(&key.as_str()) && key != "style";
-        if given && (unused || LAYER_KEYWORDS.contains(&key.as_str())) {
-            return Err(config_error(
-                py,
-                format!("create_classifier: {key}= has no use with style=\"{style}\""),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The custom style: a Python callable `(state, questions) -> dict` (the
+/// The custom style's bottom: a Python callable `(state, questions) -> dict` (the
 /// wire JSON of a decision) or a `Decision`, run on the blocking pool.
 fn custom(
     py: Python<'_>,
     kw: &Bound<'_, PyDict>,
     evaluate: Option<Bound<'_, PyAny>>,
-) -> PyResult<Built> {
-    refuse_layers(py, kw, "custom", &["evaluate", "model", "call"])?;
+) -> PyResult<Classifier> {
     let Some(callable) = evaluate else {
         let e =
             toolnexus::classifier::ClassifierError::config("style \"custom\" requires Evaluate");
@@ -312,11 +282,6 @@ fn custom(
     let callable: Arc<Py<PyAny>> = Arc::new(callable.unbind());
     let model: Option<String> = kw
         .get_item("model")?
-        .filter(|v| !v.is_none())
-        .map(|v| v.extract())
-        .transpose()?;
-    let call: Option<String> = kw
-        .get_item("call")?
         .filter(|v| !v.is_none())
         .map(|v| v.extract())
         .transpose()?;
@@ -334,18 +299,13 @@ fn custom(
             })
         },
     );
-    let classifier = create_classifier(ClassifierOptions {
+    create_classifier(ClassifierOptions {
         style: ClassifierStyle::Custom,
         model: model.unwrap_or_default(),
         evaluate: Some(evaluate),
         ..Default::default()
     })
-    .map_err(|e| classifier_error(py, &e))?;
-    Ok(Built {
-        classifier,
-        style: "custom".into(),
-        call: call.unwrap_or_else(|| "python".into()),
-    })
+    .map_err(|e| classifier_error(py, &e))
 }
 
 /// One call of a custom callable: its dict decoded strictly, or its
@@ -369,14 +329,13 @@ fn call_custom(
     run().map_err(|e| e.to_string())
 }
 
-/// The static style over `decisions`: `toolnexus.RecordedDecision(state,
+/// The static style's bottom over `decisions`: `toolnexus.RecordedDecision(state,
 /// questions, response)` values, the response as bytes, str or a dict.
 fn recorded(
     py: Python<'_>,
     kw: &Bound<'_, PyDict>,
     decisions: Option<Bound<'_, PyAny>>,
-) -> PyResult<Built> {
-    refuse_layers(py, kw, "static", &["decisions", "model", "call"])?;
+) -> PyResult<Classifier> {
     let mut out = Vec::new();
     if let Some(list) = decisions {
         for (i, item) in list.try_iter()?.enumerate() {
@@ -408,21 +367,11 @@ fn recorded(
         .filter(|v| !v.is_none())
         .map(|v| v.extract())
         .transpose()?;
-    let call: Option<String> = kw
-        .get_item("call")?
-        .filter(|v| !v.is_none())
-        .map(|v| v.extract())
-        .transpose()?;
-    let classifier = create_classifier(ClassifierOptions {
+    create_classifier(ClassifierOptions {
         style: ClassifierStyle::Static,
         model: model.unwrap_or_default(),
         decisions: out,
         ..Default::default()
     })
-    .map_err(|e| classifier_error(py, &e))?;
-    Ok(Built {
-        classifier,
-        style: "static".into(),
-        call: call.unwrap_or_else(|| "python".into()),
-    })
+    .map_err(|e| classifier_error(py, &e))
 }

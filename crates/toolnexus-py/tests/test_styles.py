@@ -108,9 +108,24 @@ def test_tape_replays_a_recorded_call(repo):
 def test_static_over_a_tape_and_over_decisions(repo):
     tape = repo / "crates/toolnexus/examples/tapes/demo.tape.json"
     assert tn.create_classifier(style="static", tape=tape).style == "static"
+    recorded = tn.RecordedDecision("x", QS, {"model": "m", "answers": {"refund": {"type": "noul", "noul": 0.1}}})
+    judge = tn.create_classifier(style="static", decisions=[recorded], model="m", max_tokens=10)
+    assert judge.style == "static" and judge.evaluate("x", QS).noul("refund").noul == 0.1
+
+
+def test_a_python_bottom_takes_the_stacks_layers_and_refuses_style_options():
+    calls = []
+
+    def judge_fn(state, questions):
+        calls.append(state)
+        return {"model": "rules", "answers": {"refund": {"type": "noul", "noul": 0.9}}}
+
+    judge = tn.create_classifier(style="custom", evaluate=judge_fn, cache=True)
+    assert judge.evaluate("same", QS) == judge.evaluate("same", QS)
+    assert calls == ["same"], "the second call is a cache hit"
     with pytest.raises(tn.ClassifierError) as e:
-        tn.create_classifier(style="static", decisions=[], cache=True)
-    assert str(e.value) == 'create_classifier: cache= has no use with style="static"'
+        tn.create_classifier(style="custom", evaluate=judge_fn, base_url="http://127.0.0.1:9/v1")
+    assert e.value.kind == "config" and "--base-url" in str(e.value)
 
 
 def test_custom_runs_a_python_callable_and_its_exceptions_are_errors():
