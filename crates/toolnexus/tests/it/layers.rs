@@ -183,6 +183,24 @@ const TOOLNEXUS_GUARD: &[Row] = &[
     ("crate",      7, "the root only declares modules and re-exports: it is the face"),
 ];
 
+/// The Python binding: the runtime, the exception, and the result columns
+/// are leaves; conversions, the asyncio bridge and tables stand on them;
+/// decisions on conversions; the keyword arguments build stacks and
+/// decisions; the classifier calls everything; the root registers it.
+#[rustfmt::skip]
+const TOOLNEXUS_PY: &[Row] = &[
+    ("runtime",    0, "the process's one tokio runtime"),
+    ("error",      0, "the exception carries the library's error as it is"),
+    ("columns",    0, "the flat result columns are pure: decisions in, Arrow arrays out"),
+    ("convert",    1, "JSON and questions from Python name their errors with the exception"),
+    ("asyncio",    1, "the asyncio bridge runs calls on the runtime"),
+    ("table",      1, "a table's states and its result columns beside the input's"),
+    ("decision",   2, "decisions read through the conversions"),
+    ("options",    3, "keyword arguments build a stack, a custom callable or recorded decisions"),
+    ("classifier", 4, "the classifier evaluates one state, from asyncio, or a table"),
+    ("crate",      5, "the root registers the module's classes and functions: it is the face"),
+];
+
 /// The servers: the backend, the log, the signals and the wire are leaves;
 /// each server stands on them; the root only re-exports.
 #[rustfmt::skip]
@@ -205,6 +223,7 @@ const TABLES: &[(&str, &[Row], Option<&str>)] = &[
     ("toolnexus-guard", TOOLNEXUS_GUARD, None),
     ("toolnexus-server", TOOLNEXUS_SERVER, None),
     ("toolnexus-stack", TOOLNEXUS_STACK, None),
+    ("toolnexus-py", TOOLNEXUS_PY, None),
 ];
 
 /// Today's violations, tolerated only while they exist: the change that fixes
