@@ -122,7 +122,7 @@ fn resume_command(args: impl Iterator<Item = OsString>) -> (String, bool) {
             let word = a.to_string_lossy();
             let (shown, cut) = without_secrets(&word);
             elided |= cut;
-            quote(&shown)
+            toolnexus_guard::shell::quote_word(&shown)
         })
         .collect();
     (words.join(" "), elided)
@@ -150,18 +150,6 @@ fn without_secrets(word: &str) -> (String, bool) {
     let head = &url[..scheme - start + 3];
     let host_path = &rest[userinfo..];
     (format!("{}{head}{host_path}", &word[..start]), true)
-}
-
-/// `s` as one word for a POSIX shell.
-fn quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 #[cfg(test)]
@@ -210,8 +198,6 @@ mod tests {
             without_secrets("http://127.0.0.1:9/v1"),
             ("http://127.0.0.1:9/v1".to_string(), false)
         );
-        assert_eq!(quote("it's"), r"'it'\''s'");
-        assert_eq!(quote(""), "''");
     }
 
     #[test]

@@ -15,61 +15,18 @@ use toolnexus::assess::out;
 use toolnexus::assess::{Run, read_examples};
 use toolnexus::cache::{Cache as _, cache_key_for};
 use toolnexus::classifier::{EvalRequest, Questions};
-use toolnexus::cost::{Cost, Estimate, Estimator, PricedEstimate, Pricing, Shape, usd_text};
+use toolnexus::cost::{
+    Cost, CostTally, Estimate, Estimator, PricedEstimate, Pricing, Shape, usd_text,
+};
 
 use crate::args::{AssessRunArgs, BatchArgs, EstimateArgs};
 use crate::exit::{self, Exit};
 use crate::input;
 use crate::style::{self, Fallback, PRICES_ENV};
 
-/// The costs of a run's lines, summed: known ones added, unknown ones counted.
-#[derive(Debug, Default)]
-pub struct Tally {
-    known: usize,
-    unknown: usize,
-    usd: f64,
-    sources: std::collections::BTreeMap<String, usize>,
-}
-
-impl Tally {
-    /// Counts one call's cost.
-    pub fn add(&mut self, cost: &Cost) {
-        match cost.usd {
-            Some(c) => {
-                self.known += 1;
-                self.usd += c;
-            }
-            None => self.unknown += 1,
-        }
-        let source = cost
-            .source
-            .as_ref()
-            .map_or("unknown".to_string(), ToString::to_string);
-        *self.sources.entry(source).or_default() += 1;
-    }
-
-    /// `cost $0.000123 (priced (toolnexus, checked 2026-12-05) 3)`, or
-    /// `cost unknown (…)`; empty when nothing was counted.
-    pub fn text(&self) -> String {
-        if self.known + self.unknown == 0 {
-            return String::new();
-        }
-        let sources: Vec<String> = self
-            .sources
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        let sources = sources.join(", ");
-        match (self.known, self.unknown) {
-            (_, 0) => format!("cost ${} ({sources})", usd_text(self.usd)),
-            (0, _) => format!("cost unknown ({sources}: no price for the model; see --prices)"),
-            (k, u) => format!(
-                "cost ${} known on {k} of {} calls, unknown on {u} ({sources})",
-                usd_text(self.usd),
-                k + u
-            ),
-        }
-    }
+/// The costs of a run's lines, summed ([`CostTally`]): the line `batch` ends with.
+pub fn tally_text(t: &CostTally) -> String {
+    t.text("; see --prices")
 }
 
 /// The estimator `--estimator FILE` names, or the published defaults.
@@ -342,21 +299,21 @@ mod tests {
 
     #[test]
     fn a_tally_never_sums_an_unknown_cost_as_zero() {
-        let mut t = Tally::default();
-        assert_eq!(t.text(), "");
+        let mut t = CostTally::default();
+        assert_eq!(tally_text(&t), "");
         t.add(&Cost::new(0.25, CostSource::Reported));
-        assert_eq!(t.text(), "cost $0.2500 (reported 1)");
+        assert_eq!(tally_text(&t), "cost $0.2500 (reported 1)");
         t.add(&Cost::UNKNOWN);
         assert_eq!(
-            t.text(),
+            tally_text(&t),
             "cost $0.2500 known on 1 of 2 calls, unknown on 1 (reported 1, unknown 1)"
         );
-        let mut u = Tally::default();
+        let mut u = CostTally::default();
         u.add(&Cost::UNKNOWN);
         assert!(
-            u.text().starts_with("cost unknown (unknown 1"),
+            tally_text(&u).starts_with("cost unknown (unknown 1"),
             "{}",
-            u.text()
+            tally_text(&u)
         );
     }
 }

@@ -278,3 +278,26 @@ fn is_path_like(word: &str) -> bool {
             || word.starts_with('.')
             || word.starts_with('$'))
 }
+
+/// `word` as one word for a POSIX shell: as it is when every character is
+/// plain, else in single quotes (a `'` inside written `'\''`). What [`parse`]
+/// reads back as `word`.
+///
+/// ```
+/// use toolnexus_guard::shell::{parse, quote_word};
+/// assert_eq!(quote_word("--style=local"), "--style=local");
+/// assert_eq!(quote_word(""), "''");
+/// assert_eq!(quote_word("it's here"), r"'it'\''s here'");
+/// assert_eq!(parse(&format!("echo {}", quote_word("a b"))).commands[0].args, ["a b"]);
+/// ```
+pub fn quote_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}

@@ -42,8 +42,8 @@ pub mod budget;
 mod estimate;
 
 pub use crate::price::{
-    Cost, CostSource, MAX_PER_MILLION, PRICES_FORMAT, PRICES_VERSION, Price, PriceError, Prices,
-    Pricing, usd_text,
+    Cost, CostSource, CostTally, MAX_PER_MILLION, PRICES_FORMAT, PRICES_VERSION, Price, PriceError,
+    Prices, Pricing, usd_text,
 };
 pub use estimate::{
     Coefficients, ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimate, Estimator, EstimatorError,

@@ -202,6 +202,82 @@ impl fmt::Display for Cost {
     }
 }
 
+/// The costs of many calls summed: known ones added, unknown ones counted and
+/// never summed as $0, with how many came from each source.
+///
+/// ```
+/// use toolnexus::cost::{Cost, CostSource, CostTally};
+/// let mut t = CostTally::default();
+/// t.add(&Cost::new(0.25, CostSource::Reported));
+/// t.add(&Cost::UNKNOWN);
+/// assert_eq!((t.known(), t.unknown(), t.usd()), (1, 1, 0.25));
+/// assert_eq!(t.text(""), "cost $0.2500 known on 1 of 2 calls, unknown on 1 (reported 1, unknown 1)");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CostTally {
+    known: usize,
+    unknown: usize,
+    usd: f64,
+    sources: std::collections::BTreeMap<String, usize>,
+}
+
+impl CostTally {
+    /// Counts one call's cost.
+    pub fn add(&mut self, cost: &Cost) {
+        match cost.usd {
+            Some(c) => {
+                self.known += 1;
+                self.usd += c;
+            }
+            None => self.unknown += 1,
+        }
+        let source = cost
+            .source
+            .as_ref()
+            .map_or("unknown".to_string(), ToString::to_string);
+        *self.sources.entry(source).or_default() += 1;
+    }
+
+    /// Calls whose cost is known.
+    pub fn known(&self) -> usize {
+        self.known
+    }
+
+    /// Calls whose cost is unknown.
+    pub fn unknown(&self) -> usize {
+        self.unknown
+    }
+
+    /// The sum of the known costs, in US dollars.
+    pub fn usd(&self) -> f64 {
+        self.usd
+    }
+
+    /// `cost $0.000123 (priced (toolnexus, checked 2026-12-05) 3)`, or
+    /// `cost unknown (…: no price for the model{hint})`; empty when nothing was
+    /// counted. `hint` says where a price would come from.
+    pub fn text(&self, hint: &str) -> String {
+        if self.known + self.unknown == 0 {
+            return String::new();
+        }
+        let sources: Vec<String> = self
+            .sources
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let sources = sources.join(", ");
+        match (self.known, self.unknown) {
+            (_, 0) => format!("cost ${} ({sources})", usd_text(self.usd)),
+            (0, _) => format!("cost unknown ({sources}: no price for the model{hint})"),
+            (k, u) => format!(
+                "cost ${} known on {k} of {} calls, unknown on {u} ({sources})",
+                usd_text(self.usd),
+                k + u
+            ),
+        }
+    }
+}
+
 /// Dollars as the CLI prints them: six decimals below a cent, four above.
 /// A figure that is no finite number (a sum that overflowed) is never
 /// printed as `inf` or `NaN`.

@@ -215,7 +215,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let write_failed =
         |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
     let (mut ok, mut failed, mut hits, mut not_started) = (0usize, 0usize, 0usize, 0usize);
-    let mut spent = crate::spend::Tally::default();
+    let mut spent = toolnexus::cost::CostTally::default();
     let interrupted = loop {
         let next = tokio::select! {
             biased;
@@ -322,7 +322,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     } else {
         String::new()
     };
-    let cost = match spent.text() {
+    let cost = match crate::spend::tally_text(&spent) {
         t if t.is_empty() => t,
         t => format!("; this run's {t}"),
     };

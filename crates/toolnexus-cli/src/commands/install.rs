@@ -609,18 +609,7 @@ fn is_toolnexus(program: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Shell words
 
-/// `word` quoted for a POSIX shell when it needs it (single quotes).
-fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
+use toolnexus_guard::shell::quote_word as shell_quote;
 
 /// Splits a command line into words as a shell would, for simple quoting:
 /// blanks separate words, `'…'` is literal, `"…"` keeps blanks and honours
