@@ -84,6 +84,8 @@ const TOOLNEXUS: &[Row] = &[
     ("cache",      5, "the cache wraps any classifier"),
     ("compose",    5, "fallback and shadow compose classifiers"),
     ("probe",      5, "probes measure a classifier from outside"),
+    ("metrics",    4, "the Prometheus figures count the classifier's metric events"),
+    ("otel",       5, "the OpenTelemetry export plugs into the classifier's call seam and counts like metrics"),
     ("testing",    6, "the fakes users test with stand on everything they fake"),
     ("crate",      7, "the root only declares modules and re-exports: it is the face"),
 ];
