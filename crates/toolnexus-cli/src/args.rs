@@ -5,11 +5,13 @@ use clap::{Parser, Subcommand};
 
 mod agents;
 mod assess;
+mod observe;
 mod run;
 mod style;
 
 pub use agents::*;
 pub use assess::*;
+pub use observe::*;
 pub use run::*;
 pub use style::*;
 
@@ -140,6 +142,21 @@ impl Command {
             // or a write that fails), with exit 0, never by SIGPIPE.
             Command::Mcp(a) => a.command.is_none(),
             _ => false,
+        }
+    }
+}
+
+impl Command {
+    /// The export flags of a command that evaluates (`None` for the others).
+    pub fn otel(&self) -> Option<&OtelArgs> {
+        match self {
+            Command::Eval(a) => Some(&a.otel),
+            Command::Batch(a) => Some(&a.otel),
+            Command::Assess(a) => match &a.command {
+                Some(AssessCommand::Run(r)) => Some(&r.otel),
+                _ => None,
+            },
+            _ => None,
         }
     }
 }

@@ -38,8 +38,10 @@ use crate::classifier::{
 };
 
 mod attributes;
+mod delivery;
 
 pub use attributes::{CallRecord, evaluation_events, span_attributes};
+pub use delivery::undelivered_spans;
 
 /// How [`install`] sets the export up; the rest comes from the standard
 /// `OTEL_*` variables.
@@ -169,8 +171,15 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
     .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
     .build()
     .map_err(|e| OtelError(format!("metrics exporter: {e}")))?;
+    let collector = options
+        .endpoint
+        .clone()
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").ok())
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "http://localhost:4318".into());
     let tracers = SdkTracerProvider::builder()
-        .with_batch_exporter(spans)
+        .with_batch_exporter(delivery::Warned::new(spans, &collector))
         .with_resource(resource.clone())
         .build();
     let meters = SdkMeterProvider::builder()
@@ -223,12 +232,10 @@ impl OtelGuard {
         crate::classifier::clear_call_export(&self.export);
         // Failures (an unreachable collector) were already warned about by
         // the SDK as they happened; the process goes on either way.
-        if let Err(e) = self.tracers.shutdown_with_timeout(Duration::from_secs(5)) {
-            tracing::warn!(target: "toolnexus::otel", "otel: traces not all sent: {e}");
-        }
-        if let Err(e) = self.meters.shutdown() {
-            tracing::warn!(target: "toolnexus::otel", "otel: metrics not all sent: {e}");
-        }
+        // What did not reach the collector was warned about as it failed
+        // (see `delivery`) and is counted; the process goes on either way.
+        let _ = self.tracers.shutdown_with_timeout(Duration::from_secs(5));
+        let _ = self.meters.shutdown();
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use super::observe::OtelArgs;
 use super::style::*;
 
 /// `toolnexus cost`.
@@ -208,6 +209,9 @@ pub struct AssessRunArgs {
     /// What the run would cost, sent nothing.
     #[command(flatten)]
     pub estimate: EstimateArgs,
+    /// OpenTelemetry export.
+    #[command(flatten)]
+    pub otel: OtelArgs,
 }
 
 /// `toolnexus assess report`.

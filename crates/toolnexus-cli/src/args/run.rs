@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
+use super::observe::OtelArgs;
 use super::style::*;
 
 /// `toolnexus distill`: train a student on a teacher's decisions.
@@ -79,6 +80,9 @@ pub struct EvalArgs {
     /// Prices for the cost the decision shows.
     #[command(flatten)]
     pub prices: PriceArgs,
+    /// OpenTelemetry export.
+    #[command(flatten)]
+    pub otel: OtelArgs,
 }
 
 /// `toolnexus batch`.
@@ -190,6 +194,9 @@ pub struct BatchArgs {
     /// What the run would cost, sent nothing.
     #[command(flatten)]
     pub estimate: EstimateArgs,
+    /// OpenTelemetry export.
+    #[command(flatten)]
+    pub otel: OtelArgs,
 }
 
 /// Shown after `toolnexus batch --help`.

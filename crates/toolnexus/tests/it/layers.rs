@@ -132,6 +132,7 @@ const TOOLNEXUS_CLI: &[Row] = &[
     ("style",             2, "the settings: arguments into the stack builder's spec for commands"),
     ("caps",              2, "the message a run stopped by a cap ends with reads the caps' flags"),
     ("spend",             2, "estimates and cost lines build stacks through the settings"),
+    ("otel",              2, "the export the flags ask for: arguments into the library's OpenTelemetry options"),
     ("commands::assess",  3, "assess adapts arguments to the library's assessment"),
     ("commands::batch",   3, "batch adapts arguments to a run over a states file"),
     ("commands::cache",   3, "cache inspects, clears and exports cache files"),

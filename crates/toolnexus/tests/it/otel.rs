@@ -119,6 +119,7 @@ async fn exported_without_secrets() {
         assert!(has(&traces, needle), "the spans hold {needle}");
     }
     assert!(has(&metrics, "toolnexus.requests"), "the metrics arrived");
+    assert_eq!(toolnexus::otel::undelivered_spans(), 0, "all delivered");
     for bytes in [&traces, &metrics] {
         for secret in [KEY, URL_SECRET, "INSTRUCTIONS-OTEL", "WIN A PRIZE"] {
             assert!(!has(bytes, secret), "{secret} was exported");
@@ -143,4 +144,8 @@ async fn dead_collector_costs_nothing() {
     tokio::task::spawn_blocking(move || guard.shutdown())
         .await
         .unwrap();
+    assert!(
+        toolnexus::otel::undelivered_spans() >= 3,
+        "the lost spans are counted"
+    );
 }

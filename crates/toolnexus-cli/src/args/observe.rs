@@ -1,0 +1,18 @@
+//! The flags every command that evaluates shares to export what it judges.
+
+use clap::Args;
+
+/// `--otel` and `--otel-content`: OpenTelemetry export of every call.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OtelArgs {
+    /// Export each call as an OpenTelemetry span with its evaluation events,
+    /// and the call metrics, over OTLP/HTTP (protobuf) to
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318). On without
+    /// the flag when that variable (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.
+    #[arg(long)]
+    pub otel: bool,
+    /// Also export the state text and the questions' instructions (they may
+    /// hold personal data; credentials are never exported).
+    #[arg(long)]
+    pub otel_content: bool,
+}
