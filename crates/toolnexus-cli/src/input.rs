@@ -7,9 +7,9 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde_json::Value;
-use toolnexus::classifier::{Questions, questions_from_wire, validate_questions};
+use toolnexus::classifier::Questions;
 
-pub use toolnexus::classifier::{json_error, json_kind, parse_json_text, strip_bom};
+pub use toolnexus::classifier::{json_kind, parse_json_text, strip_bom};
 
 use crate::exit;
 
@@ -69,17 +69,7 @@ pub fn read_json_arg(flag: &str, arg: &str) -> Result<Value> {
 
 /// A state is a string, an object or an array (as the System One wire and
 /// `serve` take it); a bare number, boolean or null is refused, naming it.
-pub fn check_state(v: &Value) -> Result<(), String> {
-    let kind = match v {
-        Value::String(_) | Value::Object(_) | Value::Array(_) => return Ok(()),
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-    };
-    Err(format!(
-        "a state is a string, an object or an array, not {kind} (quote it to send text: '\"…\"')"
-    ))
-}
+pub use toolnexus_server::wire::check_state;
 
 /// Reads and checks a question set: an object of key → wire question, within
 /// the client-side limits.
@@ -88,31 +78,12 @@ pub fn read_questions(arg: &str) -> Result<Questions> {
     parse_questions(arg, &v)
 }
 
-/// The fields a wire question may have; `x_…` extension fields are allowed too.
-const QUESTION_FIELDS: [&str; 3] = ["type", "instructions", "criteria"];
-
 /// Checks a question set already read as JSON. A field no question has (a
 /// misspelt `instructionz`) is an error naming the question and the field,
 /// not a question silently asked without it.
 pub fn parse_questions(source: &str, v: &Value) -> Result<Questions> {
-    if let Value::Object(questions) = v {
-        for (key, q) in questions {
-            let Value::Object(fields) = q else { continue };
-            if let Some(field) = fields
-                .keys()
-                .find(|f| !QUESTION_FIELDS.contains(&f.as_str()) && !f.starts_with("x_"))
-            {
-                return Err(exit::usage(format!(
-                    "--questions {source}: question {key:?}: unknown field {field:?} (a question has \"type\", \"instructions\" and \"criteria\")"
-                )));
-            }
-        }
-    }
-    let questions =
-        questions_from_wire(v).map_err(|e| exit::usage(format!("--questions {source}: {e}")))?;
-    validate_questions(&questions)
-        .map_err(|e| exit::usage(format!("--questions {source}: {e}")))?;
-    Ok(questions)
+    toolnexus_server::wire::read_questions(v)
+        .map_err(|e| exit::usage(format!("--questions {source}: {e}")))
 }
 
 /// One line of a JSONL file: its 1-based number and text. Blank lines are not states.

@@ -35,6 +35,7 @@ mod input;
 mod otel;
 mod out_file;
 mod render;
+mod signals;
 mod spend;
 mod stdio;
 mod style;

@@ -54,6 +54,21 @@ pub fn warn(text: &str) {
     print_once(text);
 }
 
+/// The servers' own lines (`serve`'s access log, `mcp`'s tool errors) on
+/// stderr as they come, and their warnings once each like the library's.
+pub struct ServerLog;
+
+impl toolnexus_server::Log for ServerLog {
+    fn line(&self, line: &str) {
+        // A closed stderr never stops a server.
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+
+    fn warn(&self, text: &str) {
+        warn(text);
+    }
+}
+
 /// Which distinct warnings were printed already.
 fn seen() -> &'static Mutex<HashSet<String>> {
     static SEEN: std::sync::OnceLock<Mutex<HashSet<String>>> = std::sync::OnceLock::new();

@@ -84,6 +84,9 @@ fn style_of(spec: &StackSpec) -> Result<String, StackError> {
 
 /// The style with its fallback, cascade and calibration.
 pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
+    if let Some(classifier) = &spec.bottom {
+        return given(spec, classifier);
+    }
     let style = style_of(spec)?;
     refuse_unused_flags(spec, &style)?;
     if let (Some(m), false) = (spec.tape_match, style == "tape") {
@@ -108,7 +111,7 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
     // The embedded model, loaded once for an engine and a cascade's student.
     let mut shared: Option<toolnexus_local::Embedder> = None;
     let engines = registry(spec);
-    let mut stack = match style.as_str() {
+    let stack = match style.as_str() {
         "systemone" | "llm" => bare(live_classifier(spec, &style)?, &style, call()),
         name if !RECORDED.contains(&name) => {
             let Some(engine) = engines.get(name) else {
@@ -134,6 +137,36 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
             s
         }
     };
+    layer(spec, stack, &style, shared)
+}
+
+/// A classifier the caller built, at the bottom in place of a style: only the
+/// layers apply; every option that builds a style is refused by name.
+fn given(spec: &StackSpec, classifier: &Classifier) -> Result<Stack, StackError> {
+    let style = classifier.identity().style.clone();
+    let builds_a_style = [
+        ("--style", spec.style.is_some()),
+        ("--model", spec.model.is_some()),
+        ("--base-url", spec.base_url.is_some()),
+        ("--tape", spec.tape.is_some()),
+        ("--model-dir", spec.model_dir.is_some() && !spec.cascade),
+    ];
+    if let Some((flag, _)) = builds_a_style.iter().find(|(_, set)| *set) {
+        return bad(format!(
+            "{flag}: the stack's bottom is a classifier already built ({style}); a style option has no use"
+        ));
+    }
+    let call = spec.call.clone().unwrap_or_else(|| "cli".to_string());
+    layer(spec, bare(classifier.clone(), &style, call), &style, None)
+}
+
+/// Pricing, fallback, cascade and calibration over the bottom.
+fn layer(
+    spec: &StackSpec,
+    mut stack: Stack,
+    style: &str,
+    shared: Option<toolnexus_local::Embedder>,
+) -> Result<Stack, StackError> {
     // Locality is the engine's identity, never a list of names.
     stack.pricing = match stack.classifier.identity().local {
         true => Pricing::Local,
@@ -166,7 +199,7 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
                 "--cascade puts the student in front of another style, not of --style student",
             );
         }
-        let local = local_student(spec, &style, shared)?;
+        let local = local_student(spec, style, shared)?;
         let shown = spec
             .student
             .as_ref()

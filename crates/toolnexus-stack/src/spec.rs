@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolnexus::cache::Cache;
-use toolnexus::classifier::Backend;
+use toolnexus::classifier::{Backend, Classifier};
 use toolnexus::compose::ShadowOptions;
 use toolnexus::cost::Prices;
 use toolnexus::judge::{Tape, TapeMatch};
@@ -23,6 +23,11 @@ use toolnexus_local::student::Student;
 /// ```
 #[derive(Clone, Default)]
 pub struct StackSpec {
+    /// A classifier already built (a caller's own function, recorded
+    /// decisions, a binding's callable) at the bottom in place of a style:
+    /// only the layers are applied over it, and an option that builds a
+    /// style is refused by name.
+    pub bottom: Option<Classifier>,
     /// The style or engine at the bottom: `systemone`, `llm`, `tape`,
     /// `static`, or a local engine (`local`, `student`, `laya`,
     /// `decisiontune`). `None` with a tape is `tape`, else `systemone`.

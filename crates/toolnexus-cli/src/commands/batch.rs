@@ -48,7 +48,6 @@ use anyhow::Result;
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use tokio::signal::unix::{SignalKind, signal};
 use toolnexus::assess::out;
 use toolnexus::classifier::{Classifier, EvalContext, EvalRequest, Questions};
 use toolnexus::cost::budget::Budget;
@@ -69,11 +68,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     }
     // Ctrl-C and SIGTERM are watched from the start: one that arrives while
     // the run sets up still stops it before any state is asked.
-    let watch = |kind: SignalKind, name: &str| {
-        signal(kind).map_err(|e| anyhow::anyhow!("batch: cannot watch for {name}: {e}"))
-    };
-    let mut interrupt = watch(SignalKind::interrupt(), "Ctrl-C")?;
-    let mut terminate = watch(SignalKind::terminate(), "SIGTERM")?;
+    let mut signals = crate::signals::Signals::new("batch")?;
     // A stream (`-`, a terminal, a FIFO) is never overwritten: only a regular
     // file, or one yet to be created, can be an input written over.
     let regular = std::fs::metadata(&args.out).map_or(true, |m| m.is_file());
@@ -224,8 +219,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let interrupted = loop {
         let next = tokio::select! {
             biased;
-            _ = interrupt.recv() => break true,
-            _ = terminate.recv() => break true,
+            () = signals.recv() => break true,
             next = results.next() => next,
         };
         let Some((n, result)) = next else {

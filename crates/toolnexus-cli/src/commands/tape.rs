@@ -48,7 +48,7 @@ fn count(n: usize, one: &str, many: &str) -> String {
 ///   tape is saved and the run exits 6.
 pub async fn record(args: RecordArgs) -> Result<Exit> {
     // Before anything is asked, so no signal between here and the end is lost.
-    let mut signals = Signals::new()?;
+    let mut signals = crate::signals::Signals::new("tape record")?;
     let style = args.live.style.unwrap_or(StyleName::SystemOne);
     let questions = Arc::new(input::read_questions(&args.questions)?);
     let states: Vec<(String, Value)> = match (&args.state, &args.states) {
@@ -400,44 +400,6 @@ fn plan(
         plan.order.push(key);
     }
     plan
-}
-
-/// Ctrl-C and (on Unix) SIGTERM, listened to from the start of a run.
-struct Signals {
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Signals> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let listen =
-                |kind| signal(kind).map_err(|e| anyhow::anyhow!("cannot listen for signals: {e}"));
-            Ok(Signals {
-                int: listen(SignalKind::interrupt())?,
-                term: listen(SignalKind::terminate())?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Signals {})
-    }
-
-    /// The next Ctrl-C or SIGTERM (cancel-safe).
-    async fn recv(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }
 
 /// A journal's failure as the command says it: one that concerns the tape

@@ -155,25 +155,6 @@ fn file_finding(
     }
 }
 
-/// `serve`: a request naming a floating alias as its model. Under
-/// `--pinned` the refusal's text (the caller gets it as a 422); otherwise a
-/// warning, once per alias, and `None`.
-pub fn request_model(pin: &PinArgs, model: &str) -> Option<String> {
-    if !is_floating(model) {
-        return None;
-    }
-    if pin.pinned {
-        return Some(format!(
-            "model {model:?} is a floating alias and this server runs with --pinned; name a pinned model"
-        ));
-    }
-    crate::warnings::warn(&format!(
-        "a request asked for {model:?}, a floating alias: the model behind it can change without notice \
-         (each decision's \"model\" says which answered); refuse such requests with --pinned"
-    ));
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

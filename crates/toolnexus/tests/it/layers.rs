@@ -124,6 +124,7 @@ const TOOLNEXUS_CLI: &[Row] = &[
     ("exit",              0, "exit codes and their rendering: every command returns through them"),
     ("warnings",          0, "the warning sink is a leaf any layer may report to"),
     ("stdio",             0, "standard stream handling is a leaf the commands print through"),
+    ("signals",           0, "listening for Ctrl-C and SIGTERM is a leaf the long runs share"),
     ("render",            0, "rendering decisions is pure formatting"),
     ("input",             0, "reading input files strictly needs only the exit codes"),
     ("demo",              0, "the demo fixtures are data"),
@@ -142,10 +143,10 @@ const TOOLNEXUS_CLI: &[Row] = &[
     ("commands::guard",   3, "guard answers an agent's hook"),
     ("commands::install", 3, "install edits agents' configuration files"),
     ("commands::lint",    3, "lint checks question files"),
-    ("commands::mcp",     3, "mcp serves the tools over MCP"),
+    ("commands::mcp",     3, "mcp adapts arguments to the MCP server"),
     ("commands::model",   3, "model fetches the embedded model"),
     ("commands::probe",   3, "probe adapts the library's probes"),
-    ("commands::serve",   3, "serve answers HTTP"),
+    ("commands::serve",   3, "serve adapts arguments to the System One server"),
     ("commands::tape",    3, "tape records, replays and shows tapes"),
     ("commands",          4, "the dispatcher calls every command"),
     ("crate",             5, "main parses, dispatches and maps outcomes to exit codes: the top"),
@@ -182,6 +183,19 @@ const TOOLNEXUS_GUARD: &[Row] = &[
     ("crate",      7, "the root only declares modules and re-exports: it is the face"),
 ];
 
+/// The servers: the backend, the log, the signals and the wire are leaves;
+/// each server stands on them; the root only re-exports.
+#[rustfmt::skip]
+const TOOLNEXUS_SERVER: &[Row] = &[
+    ("backend",   0, "what a server answers with is plain values"),
+    ("log",       0, "where a server's lines go is a trait and a stderr sink"),
+    ("signal",    0, "the stop signals need only tokio"),
+    ("wire",      0, "the wire's cost, verdicts and checks are pure functions over values"),
+    ("systemone", 1, "the System One server answers HTTP with a backend, writing the wire"),
+    ("mcp",       1, "the MCP server answers tool calls with a backend, writing the wire"),
+    ("crate",     2, "the root only declares modules and re-exports: it is the face"),
+];
+
 /// Every crate's table, by the crate's directory name under `crates/`, and
 /// the module whose children are commands (rule 3), if the crate has one.
 const TABLES: &[(&str, &[Row], Option<&str>)] = &[
@@ -189,6 +203,7 @@ const TABLES: &[(&str, &[Row], Option<&str>)] = &[
     ("toolnexus-local", TOOLNEXUS_LOCAL, None),
     ("toolnexus-cli", TOOLNEXUS_CLI, Some("commands")),
     ("toolnexus-guard", TOOLNEXUS_GUARD, None),
+    ("toolnexus-server", TOOLNEXUS_SERVER, None),
     ("toolnexus-stack", TOOLNEXUS_STACK, None),
 ];
 

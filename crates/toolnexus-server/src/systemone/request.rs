@@ -98,7 +98,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
                 &["state"],
                 format!(
                     "the state must be a string, an object or an array, not {}",
-                    crate::input::json_kind(&other)
+                    toolnexus::classifier::json_kind(&other)
                 ),
                 "state_type",
             ));
@@ -125,7 +125,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
                 &["questions"],
                 format!(
                     "questions must be an object of key to question, not {}",
-                    crate::input::json_kind(&other)
+                    toolnexus::classifier::json_kind(&other)
                 ),
                 "dict_type",
             ));
@@ -152,7 +152,7 @@ pub fn parse(body: Value, parts: &[Part]) -> Result<Parsed, Vec<Invalid>> {
                 &["assets"],
                 format!(
                     "assets must be an object of name to asset, not {}",
-                    crate::input::json_kind(&other)
+                    toolnexus::classifier::json_kind(&other)
                 ),
                 "dict_type",
             ));

@@ -29,6 +29,8 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
+use crate::log::Log;
+
 /// The largest message read, in bytes (without its newline): 16 MiB, as the
 /// MCP SDK's own stdio transport.
 pub const MAX_FRAME_BYTES: usize = 16 << 20;
@@ -70,6 +72,8 @@ pub struct Stdio {
     write: Arc<Mutex<StdioWriter>>,
     /// Error replies being written, waited for before the end.
     replies: Vec<JoinHandle<()>>,
+    /// Where refused lines and read failures are reported.
+    log: Arc<dyn Log>,
 }
 
 /// What one bounded line read found.
@@ -82,7 +86,7 @@ enum Read {
 
 impl Stdio {
     /// Standard input and output, through the SDK's non-blocking pipes.
-    pub fn new() -> Stdio {
+    pub fn new(log: Arc<dyn Log>) -> Stdio {
         let (read, write) = rmcp::transport::stdio_pipes();
         Stdio {
             read: BufReader::new(read),
@@ -91,6 +95,7 @@ impl Stdio {
             limit: MAX_FRAME_BYTES,
             write: Arc::new(Mutex::new(write)),
             replies: Vec::new(),
+            log,
         }
     }
 
@@ -102,7 +107,8 @@ impl Stdio {
             let available = match self.read.fill_buf().await {
                 Ok(a) => a,
                 Err(e) => {
-                    tell!("mcp: cannot read standard input: {e}");
+                    self.log
+                        .line(&format!("mcp: cannot read standard input: {e}"));
                     return Read::End;
                 }
             };
@@ -138,7 +144,7 @@ impl Stdio {
     /// Sends an error reply; written by a task of its own, so a cancelled
     /// `receive` never leaves half a frame.
     fn reply(&mut self, id: Value, code: i64, message: String) {
-        tell!("mcp: {message}");
+        self.log.line(&format!("mcp: {message}"));
         let frame =
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         let mut bytes = frame.to_string().into_bytes();
@@ -203,7 +209,7 @@ impl Transport<RoleServer> for Stdio {
             match classify(text) {
                 Ok(message) => return Some(message),
                 Err(Rejected::Reply(id, code, message)) => self.reply(id, code, message),
-                Err(Rejected::Quiet(message)) => tell!("mcp: {message}"),
+                Err(Rejected::Quiet(message)) => self.log.line(&format!("mcp: {message}")),
             }
         }
     }

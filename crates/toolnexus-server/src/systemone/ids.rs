@@ -1,6 +1,7 @@
 //! Request ids: one per request, unique across restarts, cheap to make.
 
-use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The request id of the request being answered (set around every request).
 #[derive(Clone)]
