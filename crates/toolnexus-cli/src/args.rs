@@ -68,6 +68,9 @@ pub struct Cli {
     /// cache that could not be read or written); errors still print.
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// OpenTelemetry export of the commands that evaluate.
+    #[command(flatten)]
+    pub otel: OtelArgs,
 }
 
 impl Cli {
@@ -147,16 +150,14 @@ impl Command {
 }
 
 impl Command {
-    /// The export flags of a command that evaluates (`None` for the others).
-    pub fn otel(&self) -> Option<&OtelArgs> {
+    /// Whether the command evaluates (eval, batch, serve, mcp, guard, assess
+    /// run): the ones `--otel` and the `OTEL_*` variables export.
+    pub fn evaluates(&self) -> bool {
         match self {
-            Command::Eval(a) => Some(&a.otel),
-            Command::Batch(a) => Some(&a.otel),
-            Command::Assess(a) => match &a.command {
-                Some(AssessCommand::Run(r)) => Some(&r.otel),
-                _ => None,
-            },
-            _ => None,
+            Command::Eval(_) | Command::Batch(_) | Command::Serve(_) | Command::Guard(_) => true,
+            Command::Mcp(a) => a.command.is_none(),
+            Command::Assess(a) => matches!(a.command, Some(AssessCommand::Run(_))),
+            _ => false,
         }
     }
 }

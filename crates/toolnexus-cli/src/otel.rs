@@ -7,11 +7,11 @@ use toolnexus::otel::{OtelGuard, OtelOptions};
 
 use crate::args::OtelArgs;
 
-/// Starts the export the flags or the environment ask for. A failure to set
-/// it up is a warning: the command judges all the same.
-pub fn start(args: Option<&OtelArgs>) -> Option<OtelGuard> {
-    let args = args?;
-    if !(args.otel || toolnexus::otel::configured_by_env()) {
+/// Starts the export the flags or the environment ask for, for a command
+/// that `evaluates`. A failure to set it up is a warning: the command judges
+/// all the same.
+pub fn start(args: &OtelArgs, evaluates: bool) -> Option<OtelGuard> {
+    if !evaluates || !(args.otel || toolnexus::otel::configured_by_env()) {
         return None;
     }
     match toolnexus::otel::install(OtelOptions {

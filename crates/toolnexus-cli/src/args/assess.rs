@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::observe::OtelArgs;
 use super::style::*;
 
 /// `toolnexus cost`.
@@ -209,9 +208,6 @@ pub struct AssessRunArgs {
     /// What the run would cost, sent nothing.
     #[command(flatten)]
     pub estimate: EstimateArgs,
-    /// OpenTelemetry export.
-    #[command(flatten)]
-    pub otel: OtelArgs,
 }
 
 /// `toolnexus assess report`.

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::observe::OtelArgs;
 use super::style::*;
 
 /// `toolnexus distill`: train a student on a teacher's decisions.
@@ -80,9 +79,6 @@ pub struct EvalArgs {
     /// Prices for the cost the decision shows.
     #[command(flatten)]
     pub prices: PriceArgs,
-    /// OpenTelemetry export.
-    #[command(flatten)]
-    pub otel: OtelArgs,
 }
 
 /// `toolnexus batch`.
@@ -194,9 +190,6 @@ pub struct BatchArgs {
     /// What the run would cost, sent nothing.
     #[command(flatten)]
     pub estimate: EstimateArgs,
-    /// OpenTelemetry export.
-    #[command(flatten)]
-    pub otel: OtelArgs,
 }
 
 /// Shown after `toolnexus batch --help`.
@@ -415,6 +408,13 @@ pub struct ServeArgs {
     /// `x-toolnexus-ignored` response header and the log; systemone forwards them.
     #[arg(long)]
     pub strict_fields: bool,
+    /// Answer `GET /metrics` with the calls' figures in the Prometheus text
+    /// format: toolnexus_requests_total{style,model,outcome},
+    /// toolnexus_answers_total{type}, toolnexus_errors_total{kind},
+    /// toolnexus_cache_hits_total, toolnexus_tokens_total{direction},
+    /// toolnexus_cost_usd_total, toolnexus_request_duration_seconds.
+    #[arg(long)]
+    pub metrics: bool,
     /// A decision cache (SQLite file, shareable with `batch --cache`): hits are
     /// answered without asking the style and carry `x-toolnexus-cache: hit`.
     #[arg(long, value_name = "FILE")]
