@@ -77,7 +77,14 @@ impl Drop for Serve {
 
 fn start_serve(tape: &Path) -> Serve {
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--style", "static", "--tape"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--style",
+            "static",
+            "--tape",
+        ])
         .arg(tape)
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -175,10 +182,16 @@ fn main() {
         .count();
     assert!(traces > 0, "the receiver got spans");
     let (off, on) = (median(off), median(on));
-    println!("batch (systemone -> serve on loopback, {n} states, concurrency 16, {rounds} rounds each, medians):");
+    println!(
+        "batch (systemone -> serve on loopback, {n} states, concurrency 16, {rounds} rounds each, medians):"
+    );
     println!("  export off: {off:.0} states/s");
     println!("  export on:  {on:.0} states/s (to a loopback OTLP/HTTP receiver)");
-    println!("  on / off:   {:.3} ({:+.1}%)", on / off, (on / off - 1.0) * 100.0);
+    println!(
+        "  on / off:   {:.3} ({:+.1}%)",
+        on / off,
+        (on / off - 1.0) * 100.0
+    );
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
