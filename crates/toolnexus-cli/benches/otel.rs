@@ -114,7 +114,8 @@ fn batch(dir: &Path, args: &[&str], n: usize, collector: Option<&str>) -> f64 {
         .args(["--no-progress", "--concurrency", "16"])
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .stdout(Stdio::null());
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     if let Some(url) = collector {
         cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", url);
     }
