@@ -346,3 +346,6 @@ fn close_span(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
