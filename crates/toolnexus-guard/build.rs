@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 mod needles;
 
 /// The rule keys that hold a regular expression.
-const EXPRESSION_KEYS: &[&str] = &["tools", "pattern", "unless", "unless_path"];
+const EXPRESSION_KEYS: &[&str] = &["tools", "pattern", "unless", "unless_path", "args"];
 
 fn main() {
     let policy = "data/policy.json";

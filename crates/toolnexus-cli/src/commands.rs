@@ -44,6 +44,9 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             Some(GuardCommand::Test(t)) => guard::test(*t).await,
             Some(GuardCommand::Install(i)) => install::guard_install(i),
             Some(GuardCommand::Uninstall(i)) => install::guard_uninstall(i),
+            Some(GuardCommand::Explain(e)) => guard::explain(*e).await,
+            Some(GuardCommand::Log(l)) => guard::log_summary(l),
+            Some(GuardCommand::VerifyLog(l)) => guard::verify_log(l),
         },
         Command::Mcp(a) => match a.command.clone() {
             None => mcp::run(a).await,

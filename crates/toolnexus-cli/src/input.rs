@@ -86,13 +86,8 @@ pub fn parse_questions(source: &str, v: &Value) -> Result<Questions> {
         .map_err(|e| exit::usage(format!("--questions {source}: {e}")))
 }
 
-/// One line of a JSONL file: its 1-based number and text. Blank lines are not states.
-pub fn jsonl_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split('\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
-        .filter(|(_, l)| !l.trim().is_empty())
-}
+use toolnexus::states::labelled_example;
+pub use toolnexus::states::{jsonl_lines, parse_line};
 
 /// The state lines of a states file (`flag` names it), refused (exit 2)
 /// when it holds none, or when a line is a labelled example
@@ -117,57 +112,6 @@ pub fn state_lines<'t>(flag: &str, path: &Path, text: &'t str) -> Result<Vec<(us
         }
     }
     Ok(lines)
-}
-
-/// Whether a JSONL line is a labelled example (`{"id"?, "state", "labels",
-/// "meta"?}`, or a `label`/`gold` field in place of `labels`) rather than a
-/// state: an object with a `state` and a gold field and nothing outside that
-/// vocabulary. Returns its keys, quoted, for the message.
-pub fn labelled_example(line: &str) -> Option<String> {
-    const STATE: &str = "\"state\"";
-    const GOLD: [&str; 3] = ["labels", "label", "gold"];
-    const KNOWN: [&str; 6] = ["id", "state", "labels", "label", "gold", "meta"];
-    if !line.contains(STATE) || !GOLD.iter().any(|g| line.contains(&format!("\"{g}\""))) {
-        return None;
-    }
-    let v: Value = serde_json::from_str(strip_bom(line)).ok()?;
-    let o = v.as_object()?;
-    let gold = GOLD.iter().any(|g| o.contains_key(*g));
-    let known = o.keys().all(|k| KNOWN.contains(&k.as_str()));
-    (o.contains_key("state") && gold && known).then(|| {
-        o.keys()
-            .map(|k| format!("{k:?}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    })
-}
-
-/// Parses one JSONL line: the error names the line (`line 7: invalid JSON at column 3: …`).
-/// A byte-order mark (on the first line of a file) is skipped; a key twice in
-/// an object is an error naming it.
-pub fn parse_line(n: usize, text: &str) -> Result<Value, String> {
-    let text = strip_bom(text);
-    let v: Value = serde_json::from_str(text).map_err(|e| {
-        let column = if e.is_eof() {
-            text.trim_end().chars().count()
-        } else {
-            e.column()
-        };
-        format!(
-            "line {n}: invalid JSON at column {column}: {}",
-            toolnexus::classifier::json_error_what(&e)
-        )
-    })?;
-    // Only an object can hold a key twice.
-    if text.contains('{') {
-        toolnexus::classifier::parse_json_strict(text.as_bytes()).map_err(|e| {
-            let d = e.detail();
-            let d = d.strip_prefix("JSON has ").unwrap_or(d);
-            let d = d.split(" twice at line ").next().unwrap_or(d);
-            format!("line {n}: invalid JSON: {d} appears twice")
-        })?;
-    }
-    Ok(v)
 }
 
 /// Whether two paths name one file (same device and inode), whatever their
@@ -304,16 +248,6 @@ mod tests {
         assert_eq!(
             parse_line(3, r#"{"a":1,"a":2}"#).unwrap_err(),
             "line 3: invalid JSON: the key \"a\" appears twice"
-        );
-    }
-
-    #[test]
-    fn jsonl_numbers_physical_lines_and_skips_blanks() {
-        let lines: Vec<_> = jsonl_lines("1\n\n{\"a\":2}\r\n").collect();
-        assert_eq!(lines, [(1, "1"), (3, "{\"a\":2}")]);
-        assert_eq!(
-            parse_line(4, "{oops").unwrap_err(),
-            "line 4: invalid JSON at column 2: key must be a string"
         );
     }
 

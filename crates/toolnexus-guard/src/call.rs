@@ -5,6 +5,10 @@ use serde_json::{Map, Value};
 
 use crate::json;
 
+mod read;
+
+pub use read::{COMMAND_FIELDS, KNOWN_TOOLS, PATH_ARGS, ReadError, Reading, WRITING_TOOLS};
+
 /// A tool call as the guard sees it.
 ///
 /// ```

@@ -1,9 +1,14 @@
 //! The guard itself: a policy and the judge it asks, turning one tool call
-//! into one [`Judgment`]. The permission is the strictest of the rules that
-//! fire and the cuts the judge's answers reach; any failure is the policy's
-//! `on_error`, never allow.
+//! into one [`Judgment`]. The call is read first (the commands it runs,
+//! parsed as the shell would, or the paths a file tool reaches); the
+//! permission is the strictest of the rules that fire, what could not be
+//! read (at least ask), the allow-list mode, self-protection (deny), a
+//! project's rules, and the cuts the judge's answers reach; any failure is
+//! the policy's `on_error`, never allow.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -12,11 +17,15 @@ use toolnexus::classifier::{
     ChoiceAnswer, Decision, EvalContext, NoulAnswer, Question, Questions, ScoreAnswer,
 };
 
-use crate::call::ToolCall;
+use crate::call::{Reading, ToolCall};
 use crate::judge::{self, Judge, JudgeBuilder, JudgeError, JudgeSource};
 use crate::permission::Permission;
+use crate::policy::project::{self, Project};
 use crate::policy::{self, Cut, Policy};
-use crate::rules::Rule;
+use crate::shell::{Capability, RedirectKind};
+
+mod explain;
+mod protect;
 
 /// The guard's answer about one call.
 #[derive(Debug, Clone)]
@@ -31,6 +40,9 @@ pub struct Judgment {
     /// The policy skips this tool: nothing was judged.
     pub skipped: bool,
 }
+
+/// A project policy found for a cwd, read (or why it could not be).
+type Found = Arc<Result<Project, String>>;
 
 /// A judge built on first use, or why it could not be.
 type Lazy = OnceCell<Result<Judge, JudgeError>>;
@@ -78,6 +90,32 @@ pub struct Guard {
     judge: Lazy,
     /// With a server: the built-in judge, for when the server cannot be reached.
     fallback: Lazy,
+    /// The project policy found for each cwd, read once (or why it could not be).
+    projects: Mutex<HashMap<String, Option<Found>>>,
+}
+
+/// Something that made the permission stricter: a rule, or the guard's own
+/// checks (`unread`, `allowlist`, `self-protection`).
+struct Fired {
+    id: String,
+    permission: Permission,
+    /// The reason's words for it.
+    text: String,
+}
+
+/// A judgment and what the call was read as, for `explain`.
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    /// The judgment, as the hook would give it.
+    pub judgment: Judgment,
+    /// The parse: commands, capabilities, paths resolved, what could not be
+    /// read (or a file tool's capabilities and paths); `null` when the call
+    /// was not read (a skipped tool, a bad command).
+    pub reading: Value,
+    /// Every rule and check that fired, each `{id, verdict, why}`.
+    pub fired: Value,
+    /// The project policy that applied, if any.
+    pub project: Option<String>,
 }
 
 impl Guard {
@@ -89,7 +127,52 @@ impl Guard {
             source,
             judge: OnceCell::new(),
             fallback: OnceCell::new(),
+            projects: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The project policy at `cwd` (found and read once per cwd).
+    fn project(&self, cwd: &str) -> Option<Found> {
+        if let Ok(cache) = self.projects.lock()
+            && let Some(found) = cache.get(cwd)
+        {
+            return found.clone();
+        }
+        let found = project::find(Path::new(cwd)).map(|path| {
+            Arc::new(
+                Project::load(&path).map_err(|e| format!("project policy {}: {e}", path.display())),
+            )
+        });
+        if let Ok(mut cache) = self.projects.lock() {
+            cache.insert(cwd.to_string(), found.clone());
+        }
+        found
+    }
+
+    /// Judges one call and says why: the parse, every rule and check that
+    /// fired, and the judgment (`toolnexus guard explain`).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus_guard::{Guard, JudgeSource, Permission, Policy, ToolCall};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let guard = Guard::new(Policy::builtin()?, JudgeSource::builtin(None));
+    /// let call = ToolCall {
+    ///     tool_name: "Bash".into(),
+    ///     tool_input: json!({"command": "sudo rm -rf ~"}).as_object().cloned().unwrap_or_default(),
+    ///     cwd: Some("/home/dev/shop".into()),
+    /// };
+    /// let e = guard.explain(&call).await;
+    /// assert_eq!(e.judgment.permission, Permission::Deny);
+    /// assert_eq!(e.reading["commands"][1]["name"], "rm");
+    /// assert!(e.fired.as_array().is_some_and(|f| f.iter().any(|r| r["id"] == "delete-home-or-system")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn explain(&self, call: &ToolCall) -> Explanation {
+        self.judge_read(call).await
     }
 
     /// The policy it judges by.
@@ -100,18 +183,27 @@ impl Guard {
     /// Judges one call. Never fails: a failure is the policy's `on_error`
     /// permission (or a stricter rule's), with the failure in the reason.
     pub async fn judge(&self, call: &ToolCall) -> Judgment {
+        self.judge_read(call).await.judgment
+    }
+
+    async fn judge_read(&self, call: &ToolCall) -> Explanation {
         let started = Instant::now();
         let mut detail = Map::new();
         if self.policy.skip_tools.iter().any(|t| t == &call.tool_name) {
             detail.insert("skipped".into(), json!(true));
-            return Judgment {
-                permission: Permission::Allow,
-                reason: format!(
-                    "toolnexus guard: {} is skipped by the policy",
-                    call.tool_name
-                ),
-                detail: Value::Object(detail),
-                skipped: true,
+            return Explanation {
+                judgment: Judgment {
+                    permission: Permission::Allow,
+                    reason: format!(
+                        "toolnexus guard: {} is skipped by the policy",
+                        call.tool_name
+                    ),
+                    detail: Value::Object(detail),
+                    skipped: true,
+                },
+                reading: Value::Null,
+                fired: json!([]),
+                project: None,
             };
         }
 
@@ -119,31 +211,155 @@ impl Guard {
         // `description`, the agent's own account) are gone.
         let seen = self.visible(call);
         let whole = compact(&seen.tool_input);
-        let hits: Vec<&Rule> = self
-            .policy
-            .rules
+        let mut failure: Option<String> = None;
+        let reading = match Reading::new(&seen) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                failure = Some(e.to_string());
+                None
+            }
+        };
+        let project = match &reading {
+            Some(r) if call.cwd.is_some() => self.project(&r.cwd),
+            _ => None,
+        };
+        let project_ok = match project.as_deref() {
+            Some(Ok(p)) => Some(p),
+            Some(Err(e)) => {
+                failure = Some(e.clone());
+                None
+            }
+            None => None,
+        };
+
+        let mut fired: Vec<Fired> = Vec::new();
+        if let Some(reading) = &reading {
+            for r in &self.policy.rules {
+                if r.fires(&seen, &whole, reading) {
+                    fired.push(Fired {
+                        id: r.id.clone(),
+                        permission: r.permission,
+                        text: format!("rule {} ({})", r.id, r.why),
+                    });
+                }
+            }
+            for r in project_ok.iter().flat_map(|p| p.rules.iter()) {
+                if r.fires(&seen, &whole, reading) {
+                    fired.push(Fired {
+                        id: format!("project:{}", r.id),
+                        permission: r.permission,
+                        text: format!("project rule {} ({})", r.id, r.why),
+                    });
+                }
+            }
+            if !reading.unread.is_empty() {
+                fired.push(Fired {
+                    id: "unread".into(),
+                    permission: Permission::Ask,
+                    text: format!(
+                        "the command could not be read statically ({})",
+                        reading.unread.join("; ")
+                    ),
+                });
+            }
+            if let Some(allow) = &self.policy.allowlist
+                && reading.command_text.is_some()
+            {
+                let mut outside: Vec<&str> = Vec::new();
+                for c in &reading.commands {
+                    let named = allow.commands.iter().any(|e| c.is(e));
+                    let by_capability = !allow.capabilities.is_empty()
+                        && !c.effects.is_empty()
+                        && c.effects
+                            .iter()
+                            .all(|(cap, _)| allow.capabilities.contains(cap));
+                    // A listed command still writes what its redirections
+                    // name: that is allowed only by the write capability.
+                    let writes = c.command.redirects.iter().any(|r| {
+                        matches!(
+                            r.kind,
+                            RedirectKind::Write | RedirectKind::Append | RedirectKind::ReadWrite
+                        ) && !matches!(
+                            r.target.as_str(),
+                            "/dev/null" | "/dev/stdout" | "/dev/stderr"
+                        )
+                    });
+                    let redirect_ok = !writes
+                        || (allow.capabilities.contains(&Capability::Write)
+                            && allow.capabilities.contains(&Capability::Delete));
+                    let name = if c.command.name.is_empty() {
+                        "a redirection"
+                    } else {
+                        c.command.name.as_str()
+                    };
+                    if (!(named || by_capability) || !redirect_ok) && !outside.contains(&name) {
+                        outside.push(name);
+                    }
+                }
+                if !outside.is_empty() {
+                    fired.push(Fired {
+                        id: "allowlist".into(),
+                        permission: Permission::Ask,
+                        text: format!("not on the policy's allow list: {}", outside.join(", ")),
+                    });
+                }
+            }
+            let project_path = project_ok.map(|p| p.path.as_path());
+            if let Some(why) = protect::check(&seen.tool_name, reading, &self.policy, project_path)
+            {
+                fired.push(Fired {
+                    id: "self-protection".into(),
+                    permission: Permission::Deny,
+                    text: format!("self-protection: {why}"),
+                });
+            }
+        }
+        let rule_permission = fired
             .iter()
-            .filter(|r| r.fires(&seen, &whole))
-            .collect();
-        let rule_permission = hits
-            .iter()
-            .map(|r| r.permission)
+            .map(|f| f.permission)
             .max()
             .unwrap_or(Permission::Allow);
         detail.insert(
             "rules".into(),
-            json!(hits.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()),
+            json!(fired.iter().map(|f| f.id.as_str()).collect::<Vec<_>>()),
         );
+        if let Some(p) = project_ok {
+            detail.insert("project".into(), json!(p.path.display().to_string()));
+        }
+
+        // A project's expected commands waive the judge's ask (never a rule's).
+        let waived = match (project_ok, &reading) {
+            (Some(p), Some(r)) => {
+                !p.allow.is_empty()
+                    && r.command_text.is_some()
+                    && r.unread.is_empty()
+                    && !r.commands.is_empty()
+                    && r.commands.iter().all(|c| p.allow.iter().any(|e| c.is(e)))
+            }
+            _ => false,
+        };
 
         // A rule as strict as any cut could be settles it: the judge could not
         // make the permission stricter (with the built-in cuts, which only
-        // ask, a rule that asks is enough).
-        let asked = if rule_permission >= self.policy.strictest_cut() {
+        // ask, a rule that asks is enough). So does a failure to read the call.
+        let strictest = if waived {
+            Permission::Deny.min(self.policy.strictest_cut())
+        } else {
+            self.policy.strictest_cut()
+        };
+        let asked = if failure.is_some() {
+            detail.insert(
+                "judge".into(),
+                json!("not asked: the call could not be read"),
+            );
+            None
+        } else if rule_permission >= strictest || (waived && strictest == Permission::Ask) {
             detail.insert(
                 "judge".into(),
                 json!(match rule_permission {
                     Permission::Deny => "not asked: a rule denies",
-                    _ => "not asked: a rule asks, and no cut could deny",
+                    Permission::Ask => "not asked: a rule asks, and no cut could deny",
+                    Permission::Allow => "not asked: the project policy allows these commands",
                 }),
             );
             None
@@ -159,7 +375,7 @@ impl Guard {
 
         let mut figures = Vec::new();
         let mut question_permission = Permission::Allow;
-        let mut failure = None;
+        let mut failed: Option<String> = failure;
         match asked {
             None => {}
             Some(Ok((decision, model))) => match typed_answers(&decision, &self.policy.questions) {
@@ -170,14 +386,22 @@ impl Guard {
                     figures = f;
                     detail.insert("answers".into(), shown);
                 }
-                Err(e) => failure = Some(e),
+                Err(e) => failed = Some(e.to_string()),
             },
-            Some(Err(e)) => failure = Some(e),
+            Some(Err(e)) => failed = Some(e.to_string()),
         }
-        if let Some(e) = &failure {
-            detail.insert("error".into(), json!(e.to_string()));
+        if waived && question_permission == Permission::Ask {
+            question_permission = Permission::Allow;
+            figures.retain(|(p, _)| *p != Permission::Ask);
+            detail.insert(
+                "waived".into(),
+                json!("the project policy allows these commands"),
+            );
         }
-        let error_permission = if failure.is_some() {
+        if let Some(e) = &failed {
+            detail.insert("error".into(), json!(e));
+        }
+        let error_permission = if failed.is_some() {
             self.policy.on_error
         } else {
             Permission::Allow
@@ -191,15 +415,15 @@ impl Guard {
         );
 
         let mut why = Vec::new();
-        for r in hits.iter().filter(|r| r.permission == permission) {
-            why.push(format!("rule {} ({})", r.id, r.why));
+        for f in fired.iter().filter(|f| f.permission == permission) {
+            why.push(f.text.clone());
         }
         for (p, text) in &figures {
             if *p == permission {
                 why.push(text.clone());
             }
         }
-        if let Some(e) = &failure
+        if let Some(e) = &failed
             && error_permission == permission
         {
             why.push(format!(
@@ -214,11 +438,24 @@ impl Guard {
             }
             p => format!("toolnexus guard: {}: {}", p.as_str(), why.join("; ")),
         };
-        Judgment {
-            permission,
-            reason,
-            detail: Value::Object(detail),
-            skipped: false,
+        Explanation {
+            judgment: Judgment {
+                permission,
+                reason,
+                detail: Value::Object(detail),
+                skipped: false,
+            },
+            reading: reading.as_ref().map_or(Value::Null, Reading::to_json),
+            fired: Value::Array(
+                fired
+                    .iter()
+                    .map(|f| json!({"id": f.id, "verdict": f.permission.as_str(), "why": f.text}))
+                    .collect(),
+            ),
+            project: project.map(|p| match p.as_ref() {
+                Ok(p) => p.path.display().to_string(),
+                Err(e) => e.clone(),
+            }),
         }
     }
 

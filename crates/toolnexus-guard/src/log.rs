@@ -1,6 +1,9 @@
 //! The guard's log: one JSON line per call, appended. It never holds a
 //! secret: the tool input appears only as a SHA-256 unless the policy sets
-//! `log_commands`, and then with credentials redacted.
+//! `log_commands`, and then with credentials redacted. Each line carries the
+//! previous line's hash (`prev`, the SHA-256 hex of its bytes without the
+//! newline; `null` on the first line of a new log), so a line changed or
+//! removed afterwards is found by [`verify`]; [`summary`] reads the log back.
 
 use std::io::Write;
 use std::path::Path;
@@ -14,6 +17,10 @@ use sha2::{Digest, Sha256};
 use crate::call::ToolCall;
 use crate::engine::{Judgment, compact};
 use crate::policy::Policy;
+
+mod read;
+
+pub use read::{Broken, Summary, Verified, summary, verify};
 
 /// Credentials as they appear in commands and files: replaced by `[redacted]`.
 fn secrets() -> &'static [Regex] {
@@ -152,7 +159,14 @@ pub fn write(policy: &Policy, entry: Entry<'_>, started: Instant) -> std::io::Re
                 },
             );
             line.insert("printed".into(), json!(printed));
-            line.insert("reason".into(), json!(judgment.reason));
+            // What could not be read is quoted in the hook's reason; the log
+            // keeps the command out unless the policy logs commands.
+            let reason = if spec.log_commands {
+                redact(&judgment.reason)
+            } else {
+                without_quotes(&judgment.reason)
+            };
+            line.insert("reason".into(), json!(reason));
             if let Value::Object(d) = &judgment.detail {
                 for (k, v) in d {
                     if k != "latency_ms" {
@@ -171,9 +185,84 @@ pub fn write(policy: &Policy, entry: Entry<'_>, started: Instant) -> std::io::Re
         "latency_ms".into(),
         json!((started.elapsed().as_secs_f64() * 1e4).round() / 10.0),
     );
-    let mut text = Value::Object(line).to_string();
-    text.push('\n');
-    append(&spec.path, spec.max_bytes, text.as_bytes())
+    append(&spec.path, spec.max_bytes, line)
+}
+
+/// A reason with the parts that quote the command left out: the
+/// parenthesis after "could not be read statically".
+fn without_quotes(reason: &str) -> String {
+    const MARK: &str = "could not be read statically (";
+    let Some(at) = reason.find(MARK) else {
+        return reason.to_string();
+    };
+    let open = at + MARK.len();
+    let mut depth = 1;
+    for (i, ch) in reason[open..].char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return format!(
+                        "{}the text is in the hook's answer, not the log{}",
+                        &reason[..open],
+                        &reason[open + i..]
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    format!(
+        "{}the text is in the hook's answer, not the log)",
+        &reason[..open]
+    )
+}
+
+/// The hex SHA-256 of a line's bytes (without its newline): the next line's `prev`.
+///
+/// ```
+/// assert_eq!(
+///     toolnexus_guard::log::line_hash(b""),
+///     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+/// );
+/// ```
+pub fn line_hash(line: &[u8]) -> String {
+    let d = Sha256::digest(line);
+    let mut s = String::with_capacity(64);
+    for b in d {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The last line of the open file `f` (without its newline), if it has one:
+/// read backwards from the end in blocks, so a long log costs one block.
+fn last_line(f: &mut std::fs::File) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = f.seek(SeekFrom::End(0))?;
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut tail: Vec<u8> = Vec::new();
+    let mut pos = len;
+    while pos > 0 {
+        let step = pos.min(8192);
+        pos -= step;
+        let mut block = vec![0; step as usize];
+        f.seek(SeekFrom::Start(pos))?;
+        f.read_exact(&mut block)?;
+        // The file's final newline ends the last line; it is not part of it.
+        if pos + step == len && block.last() == Some(&b'\n') {
+            block.pop();
+        }
+        block.extend_from_slice(&tail);
+        tail = block;
+        if let Some(i) = tail.iter().rposition(|&b| b == b'\n') {
+            return Ok(Some(tail[i + 1..].to_vec()));
+        }
+    }
+    Ok(Some(tail))
 }
 
 /// Appends `line` to the log at `path` in one write, holding the file's lock.
@@ -181,8 +270,12 @@ pub fn write(policy: &Policy, entry: Entry<'_>, started: Instant) -> std::io::Re
 /// `<path>.1` (replacing the one before) and a new file started. Guards
 /// running side by side take turns: no line is torn or interleaved, and a
 /// guard that waited on a file rotated meanwhile writes to the new one.
-fn append(path: &Path, max_bytes: u64, line: &[u8]) -> std::io::Result<()> {
+///
+/// The line gets its `prev` here, under the lock: the hash of the file's last
+/// line, or of the rotated file's last line for a new file's first.
+fn append(path: &Path, max_bytes: u64, mut line: Map<String, Value>) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
+    let mut carried: Option<String> = None;
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
     {
@@ -191,6 +284,7 @@ fn append(path: &Path, max_bytes: u64, line: &[u8]) -> std::io::Result<()> {
     for _ in 0..16 {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(path)?;
         let locked = match f.lock() {
@@ -206,14 +300,22 @@ fn append(path: &Path, max_bytes: u64, line: &[u8]) -> std::io::Result<()> {
                 // Rotated while this guard waited for the lock: the new file.
                 _ => continue,
             }
-            if held.len() > 0 && held.len() + line.len() as u64 > max_bytes {
-                let mut old = path.as_os_str().to_owned();
-                old.push(".1");
-                std::fs::rename(path, &old)?;
-                continue;
-            }
         }
-        return f.write_all(line);
+        let prev = match last_line(&mut f)? {
+            Some(last) => Some(line_hash(&last)),
+            None => carried.clone(),
+        };
+        line.insert("prev".into(), prev.map_or(Value::Null, Value::String));
+        let mut text = Value::Object(line.clone()).to_string();
+        text.push('\n');
+        if locked && held.len() > 0 && held.len() + text.len() as u64 > max_bytes {
+            carried = last_line(&mut f)?.map(|l| line_hash(&l));
+            let mut old = path.as_os_str().to_owned();
+            old.push(".1");
+            std::fs::rename(path, &old)?;
+            continue;
+        }
+        return f.write_all(text.as_bytes());
     }
     Err(std::io::Error::other(
         "the log keeps being replaced while it is opened",
@@ -230,14 +332,17 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("guard.jsonl");
         let line = |t: usize, i: usize| {
-            format!("{{\"t\":{t},\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(200))
+            json!({"t": t, "i": i, "pad": "x".repeat(200)})
+                .as_object()
+                .cloned()
+                .unwrap()
         };
         std::thread::scope(|s| {
             for t in 0..8 {
                 let (path, line) = (&path, &line);
                 s.spawn(move || {
                     for i in 0..50 {
-                        append(path, 4096, line(t, i).as_bytes()).unwrap();
+                        append(path, 4096, line(t, i)).unwrap();
                     }
                 });
             }
@@ -263,6 +368,16 @@ mod tests {
             "{both}"
         );
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_reason_quoting_the_command_is_logged_without_it() {
+        let r = "toolnexus guard: ask: the command could not be read statically (a word from $(echo rm)); rule x (y)";
+        assert_eq!(
+            without_quotes(r),
+            "toolnexus guard: ask: the command could not be read statically (the text is in the hook's answer, not the log); rule x (y)"
+        );
+        assert_eq!(without_quotes("rule x (y)"), "rule x (y)");
     }
 
     #[test]

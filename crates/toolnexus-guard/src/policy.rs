@@ -1,7 +1,12 @@
-//! The guard policy: a versioned JSON file (SPEC §18), read strictly so that
-//! every mistake names its key, with the built-in policy filling in whatever a
-//! user's file leaves out: the questions and their cuts, the rules, the tools
-//! skipped, the fields hidden, the permission of a failure, and the log.
+//! The guard policy: a versioned JSON file (SPEC §18, §21), read strictly so
+//! that every mistake names its key, with the built-in policy filling in
+//! whatever a user's file leaves out: the questions and their cuts, the
+//! rules, the tools skipped, the fields hidden, the permission of a failure,
+//! and the log. Version 2 adds rules over what a call does and an allow-list
+//! mode; version 1 files are read as before. A policy that could fail open
+//! (a hidden command, a skipped tool that runs commands or writes files, a
+//! rule on a field no tool has) is refused, naming the key. A project's own
+//! `.toolnexus/guard.json` ([`project`]) adds rules and expected commands.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,9 +16,13 @@ use toolnexus::classifier::{Question, Questions, questions_from_wire, validate_q
 
 use crate::fields::{err, string_list, tightening};
 use crate::json;
-use crate::paths::resolve;
+use crate::paths::policy_path;
 use crate::permission::Permission;
 use crate::rules::{Rule, parse_rules, rule_json};
+use crate::shell::Capability;
+
+mod check;
+pub mod project;
 
 pub use crate::fields::PolicyError;
 
@@ -28,7 +37,11 @@ pub const GUARD_STUDENT: &str = include_str!("../data/guard.student.json");
 
 /// The policy file's format name and the versions this build reads.
 const FORMAT: &str = "guard-policy";
-const VERSION: u64 = 1;
+const VERSIONS: [u64; 2] = [1, 2];
+/// The newest version: the one the effective policy is printed in.
+const VERSION: u64 = 2;
+/// Keys version 2 adds.
+const KEYS_V2: &[&str] = &["mode", "allow_commands", "allow_capabilities"];
 /// Keys a policy file may have (plus `_…` and `x_…` comments).
 const KEYS: &[&str] = &[
     "toolnexus",
@@ -106,9 +119,37 @@ pub struct LogSpec {
 /// The log's default rotation size: 10 MiB, some 30,000 calls.
 pub const LOG_MAX_BYTES: u64 = 10 << 20;
 
+/// Version 2's allow-list mode: every command a call runs must be one of
+/// these, or have only these capabilities; any other asks.
+///
+/// ```
+/// use toolnexus_guard::Policy;
+/// let p = Policy::parse(
+///     r#"{"toolnexus":"guard-policy","version":2,"mode":"allowlist","allow_commands":["ls","git status"],"allow_capabilities":["read"]}"#,
+///     None,
+/// )?;
+/// let a = p.allowlist.unwrap_or_default();
+/// assert_eq!(a.commands, ["ls", "git status"]);
+/// assert_eq!(a.capabilities[0].as_str(), "read");
+/// # Ok::<(), toolnexus_guard::PolicyError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Allowlist {
+    /// Commands allowed: a name (`ls`) or a name and subcommand (`git status`).
+    pub commands: Vec<String>,
+    /// Capabilities allowed: a command whose every effect is one of these.
+    pub capabilities: Vec<Capability>,
+}
+
 /// A parsed, checked policy.
 #[derive(Debug, Clone)]
 pub struct Policy {
+    /// The version the file was written in (1 or 2).
+    pub version: u64,
+    /// The file it was read from (`None`: the built-in policy, or text).
+    pub source: Option<PathBuf>,
+    /// Version 2's allow-list mode, when set.
+    pub allowlist: Option<Allowlist>,
     /// The questions asked about each call.
     pub questions: Questions,
     /// The cuts per question key.
@@ -168,6 +209,7 @@ impl Policy {
                 ("pattern", &r.pattern),
                 ("unless", &r.unless),
                 ("unless_path", &r.unless_path),
+                ("args", &r.args),
             ] {
                 if let Some(p) = p {
                     p.check()
@@ -182,7 +224,9 @@ impl Policy {
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| err("", format!("cannot read {}: {e}", path.display())))?;
-        Policy::parse(&text, path.parent())
+        let mut policy = Policy::parse(&text, path.parent())?;
+        policy.source = Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
+        Ok(policy)
     }
 
     /// Parses a policy over the built-in one: what the text names replaces the default.
@@ -191,11 +235,18 @@ impl Policy {
         let user = user
             .as_object()
             .ok_or_else(|| err("", "a policy is a JSON object"))?;
+        let version = user.get("version").and_then(Value::as_u64).unwrap_or(1);
         for k in user.keys() {
-            if !KEYS.contains(&k.as_str()) && !k.starts_with('_') && !k.starts_with("x_") {
+            let known =
+                KEYS.contains(&k.as_str()) || (version >= 2 && KEYS_V2.contains(&k.as_str()));
+            if !known && !k.starts_with('_') && !k.starts_with("x_") {
+                let mut all = KEYS.to_vec();
+                if version >= 2 {
+                    all.extend_from_slice(KEYS_V2);
+                }
                 return Err(err(
                     k.clone(),
-                    format!("unknown key (known: {})", KEYS.join(", ")),
+                    format!("unknown key (known: {})", all.join(", ")),
                 ));
             }
         }
@@ -210,23 +261,24 @@ impl Policy {
             }
         }
         match user.get("version") {
-            Some(v) if v.as_u64() == Some(VERSION) => {}
+            Some(v) if v.as_u64().is_some_and(|n| VERSIONS.contains(&n)) => {}
             Some(v) => {
                 return Err(err(
                     "version",
-                    format!("{v} is not a version this toolnexus reads (it reads {VERSION})"),
+                    format!("{v} is not a version this toolnexus reads (it reads 1 and 2)"),
                 ));
             }
             None => {
                 return Err(err(
                     "version",
-                    format!("missing (this toolnexus reads {VERSION})"),
+                    "missing (this toolnexus reads 1 and 2)".to_string(),
                 ));
             }
         }
 
         let default: Value = serde_json::from_str(DEFAULT_POLICY)
             .map_err(|e| err("", format!("the built-in policy is not JSON: {e}")))?;
+        let default_version = default.get("version").and_then(Value::as_u64).unwrap_or(1);
         let get = |k: &str| user.get(k).or_else(|| default.get(k)).cloned();
 
         // Questions: the user's replace the built-in ones, and then need their own cuts.
@@ -264,7 +316,7 @@ impl Policy {
         }
         let thresholds = match user.get("thresholds") {
             None | Some(Value::Null) => None,
-            Some(Value::String(p)) => Some(resolve(p, base)),
+            Some(Value::String(p)) => Some(policy_path(p, base)),
             Some(v) => return Err(err("thresholds", format!("must be a file path, not {v}"))),
         };
         let mut warnings = Vec::new();
@@ -322,6 +374,7 @@ impl Policy {
                 "built-in rules",
                 default.get("rules").unwrap_or(&Value::Null),
                 false,
+                default_version,
             )?);
         }
         let own_rules = match (user.get("rules"), builtin_rules) {
@@ -330,7 +383,12 @@ impl Policy {
             (None, false) => json!([]),
         };
         let own_are_builtin = text == DEFAULT_POLICY || !user.contains_key("rules");
-        for r in parse_rules("rules", &own_rules, !own_are_builtin)? {
+        let own_version = if own_are_builtin {
+            default_version
+        } else {
+            version
+        };
+        for r in parse_rules("rules", &own_rules, !own_are_builtin, own_version)? {
             if let Some(i) = rules.iter().position(|x: &Rule| x.id == r.id) {
                 rules[i] = r;
             } else {
@@ -390,9 +448,24 @@ impl Policy {
             }
         };
 
+        let allowlist = parse_mode(user)?;
+
         let mut effective = Map::new();
         effective.insert("toolnexus".into(), json!(FORMAT));
         effective.insert("version".into(), json!(VERSION));
+        if let Some(a) = &allowlist {
+            effective.insert("mode".into(), json!("allowlist"));
+            effective.insert("allow_commands".into(), json!(a.commands));
+            effective.insert(
+                "allow_capabilities".into(),
+                json!(
+                    a.capabilities
+                        .iter()
+                        .map(|c| c.as_str())
+                        .collect::<Vec<_>>()
+                ),
+            );
+        }
         effective.insert("questions".into(), questions_value);
         effective.insert(
             "cuts".into(),
@@ -422,7 +495,10 @@ impl Policy {
             },
         );
 
-        Ok(Policy {
+        let policy = Policy {
+            version,
+            source: None,
+            allowlist,
             questions,
             cuts,
             rules,
@@ -434,8 +510,58 @@ impl Policy {
             log,
             effective: Value::Object(effective),
             warnings,
-        })
+        };
+        check::fail_open(&policy)?;
+        Ok(policy)
     }
+}
+
+/// Version 2's `mode` and its lists.
+fn parse_mode(user: &Map<String, Value>) -> Result<Option<Allowlist>, PolicyError> {
+    let allowlist = match user.get("mode") {
+        None => false,
+        Some(Value::String(m)) if m == "allowlist" => true,
+        Some(Value::String(m)) if m == "rules" => false,
+        Some(v) => {
+            return Err(err(
+                "mode",
+                format!("must be \"allowlist\" or \"rules\", not {v}"),
+            ));
+        }
+    };
+    let commands = match user.get("allow_commands") {
+        None => Vec::new(),
+        Some(v) => string_list("allow_commands", v)?
+            .into_iter()
+            .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect(),
+    };
+    let capabilities = match user.get("allow_capabilities") {
+        None => Vec::new(),
+        Some(v) => string_list("allow_capabilities", v)?
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.parse::<Capability>()
+                    .map_err(|e| err(format!("allow_capabilities[{i}]"), e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    if !allowlist {
+        for k in ["allow_commands", "allow_capabilities"] {
+            if user.contains_key(k) {
+                return Err(err(
+                    k,
+                    "is read only with \"mode\": \"allowlist\" (without it nothing would be allowed by it)",
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    Ok(Some(Allowlist {
+        commands,
+        capabilities,
+    }))
 }
 
 fn parse_questions(v: &Value) -> Result<Questions, PolicyError> {
@@ -625,7 +751,7 @@ fn parse_log(o: &Map<String, Value>, base: Option<&Path>) -> Result<LogSpec, Pol
         }
     }
     let path = match o.get("path") {
-        Some(Value::String(p)) if !p.trim().is_empty() => resolve(p, base),
+        Some(Value::String(p)) if !p.trim().is_empty() => policy_path(p, base),
         Some(v) => return Err(err("log.path", format!("must be a file path, not {v}"))),
         None => return Err(err("log.path", "missing (or set \"log\": null for no log)")),
     };
@@ -734,7 +860,7 @@ mod tests {
             "cuts.risk.ask"
         );
         assert_eq!(
-            bad(r#"{"toolnexus":"guard-policy","version":2}"#),
+            bad(r#"{"toolnexus":"guard-policy","version":3}"#),
             "version"
         );
     }

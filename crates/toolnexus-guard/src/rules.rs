@@ -1,5 +1,11 @@
-//! A policy's hard rules: regular expressions over a tool call, each making
-//! the permission at least ask or deny (rules only ever tighten). An
+//! A policy's hard rules, each making the permission at least ask or deny
+//! (rules only ever tighten). Version 1's rules are regular expressions over
+//! a tool call's text; version 2 (SPEC §21) adds matchers over what the call
+//! does: the `commands` it runs (names after the shell's normalisation, or
+//! `name sub`), their `capabilities` (the shell reader's tables, see
+//! [`crate::shell::effects`]), the `paths` they reach (globs, see
+//! [`Glob`]), each command's `args`, and `fields` for other tools. Every
+//! matcher a rule names must hold, for one and the same command. An
 //! expression's syntax is checked when a user's policy is read, and it is
 //! compiled on first use, as an ASCII byte expression, only when one of its
 //! literal prefixes (its needles) is in the text.
@@ -9,11 +15,12 @@ use std::sync::OnceLock;
 use regex::bytes::Regex;
 use serde_json::{Map, Value, json};
 
-use crate::call::ToolCall;
-use crate::fields::{PolicyError, err, tightening};
+use crate::call::{PATH_ARGS, Reading, ToolCall};
+use crate::fields::{PolicyError, err, string_list, tightening};
 use crate::needles::needles;
-use crate::paths::{absolute, inside};
+use crate::paths::{Glob, Reached, absolute, inside};
 use crate::permission::Permission;
+use crate::shell::Capability;
 
 /// A hard rule: a regular expression over a tool call that makes the
 /// permission at least `permission` (rules only ever tighten).
@@ -37,6 +44,19 @@ pub struct Rule {
     pub permission: Permission,
     /// One line of why, for the reason.
     pub why: String,
+    /// Version 2: the arguments `pattern` reads (any of them may match).
+    pub fields: Vec<String>,
+    /// Version 2: the commands it is about: a name after normalisation
+    /// (`rm`), or a name and its subcommand (`git push`).
+    pub commands: Vec<String>,
+    /// Version 2: the capabilities it is about (any of them).
+    pub capabilities: Vec<Capability>,
+    /// Version 2: the paths it is about (any of them), resolved against the
+    /// call's cwd and home.
+    pub paths: Vec<Glob>,
+    /// Version 2: a regular expression over each command's arguments, joined
+    /// by single spaces.
+    pub args: Option<Pattern>,
 }
 
 /// A rule's regular expression: its syntax checked when the policy is read,
@@ -176,9 +196,47 @@ const RULE_KEYS: &[&str] = &[
     "why",
 ];
 
+/// The keys version 2 adds to a rule.
+const RULE_KEYS_V2: &[&str] = &["fields", "commands", "capabilities", "paths", "args"];
+
+/// A version 2 `tools`: a regular expression (as in version 1), or a list of
+/// tool names where `*` stands for any run of characters (`mcp__*`).
+fn tools_matcher(
+    key: &str,
+    v: Option<&Value>,
+    check: bool,
+) -> Result<Option<Pattern>, PolicyError> {
+    match v {
+        Some(Value::Array(_)) => {
+            let names = string_list(key, v.unwrap_or(&Value::Null))?;
+            if names.is_empty() {
+                return Err(err(key, "names no tool"));
+            }
+            let alternatives: Vec<String> = names
+                .iter()
+                .map(|n| {
+                    n.split('*')
+                        .map(regex_syntax::escape)
+                        .collect::<Vec<_>>()
+                        .join(".*")
+                })
+                .collect();
+            let source = format!("^(?:{})$", alternatives.join("|"));
+            regex(key, Some(&Value::String(source)), check)
+        }
+        _ => regex(key, v, check),
+    }
+}
+
 /// `check`: the expressions' syntax is checked now (a user's rules); the
 /// built-in rules are compiled in tests instead, so a hook does not pay for it.
-pub(crate) fn parse_rules(key: &str, v: &Value, check: bool) -> Result<Vec<Rule>, PolicyError> {
+/// `version` 2 reads the matchers over what a call does too.
+pub(crate) fn parse_rules(
+    key: &str,
+    v: &Value,
+    check: bool,
+    version: u64,
+) -> Result<Vec<Rule>, PolicyError> {
     let a = v
         .as_array()
         .ok_or_else(|| err(key, "must be an array of rules"))?;
@@ -188,11 +246,18 @@ pub(crate) fn parse_rules(key: &str, v: &Value, check: bool) -> Result<Vec<Rule>
         let o = r
             .as_object()
             .ok_or_else(|| err(&at, "a rule is an object {id, tools?, field?, pattern?, unless?, outside_cwd?, unless_path?, verdict, why}"))?;
+        let v2 = version >= 2;
         for k in o.keys() {
-            if !RULE_KEYS.contains(&k.as_str()) && !k.starts_with('_') {
+            let known =
+                RULE_KEYS.contains(&k.as_str()) || (v2 && RULE_KEYS_V2.contains(&k.as_str()));
+            if !known && !k.starts_with('_') {
+                let mut all = RULE_KEYS.to_vec();
+                if v2 {
+                    all.extend_from_slice(RULE_KEYS_V2);
+                }
                 return Err(err(
                     format!("{at}.{k}"),
-                    format!("unknown key (known: {})", RULE_KEYS.join(", ")),
+                    format!("unknown key (known: {})", all.join(", ")),
                 ));
             }
         }
@@ -236,8 +301,43 @@ pub(crate) fn parse_rules(key: &str, v: &Value, check: bool) -> Result<Vec<Rule>
                 ));
             }
         };
+        let list = |k: &str| -> Result<Vec<String>, PolicyError> {
+            match o.get(k) {
+                None | Some(Value::Null) => Ok(Vec::new()),
+                Some(v) => {
+                    let l = string_list(&format!("{at}.{k}"), v)?;
+                    if l.is_empty() || l.iter().any(|x| x.trim().is_empty()) {
+                        return Err(err(
+                            format!("{at}.{k}"),
+                            "an empty list or name matches nothing: leave the key out",
+                        ));
+                    }
+                    Ok(l)
+                }
+            }
+        };
+        let capabilities = list("capabilities")?
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                c.parse::<Capability>()
+                    .map_err(|e| err(format!("{at}.capabilities[{j}]"), e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let rule = Rule {
-            tools: regex(&format!("{at}.tools"), o.get("tools"), check)?,
+            fields: list("fields")?,
+            commands: list("commands")?
+                .into_iter()
+                .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect(),
+            capabilities,
+            paths: list("paths")?.iter().map(|g| Glob::new(g)).collect(),
+            args: regex(&format!("{at}.args"), o.get("args"), check)?,
+            tools: if v2 {
+                tools_matcher(&format!("{at}.tools"), o.get("tools"), check)?
+            } else {
+                regex(&format!("{at}.tools"), o.get("tools"), check)?
+            },
             pattern: regex(&format!("{at}.pattern"), o.get("pattern"), check)?,
             unless: regex(&format!("{at}.unless"), o.get("unless"), check)?,
             unless_path: regex(&format!("{at}.unless_path"), o.get("unless_path"), check)?,
@@ -256,10 +356,27 @@ pub(crate) fn parse_rules(key: &str, v: &Value, check: bool) -> Result<Vec<Rule>
             outside_cwd,
             permission,
         };
-        if rule.tools.is_none() && rule.pattern.is_none() && !rule.outside_cwd {
+        if rule.tools.is_none() && rule.pattern.is_none() && !rule.outside_cwd && !rule.on_effects()
+        {
             return Err(err(
                 at,
-                "matches every call: give it tools, a pattern or outside_cwd",
+                if v2 {
+                    "matches every call: give it commands, capabilities, paths, args, tools, a pattern or outside_cwd"
+                } else {
+                    "matches every call: give it tools, a pattern or outside_cwd"
+                },
+            ));
+        }
+        if rule.field.is_some() && !rule.fields.is_empty() {
+            return Err(err(
+                format!("{at}.fields"),
+                "give field or fields, not both",
+            ));
+        }
+        if rule.outside_cwd && rule.on_effects() {
+            return Err(err(
+                format!("{at}.outside_cwd"),
+                "an outside_cwd rule matches a file tool's paths; for commands use paths",
             ));
         }
         if rule.outside_cwd && rule.pattern.is_some() {
@@ -295,24 +412,51 @@ pub(crate) fn rule_json(r: &Rule) -> Value {
     if let Some(u) = &r.unless_path {
         o.insert("unless_path".into(), json!(u.as_str()));
     }
+    if !r.fields.is_empty() {
+        o.insert("fields".into(), json!(r.fields));
+    }
+    if !r.commands.is_empty() {
+        o.insert("commands".into(), json!(r.commands));
+    }
+    if !r.capabilities.is_empty() {
+        o.insert(
+            "capabilities".into(),
+            json!(
+                r.capabilities
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+            ),
+        );
+    }
+    if !r.paths.is_empty() {
+        o.insert(
+            "paths".into(),
+            json!(r.paths.iter().map(|g| g.as_str()).collect::<Vec<_>>()),
+        );
+    }
+    if let Some(a) = &r.args {
+        o.insert("args".into(), json!(a.as_str()));
+    }
     o.insert("verdict".into(), json!(r.permission.as_str()));
     o.insert("why".into(), json!(r.why));
     Value::Object(o)
 }
 
-/// Argument names that hold a path a tool reads or writes.
-const PATH_ARGS: &[&str] = &[
-    "file_path",
-    "path",
-    "notebook_path",
-    "source",
-    "destination",
-];
-
 impl Rule {
+    /// Whether it has a matcher over what a call does (commands,
+    /// capabilities, paths or args: version 2).
+    pub fn on_effects(&self) -> bool {
+        !self.commands.is_empty()
+            || !self.capabilities.is_empty()
+            || !self.paths.is_empty()
+            || self.args.is_some()
+    }
+
     /// Whether the rule fires on a call; `whole` is the call's tool_input as
-    /// compact JSON (computed once for all rules).
-    pub fn fires(&self, call: &ToolCall, whole: &str) -> bool {
+    /// compact JSON (computed once for all rules), `reading` what the call
+    /// does (read once for all rules).
+    pub fn fires(&self, call: &ToolCall, whole: &str, reading: &Reading) -> bool {
         if let Some(t) = &self.tools
             && t.matches(call.tool_name.as_bytes()) == Some(false)
         {
@@ -334,26 +478,118 @@ impl Rule {
                             .is_none_or(|u| u.matches(p.as_bytes()) != Some(true))
                 });
         }
-        let owned;
-        let text: &str = match &self.field {
-            None => whole,
-            Some(f) => match call.tool_input.get(f) {
-                Some(Value::String(s)) => s,
-                Some(v) => {
-                    owned = v.to_string();
-                    &owned
+        let effects = self.on_effects();
+        if self.pattern.is_some() || !effects {
+            let owned;
+            let text: &str = if !self.fields.is_empty() {
+                let found: Vec<String> = self
+                    .fields
+                    .iter()
+                    .filter_map(|f| call.tool_input.get(f))
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        v => v.to_string(),
+                    })
+                    .collect();
+                if found.is_empty() {
+                    return false;
                 }
-                None => return false,
-            },
-        };
-        if let Some(p) = &self.pattern
-            && p.matches(text.as_bytes()) == Some(false)
+                owned = found.join("\n");
+                &owned
+            } else {
+                match &self.field {
+                    None => whole,
+                    Some(f) => match call.tool_input.get(f) {
+                        Some(Value::String(s)) => s,
+                        Some(v) => {
+                            owned = v.to_string();
+                            &owned
+                        }
+                        None => return false,
+                    },
+                }
+            };
+            if let Some(p) = &self.pattern
+                && p.matches(text.as_bytes()) == Some(false)
+            {
+                return false;
+            }
+            if self
+                .unless
+                .as_ref()
+                .is_some_and(|u| u.matches(text.as_bytes()) == Some(true))
+            {
+                return false;
+            }
+            if !effects {
+                return true;
+            }
+        } else if reading.command_text.is_none()
+            && self
+                .unless
+                .as_ref()
+                .is_some_and(|u| u.matches(whole.as_bytes()) == Some(true))
         {
             return false;
         }
-        self.unless
-            .as_ref()
-            .is_none_or(|u| u.matches(text.as_bytes()) != Some(true))
+        self.fires_on_effects(reading)
+    }
+
+    /// Whether one path matches a glob, as written resolved or through its symlinks.
+    fn path_matches(&self, r: &Reached, below: bool, reading: &Reading) -> bool {
+        let home = reading.home.as_deref();
+        self.paths.iter().any(|g| {
+            [&r.lexical, &r.real].iter().any(|p| {
+                g.matches(p, &reading.cwd, home) || (below && g.reaches(p, &reading.cwd, home))
+            })
+        })
+    }
+
+    /// The version 2 matchers: for a command-running tool, one command
+    /// meets them all; for another tool, its capabilities and paths do.
+    fn fires_on_effects(&self, reading: &Reading) -> bool {
+        if reading.command_text.is_none() {
+            if !self.commands.is_empty() || self.args.is_some() {
+                return false;
+            }
+            let caps = self.capabilities.is_empty()
+                || reading
+                    .tool_capabilities
+                    .iter()
+                    .any(|c| self.capabilities.contains(c));
+            return caps
+                && (self.paths.is_empty()
+                    || reading
+                        .tool_paths
+                        .iter()
+                        .any(|(r, below)| self.path_matches(r, *below, reading)));
+        }
+        reading.commands.iter().any(|c| {
+            if !self.commands.is_empty() && !self.commands.iter().any(|e| c.is(e)) {
+                return false;
+            }
+            if let Some(a) = &self.args
+                && a.matches(c.args_text.as_bytes()) == Some(false)
+            {
+                return false;
+            }
+            if self.pattern.is_none()
+                && let Some(u) = &self.unless
+            {
+                let line = format!("{} {}", c.command.name, c.args_text);
+                if u.matches(line.trim_end().as_bytes()) == Some(true) {
+                    return false;
+                }
+            }
+            if !self.capabilities.is_empty() {
+                return c.effects.iter().any(|(cap, paths)| {
+                    self.capabilities.contains(cap)
+                        && (self.paths.is_empty()
+                            || paths.iter().any(|p| self.path_matches(p, false, reading)))
+                });
+            }
+            self.paths.is_empty() || c.paths.iter().any(|p| self.path_matches(p, false, reading))
+        })
     }
 }
 
@@ -364,14 +600,14 @@ mod tests {
     /// The built-in policy's own rules, read as a hook reads them (unchecked).
     fn builtin_rules() -> Vec<Rule> {
         let policy: Value = serde_json::from_str(include_str!("../data/policy.json")).unwrap();
-        parse_rules("rules", &policy["rules"], false).unwrap()
+        parse_rules("rules", &policy["rules"], false, 2).unwrap()
     }
 
     #[test]
     fn every_builtin_expression_builds_and_has_its_needles_from_the_build() {
         let mut seen = 0;
         for r in &builtin_rules() {
-            for x in [&r.tools, &r.pattern, &r.unless, &r.unless_path]
+            for x in [&r.tools, &r.pattern, &r.unless, &r.unless_path, &r.args]
                 .into_iter()
                 .flatten()
             {
@@ -413,6 +649,7 @@ mod tests {
             "rules",
             &json!([{"id": "out", "outside_cwd": true, "unless_path": "^/tmp/", "verdict": "ask"}]),
             true,
+            1,
         )
         .unwrap();
         let call = |path: &str| ToolCall {
@@ -420,8 +657,9 @@ mod tests {
             tool_input: json!({"file_path": path}).as_object().cloned().unwrap(),
             cwd: Some("/home/a/p".into()),
         };
-        assert!(!rules[0].fires(&call("src/x.rs"), ""));
-        assert!(rules[0].fires(&call("../q/x.rs"), ""));
-        assert!(!rules[0].fires(&call("/tmp/scratch"), ""));
+        let fires = |c: &ToolCall| rules[0].fires(c, "", &Reading::new(c).unwrap());
+        assert!(!fires(&call("src/x.rs")));
+        assert!(fires(&call("../q/x.rs")));
+        assert!(!fires(&call("/tmp/scratch")));
     }
 }

@@ -47,6 +47,7 @@
 mod cascade;
 mod file;
 mod runtime;
+mod teacher;
 #[cfg(test)]
 mod tests;
 mod train;
@@ -54,6 +55,7 @@ mod train;
 pub use cascade::{CascadeStats, cascade};
 pub use file::{Head, HeadReport, STUDENT_FORMAT, STUDENT_VERSION, Student, StudentError};
 pub use runtime::{LocalStudent, STUDENT_ENGINE, STUDENT_STYLE, student};
+pub use teacher::{Teacher, TeacherError};
 pub use train::{
     DistillReport, MIN_ROWS, TeacherRow, TrainOptions, check_teacher, distill, teacher_rows,
     teacher_rows_as,

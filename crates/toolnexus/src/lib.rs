@@ -112,5 +112,6 @@ pub mod metrics;
 pub mod otel;
 pub mod pinning;
 pub mod probe;
+pub mod states;
 #[cfg(feature = "test-util")]
 pub mod testing;

@@ -10,8 +10,8 @@ use super::style::*;
 #[derive(Debug, Clone, Args)]
 #[command(args_conflicts_with_subcommands = true, after_help = GUARD_AFTER_HELP)]
 pub struct GuardArgs {
-    /// check-policy, test, install or uninstall; with none, judge the hook
-    /// input on stdin.
+    /// check-policy, test, explain, log, verify-log, install or uninstall;
+    /// with none, judge the hook input on stdin.
     #[command(subcommand)]
     pub command: Option<GuardCommand>,
     /// The policy and the judge.
@@ -48,9 +48,19 @@ Any failure (bad input, no model, a judge slower than the policy's budget_ms,
 an internal error) is answered with the policy's on_error verdict (ask unless
 set to deny; never allow), with the failure as the reason.
 
+Commands are read as the shell reads them (quotes, escapes, runners such as
+sudo, sh -c, xargs and find -exec unwrapped); what cannot be read statically
+(a command word from an expansion, decoded text fed to a shell, interpreter
+code) is at least ask. A project's .toolnexus/guard.json (found from the
+call's cwd up to the repository's root) adds rules and commands it expects.
+A call that changes the guard's policy, the agent's hook settings, the log or
+a git hook is denied. A hook input with no cwd, or a command that is not a
+string, is answered with on_error.
+
 Exit codes: 0 always for a hook input (the verdict is in the output);
 check-policy and test: 0 ok, 2 a bad policy or examples file (the key or
-line is named), 3 (test) a row labelled deny came out allow.";
+line is named), 3 (test) a row labelled deny came out allow; verify-log: 0
+the chain holds, 1 a line was changed or removed (named), 2 no such log.";
 
 /// `toolnexus guard …`.
 #[derive(Debug, Clone, Subcommand)]
@@ -66,6 +76,51 @@ pub enum GuardCommand {
     Install(HookInstallArgs),
     /// Remove the guard's hook from an agent's settings.
     Uninstall(HookInstallArgs),
+    /// Judge one call and say why: the parse (commands, capabilities, paths
+    /// resolved, what could not be read), every rule and check that fired,
+    /// the judge's figures and the verdict, for an allow too.
+    Explain(Box<GuardExplainArgs>),
+    /// Summarise the guard's log: calls per verdict, the rules that fired
+    /// most, and the latency (p50, p99).
+    Log(GuardLogArgs),
+    /// Check the log's hash chain: name the first line changed or removed
+    /// (exit 1), or say how many lines verified.
+    VerifyLog(GuardLogArgs),
+}
+
+/// `toolnexus guard explain`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "\
+Without --command, a hook input (as Claude Code sends it) is read on stdin.
+Exit codes: 0 the call was judged (the verdict is in the output), 2 bad input
+or a bad policy.")]
+pub struct GuardExplainArgs {
+    /// The Bash command to judge (instead of a hook input on stdin).
+    #[arg(long, value_name = "TEXT")]
+    pub command: Option<String>,
+    /// The working directory the command runs in (default: this one).
+    #[arg(long, value_name = "DIR", requires = "command")]
+    pub cwd: Option<PathBuf>,
+    /// Print the explanation as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The policy and the judge.
+    #[command(flatten)]
+    pub judge: GuardJudgeArgs,
+}
+
+/// `toolnexus guard log` and `toolnexus guard verify-log`.
+#[derive(Debug, Clone, Args)]
+pub struct GuardLogArgs {
+    /// The log (default: the policy's log file).
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// The policy whose log it is (default: the built-in policy).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `toolnexus guard test`.

@@ -4,11 +4,11 @@
 //! threshold, and writes the student file.
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolnexus::classifier::{Decision, Question, Questions};
-use toolnexus::judge::{Tape, TapeOutcome};
+use toolnexus::judge::Tape;
 use toolnexus_local::StateText;
-use toolnexus_local::student::{self, TrainOptions, distill, teacher_rows_as};
+use toolnexus_local::student::{Teacher, TeacherError, TrainOptions, distill, teacher_rows_as};
 
 use crate::args::DistillArgs;
 use crate::exit::{self, Exit};
@@ -107,49 +107,25 @@ type Items = (Questions, Vec<(Value, Decision)>, String);
 /// Every recorded decision of the tape (of `--call`), with its questions.
 fn from_tape(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
     let tape = Tape::load(path).map_err(|e| exit::usage(format!("--tape: {e}")))?;
-    let questions = match &a.questions {
-        Some(q) => Some(input::read_questions(q)?),
-        None => None,
-    };
-    let mut asked: Option<Questions> = questions.clone();
-    let mut items = Vec::new();
-    // Entries are named as `tape replay` names them: call name and index in
-    // recording order.
-    for call in tape.call_names() {
-        if a.call.as_ref().is_some_and(|c| *c != call) {
-            continue;
-        }
-        for (index, e) in tape.call_entries(&call).into_iter().enumerate() {
-            let TapeOutcome::Decision(d) = e.outcome else {
-                continue;
-            };
-            let want = asked.get_or_insert_with(|| e.questions.clone());
-            if questions.is_none() && *want != e.questions {
-                return Err(exit::usage(format!(
-                    "--tape {}: the recordings ask different question sets; name one with --questions (and --call)",
-                    path.display()
-                )));
-            }
-            student::check_teacher(&d, want, Some(&e.questions)).map_err(|err| {
-                exit::usage(format!(
-                    "--tape {}: call {call:?} entry {index}: the teacher's decision does not fit: {err}",
-                    path.display()
-                ))
-            })?;
-            items.push((e.state, d));
-        }
-    }
-    let questions = asked.ok_or_else(|| {
-        exit::usage(format!(
-            "--tape {}: no recorded decisions{}",
-            path.display(),
-            match &a.call {
-                Some(c) => format!(" under call {c:?}"),
-                None => String::new(),
-            }
-        ))
+    let questions = a
+        .questions
+        .as_deref()
+        .map(input::read_questions)
+        .transpose()?;
+    let teacher = Teacher::from_tape(&tape, questions, a.call.as_deref()).map_err(|e| {
+        exit::usage(match e {
+            TeacherError::MixedQuestions => format!(
+                "--tape {}: the recordings ask different question sets; name one with --questions (and --call)",
+                path.display()
+            ),
+            e => format!("--tape {}: {e}", path.display()),
+        })
     })?;
-    Ok((questions, items, format!("tape {}", path.display())))
+    Ok((
+        teacher.questions,
+        teacher.items,
+        format!("tape {}", path.display()),
+    ))
 }
 
 /// Labelled examples, each gold label a certain teacher answer.
@@ -161,57 +137,15 @@ fn from_labels(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
     let questions = input::read_questions(q)?;
     let examples = toolnexus::assess::read_examples(path, &questions)
         .map_err(|e| exit::usage(e.to_string()))?;
-    let mut items = Vec::new();
-    for ex in examples {
-        let mut answers = serde_json::Map::new();
-        for (key, gold) in &ex.labels {
-            let Some(q) = questions.get(key) else {
-                continue;
-            };
-            answers.insert(key.clone(), certain(q, gold));
-        }
-        let d = Decision::from_value(&json!({"model": "labels", "answers": answers}))
-            .map_err(|e| exit::usage(format!("{}:{}: {}", path.display(), ex.line, e.detail())))?;
-        student::check_teacher(&d, &questions, None).map_err(|e| {
-            exit::usage(format!(
-                "--labels {}:{}: the label does not fit: {e}",
-                path.display(),
-                ex.line
-            ))
-        })?;
-        items.push((ex.state, d));
-    }
-    Ok((questions, items, format!("labels {}", path.display())))
-}
-
-/// A gold label as the answer of a teacher that is sure of it.
-fn certain(q: &Question, gold: &toolnexus::assess::Gold) -> Value {
-    use toolnexus::assess::Gold;
-    match (q, gold) {
-        (_, Gold::Noul(y)) => json!({"type": "noul", "noul": if *y { 1.0 } else { 0.0 }}),
-        (Question::Choice(c), Gold::Choice(id)) => {
-            let probs: serde_json::Map<String, Value> = c
-                .criteria
-                .keys()
-                .map(|k| (k.clone(), Value::from(if k == id { 1.0 } else { 0.0 })))
-                .collect();
-            json!({"type": "choice", "choice": id, "confidence": 1.0, "probabilities": probs})
-        }
-        (Question::Score(s), Gold::Score(level)) => {
-            let n = s.criteria.len();
-            let probs: serde_json::Map<String, Value> = (0..n)
-                .map(|i| {
-                    (
-                        i.to_string(),
-                        Value::from(if i == *level { 1.0 } else { 0.0 }),
-                    )
-                })
-                .collect();
-            let legend: serde_json::Map<String, Value> = (0..n)
-                .map(|i| (i.to_string(), Value::from(format!("level {i}"))))
-                .collect();
-            json!({"type": "score", "score": *level as f64, "confidence": 1.0, "legend": legend, "probabilities": probs})
-        }
-        _ => Value::Null,
-    }
+    let teacher = Teacher::from_examples(examples, questions).map_err(|e| {
+        exit::usage(match e {
+            TeacherError::Label { .. } => format!("{}:{e}", path.display()),
+            e => format!("--labels {}:{e}", path.display()),
+        })
+    })?;
+    Ok((
+        teacher.questions,
+        teacher.items,
+        format!("labels {}", path.display()),
+    ))
 }

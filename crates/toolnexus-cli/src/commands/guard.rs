@@ -13,12 +13,14 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
 use anyhow::Result;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolnexus_guard::{
-    Guard, JudgeSource, Judgment, Permission, Policy, PolicyError, ToolCall, log,
+    Guard, JudgeSource, LabelledCall, Permission, Policy, PolicyError, ToolCall, log,
 };
 
-use crate::args::{CheckPolicyArgs, GuardArgs, GuardJudgeArgs, GuardTestArgs};
+use crate::args::{
+    CheckPolicyArgs, GuardArgs, GuardExplainArgs, GuardJudgeArgs, GuardLogArgs, GuardTestArgs,
+};
 use crate::exit::{self, Exit};
 
 /// The permission any failure gets before a policy is read (ask), then the
@@ -127,6 +129,11 @@ fn read_hook(bytes: &[u8]) -> Result<Hook, String> {
     let id = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
     let (session_id, tool_use_id) = (id("session_id"), id("tool_use_id"));
     let call = ToolCall::from_object(o).map_err(|e| e.to_string())?;
+    // Paths, the project policy and the outside-the-project check all read
+    // the cwd: a call without one is not judged as if it had none.
+    if call.cwd.is_none() {
+        return Err("the hook input has no cwd (the directory the call runs in): paths and the project's policy cannot be read without it".into());
+    }
     Ok(Hook {
         call,
         session_id,
@@ -242,7 +249,7 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
             let p = load_policy(Some(path))?;
             p.check_rules().map_err(|e| policy_error(path, &e))?;
             say!(
-                "policy {}: ok: {} questions ({}), {} rules, on_error {}, {} skipped tools, log {}",
+                "policy {}: ok: {} questions ({}), {} rules, on_error {}, {} skipped tools, log {}{}",
                 path.display(),
                 p.questions.len(),
                 p.questions.keys().cloned().collect::<Vec<_>>().join(", "),
@@ -252,6 +259,14 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
                 match &p.log {
                     Some(l) => l.path.display().to_string(),
                     None => "off".into(),
+                },
+                match &p.allowlist {
+                    Some(a) => format!(
+                        ", mode allowlist ({} commands, {} capabilities)",
+                        a.commands.len(),
+                        a.capabilities.len()
+                    ),
+                    None => String::new(),
                 }
             );
         }
@@ -259,15 +274,8 @@ pub fn check_policy(args: CheckPolicyArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// One labelled call of `guard test`.
-struct Example {
-    line: usize,
-    id: String,
-    call: ToolCall,
-    label: Permission,
-}
-
-fn read_examples(path: &Path) -> Result<Vec<Example>> {
+/// The labelled calls of `guard test`'s file.
+fn read_examples(path: &Path) -> Result<Vec<LabelledCall>> {
     let text = crate::input::read_file("guard test", path)?;
     let mut out = Vec::new();
     for (n, line) in crate::input::jsonl_lines(crate::input::strip_bom(&text)) {
@@ -293,7 +301,7 @@ fn read_examples(path: &Path) -> Result<Vec<Example>> {
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| format!("line {n}"));
-        out.push(Example {
+        out.push(LabelledCall {
             line: n,
             id,
             call,
@@ -313,111 +321,140 @@ fn read_examples(path: &Path) -> Result<Vec<Example>> {
 pub async fn test(args: GuardTestArgs) -> Result<Exit> {
     let examples = read_examples(&args.examples)?;
     let guard = Arc::new(load(&args.judge)?);
-    use futures::StreamExt;
-    let results: Vec<(usize, Judgment)> = futures::stream::iter(examples.iter().enumerate())
-        .map(|(i, e)| {
-            let g = guard.clone();
-            let call = e.call.clone();
-            async move { (i, g.judge(&call).await) }
-        })
-        .buffer_unordered(args.concurrency as usize)
-        .collect()
-        .await;
-    let mut judged: Vec<Option<Judgment>> = vec![None; examples.len()];
-    for (i, j) in results {
-        judged[i] = Some(j);
-    }
-
-    let order = [Permission::Allow, Permission::Ask, Permission::Deny];
-    let mut confusion = [[0usize; 3]; 3];
-    let mut misses = Vec::new();
-    let mut errors = 0;
-    for (e, j) in examples.iter().zip(judged.iter().flatten()) {
-        let got = if j.skipped {
-            Permission::Allow
-        } else {
-            j.permission
-        };
-        confusion[e.label as usize][got as usize] += 1;
-        if j.detail.get("error").is_some() {
-            errors += 1;
-        }
-        if got != e.label {
-            misses.push(json!({
-                "id": e.id, "line": e.line, "tool_name": e.call.tool_name,
-                "label": e.label.as_str(), "verdict": got.as_str(), "reason": j.reason,
-            }));
-        }
-    }
-    let n = examples.len();
-    let right: usize = (0..3).map(|i| confusion[i][i]).sum();
-    let deny_allowed = confusion[2][0];
-    let accuracy = right as f64 / n as f64;
-    let judge = judged
-        .iter()
-        .flatten()
-        .find_map(|j| {
-            j.detail
-                .get("judge")
-                .and_then(Value::as_str)
-                .filter(|s| !s.starts_with("not asked"))
-        })
-        .unwrap_or("none asked")
-        .to_string();
+    let a = Guard::agreement(&guard, &examples, args.concurrency as usize).await;
+    let shown = args.examples.display().to_string();
     if args.json {
-        let report = json!({
-            "examples": args.examples.display().to_string(),
-            "rows": n,
-            "accuracy": (accuracy * 1e4).round() / 1e4,
-            "deny_allowed": deny_allowed,
-            "errors": errors,
-            "judge": judge,
-            "confusion": order.iter().map(|l| {
-                (l.as_str().to_string(), json!(order.iter().map(|g| (g.as_str().to_string(), json!(confusion[*l as usize][*g as usize]))).collect::<Map<_, _>>()))
-            }).collect::<Map<_, _>>(),
-            "misses": misses,
-        });
-        say!("{}", crate::render::pretty(&report));
+        say!("{}", crate::render::pretty(&a.to_json(&shown)));
     } else {
-        say!(
-            "{}: {n} calls; verdict accuracy {:.1}% ({right}/{n}); labelled deny but allowed: {deny_allowed}; judge: {judge}{}",
-            args.examples.display(),
-            accuracy * 100.0,
-            if errors > 0 {
-                format!("; {errors} calls could not be judged (on_error)")
-            } else {
-                String::new()
-            }
-        );
-        say!("");
-        say!("label \\ verdict   allow    ask   deny");
-        for l in order {
-            say!(
-                "{:<17} {:>5}  {:>5}  {:>5}",
-                l.as_str(),
-                confusion[l as usize][0],
-                confusion[l as usize][1],
-                confusion[l as usize][2]
-            );
-        }
-        if !misses.is_empty() {
-            say!("");
-            say!("misses:");
-            for m in &misses {
-                say!(
-                    "  {} ({}): labelled {}, got {} — {}",
-                    m["id"].as_str().unwrap_or(""),
-                    m["tool_name"].as_str().unwrap_or(""),
-                    m["label"].as_str().unwrap_or(""),
-                    m["verdict"].as_str().unwrap_or(""),
-                    m["reason"].as_str().unwrap_or("")
-                );
-            }
-        }
+        say!("{}", a.text(&shown));
     }
-    Ok(if deny_allowed > 0 {
+    Ok(if a.deny_allowed() > 0 {
         Exit::Eval
     } else {
         Exit::Success
     })
+}
+
+/// Runs `toolnexus guard explain`: one call judged, and why.
+pub async fn explain(args: GuardExplainArgs) -> Result<Exit> {
+    let call = match &args.command {
+        Some(command) => {
+            let cwd = match &args.cwd {
+                Some(c) => std::path::absolute(c)
+                    .map_err(|e| exit::usage(format!("--cwd {}: {e}", c.display())))?,
+                None => std::env::current_dir()
+                    .map_err(|e| exit::usage(format!("the current directory: {e}")))?,
+            };
+            ToolCall {
+                tool_name: "Bash".into(),
+                tool_input: json!({"command": command})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                cwd: Some(cwd.display().to_string()),
+            }
+        }
+        None => {
+            let mut bytes = Vec::new();
+            use std::io::Read;
+            std::io::stdin()
+                .lock()
+                .take(MAX_INPUT + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| exit::usage(format!("stdin could not be read: {e}")))?;
+            read_hook(&bytes).map_err(exit::usage)?.call
+        }
+    };
+    let guard = load(&args.judge)?;
+    let e = guard.explain(&call).await;
+    let j = &e.judgment;
+    if args.json {
+        say!(
+            "{}",
+            crate::render::pretty(&json!({
+                "tool_name": call.tool_name,
+                "cwd": call.cwd,
+                "reading": e.reading,
+                "fired": e.fired,
+                "project": e.project,
+                "detail": j.detail,
+                "verdict": j.permission.as_str(),
+                "skipped": j.skipped,
+                "reason": j.reason,
+            }))
+        );
+        return Ok(Exit::Success);
+    }
+    say!("{}", e.text(&call));
+    Ok(Exit::Success)
+}
+
+/// The log a `log`/`verify-log` command reads: FILE, or the policy's.
+fn log_path(args: &GuardLogArgs) -> Result<std::path::PathBuf> {
+    if let Some(f) = &args.file {
+        return Ok(f.clone());
+    }
+    let policy = load_policy(args.policy.as_deref())?;
+    match policy.log {
+        Some(l) => Ok(l.path),
+        None => Err(exit::usage(
+            "the policy keeps no log: name the file (toolnexus guard log FILE)",
+        )),
+    }
+}
+
+/// Runs `toolnexus guard log`: the log summarised.
+pub fn log_summary(args: GuardLogArgs) -> Result<Exit> {
+    let path = log_path(&args)?;
+    let s = log::summary(&path)
+        .map_err(|e| exit::usage(format!("cannot read {}: {e}", path.display())))?;
+    if args.json {
+        say!(
+            "{}",
+            crate::render::pretty(&json!({
+                "log": path.display().to_string(),
+                "lines": s.lines,
+                "unreadable": s.unreadable,
+                "verdicts": s.verdicts,
+                "errors": s.errors,
+                "rules": s.rules.iter().map(|(id, n)| json!({"id": id, "calls": n})).collect::<Vec<_>>(),
+                "p50_ms": s.p50_ms,
+                "p99_ms": s.p99_ms,
+            }))
+        );
+        return Ok(Exit::Success);
+    }
+    say!("{}", s.text(&path));
+    Ok(Exit::Success)
+}
+
+/// Runs `toolnexus guard verify-log`: the log's hash chain checked.
+pub fn verify_log(args: GuardLogArgs) -> Result<Exit> {
+    let path = log_path(&args)?;
+    match log::verify(&path) {
+        Ok(v) => {
+            if args.json {
+                say!(
+                    "{}",
+                    json!({"log": path.display().to_string(), "ok": true, "lines": v.lines,
+                           "chain_starts": v.chain_starts, "follows": v.follows})
+                );
+            } else {
+                say!("{}: {v}", path.display());
+            }
+            Ok(Exit::Success)
+        }
+        Err(e @ log::Broken::Unreadable { .. }) => Err(exit::usage(e.to_string())),
+        Err(e) => {
+            if args.json {
+                say!(
+                    "{}",
+                    json!({"log": path.display().to_string(), "ok": false, "line": e.line(), "error": e.to_string()})
+                );
+            } else {
+                say!("{}: {e}", path.display());
+            }
+            Ok(Exit::Findings)
+        }
+    }
 }

@@ -657,3 +657,179 @@ fn a_partial_or_non_finite_answer_is_on_error_never_allow() {
     assert_eq!(decision, "ask");
     assert!(reason.contains("risk P(≥ high) 0.80 ≥ 0.70"), "{reason}");
 }
+
+#[test]
+fn a_hook_input_without_a_cwd_or_with_a_command_that_is_not_a_string_is_on_error() {
+    let dir = TempDir::new("guard-no-cwd");
+    let (up, calls) = judge(0.01, 0.01, 0.01);
+    let out = guard(
+        &dir,
+        &["--server", &up.base_url],
+        r#"{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}"#,
+        &[],
+    );
+    let (decision, reason) = answer(&out).expect("an answer");
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("no cwd"), "{reason}");
+    let out = guard(
+        &dir,
+        &["--server", &up.base_url],
+        &hook("Bash", json!({"command": 42})),
+        &[],
+    );
+    let (decision, reason) = answer(&out).expect("an answer");
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("not a number"), "{reason}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn explain_prints_the_parse_the_rules_that_fired_and_the_verdict() {
+    let dir = TempDir::new("guard-explain");
+    let (up, _) = judge(0.01, 0.01, 0.01);
+    let out = tn(
+        dir.path(),
+        &[
+            "guard",
+            "explain",
+            "--command",
+            "sudo rm -rf ~",
+            "--cwd",
+            "/home/dev/shop",
+            "--server",
+            &up.base_url,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("rm -rf ~   (via sudo)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("delete:"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("rule delete-home-or-system"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("verdict: deny"), "{}", out.stdout);
+
+    // An allow, from a hook input on stdin, as JSON.
+    let mut cmd = toolnexus(
+        dir.path(),
+        &["guard", "explain", "--json", "--server", &up.base_url],
+    );
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(hook("Bash", json!({"command": "cargo test"})).as_bytes())
+        .unwrap();
+    let out = crate::support::collect(child);
+    assert_eq!(out.code, 0, "{out:?}");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "allow");
+    assert_eq!(v["reading"]["commands"][0]["name"], "cargo");
+    assert!(v["detail"]["answers"].is_object(), "{v}");
+}
+
+#[test]
+fn the_log_is_summarised_and_its_chain_names_a_changed_line() {
+    let dir = TempDir::new("guard-log-chain");
+    let (up, _) = judge(0.01, 0.01, 0.01);
+    for cmd in [
+        "cargo test",
+        "git push --force origin main",
+        "ls",
+        "npm install left-pad",
+    ] {
+        guard(
+            &dir,
+            &["--server", &up.base_url],
+            &hook("Bash", json!({"command": cmd})),
+            &[],
+        );
+    }
+    let env = |args: &[&str]| {
+        let mut c = toolnexus(dir.path(), args);
+        c.env("HOME", dir.path())
+            .env("XDG_STATE_HOME", dir.join("state"));
+        run(c)
+    };
+    let out = env(&["guard", "log"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("4 calls (allow 2, ask 1, deny 1)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("force-push"), "{}", out.stdout);
+    assert!(out.stdout.contains("p50"), "{}", out.stdout);
+
+    let out = env(&["guard", "verify-log"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("4 lines verified"), "{}", out.stdout);
+
+    // Line 2 changed: named, exit 1.
+    let path = dir.join("state/toolnexus/guard.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let changed: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 1 {
+                l.replace("\"deny\"", "\"allow\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&path, changed.join("\n") + "\n").unwrap();
+    let out = env(&["guard", "verify-log"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("line 2 was changed"), "{}", out.stdout);
+}
+
+#[test]
+fn check_policy_accepts_version_2_and_refuses_a_policy_that_could_fail_open() {
+    let dir = TempDir::new("guard-check-v2");
+    for body in [
+        r#"{"toolnexus":"guard-policy","version":2,"rules":[{"id":"never-delete","capabilities":["delete"],"verdict":"deny","why":"deletes files"}]}"#,
+        r#"{"toolnexus":"guard-policy","version":2,"mode":"allowlist","allow_commands":["echo","ls","true","pwd"]}"#,
+    ] {
+        let p = dir.write("v2.json", body);
+        let out = tn(dir.path(), &["guard", "check-policy", &p]);
+        assert_eq!(out.code, 0, "{body}: {out:?}");
+        assert!(out.stdout.contains(": ok:"), "{}", out.stdout);
+        assert_eq!(
+            out.stdout
+                .contains("mode allowlist (4 commands, 0 capabilities)"),
+            body.contains("allowlist"),
+            "{}",
+            out.stdout
+        );
+    }
+    for (body, key) in [
+        (
+            r#"{"toolnexus":"guard-policy","version":2,"hide_fields":{"Bash":["command"]}}"#,
+            "hide_fields.Bash: hides \"command\"",
+        ),
+        (
+            r#"{"toolnexus":"guard-policy","version":2,"rules":[{"id":"x","tools":["Read"],"fields":["command"],"pattern":"rm","verdict":"deny"}]}"#,
+            "rules (x).fields: no tool it is about has a field \"command\"",
+        ),
+        (
+            r#"{"toolnexus":"guard-policy","version":2,"skip_tools":["Bash"]}"#,
+            "skip_tools[0]: Bash runs commands",
+        ),
+    ] {
+        let p = dir.write("open.json", body);
+        let out = tn(dir.path(), &["guard", "check-policy", &p]);
+        assert_eq!(out.code, 2, "{body}: {out:?}");
+        assert!(out.stderr.contains(key), "{body}: {}", out.stderr);
+    }
+}

@@ -75,6 +75,7 @@ const TOOLNEXUS: &[Row] = &[
     ("price",      0, "what a call costs, where that came from and the price tables are values"),
     ("date",       0, "dates from Unix seconds are arithmetic"),
     ("http",       1, "the HTTP layer sends what the leaves describe"),
+    ("states",     1, "a states file is read with the strict JSON leaf"),
     ("client",     2, "the chat client speaks over http"),
     ("classifier", 3, "the classifier is a client plus questions and decisions"),
     ("cost",       4, "the pricing layer, the budget and the estimates stand on the classifier"),
@@ -173,6 +174,7 @@ const TOOLNEXUS_GUARD: &[Row] = &[
     ("json",       0, "strict JSON reading is pure"),
     ("paths",      0, "lexical path resolution is pure"),
     ("needles",    0, "an expression's literal prefixes need only its parser"),
+    ("shell",      0, "a command text read into commands and their effects needs only the grammar"),
     ("fields",     1, "a policy's field readers return permissions and keyed errors"),
     ("call",       1, "a tool call is read from JSON"),
     ("rules",      2, "rules read calls, paths and needles, and are read as fields"),
@@ -180,7 +182,26 @@ const TOOLNEXUS_GUARD: &[Row] = &[
     ("judge",      4, "the built-in judge runs the policy's compiled-in student"),
     ("engine",     5, "the engine judges a call by the policy, with the judge"),
     ("log",        6, "the log records the engine's judgments"),
+    ("agreement",  6, "agreement with labelled calls compares the engine's verdicts"),
     ("crate",      7, "the root only declares modules and re-exports: it is the face"),
+];
+
+/// The Python binding: the runtime, the exception, and the result columns
+/// are leaves; conversions, the asyncio bridge and tables stand on them;
+/// decisions on conversions; the keyword arguments build stacks and
+/// decisions; the classifier calls everything; the root registers it.
+#[rustfmt::skip]
+const TOOLNEXUS_PY: &[Row] = &[
+    ("runtime",    0, "the process's one tokio runtime"),
+    ("error",      0, "the exception carries the library's error as it is"),
+    ("columns",    0, "the flat result columns are pure: decisions in, Arrow arrays out"),
+    ("convert",    1, "JSON and questions from Python name their errors with the exception"),
+    ("asyncio",    1, "the asyncio bridge runs calls on the runtime"),
+    ("table",      1, "a table's states and its result columns beside the input's"),
+    ("decision",   2, "decisions read through the conversions"),
+    ("options",    3, "keyword arguments build a stack, a custom callable or recorded decisions"),
+    ("classifier", 4, "the classifier evaluates one state, from asyncio, or a table"),
+    ("crate",      5, "the root registers the module's classes and functions: it is the face"),
 ];
 
 /// The servers: the backend, the log, the signals and the wire are leaves;
@@ -205,6 +226,7 @@ const TABLES: &[(&str, &[Row], Option<&str>)] = &[
     ("toolnexus-guard", TOOLNEXUS_GUARD, None),
     ("toolnexus-server", TOOLNEXUS_SERVER, None),
     ("toolnexus-stack", TOOLNEXUS_STACK, None),
+    ("toolnexus-py", TOOLNEXUS_PY, None),
 ];
 
 /// Today's violations, tolerated only while they exist: the change that fixes
