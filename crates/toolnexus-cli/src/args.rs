@@ -5,11 +5,13 @@ use clap::{Parser, Subcommand};
 
 mod agents;
 mod assess;
+mod observe;
 mod run;
 mod style;
 
 pub use agents::*;
 pub use assess::*;
+pub use observe::*;
 pub use run::*;
 pub use style::*;
 
@@ -66,6 +68,9 @@ pub struct Cli {
     /// cache that could not be read or written); errors still print.
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// OpenTelemetry export of the commands that evaluate.
+    #[command(flatten)]
+    pub otel: OtelArgs,
 }
 
 impl Cli {
@@ -139,6 +144,19 @@ impl Command {
             // The MCP server ends on its own when the client goes (stdin closed,
             // or a write that fails), with exit 0, never by SIGPIPE.
             Command::Mcp(a) => a.command.is_none(),
+            _ => false,
+        }
+    }
+}
+
+impl Command {
+    /// Whether the command evaluates (eval, batch, serve, mcp, guard, assess
+    /// run): the ones `--otel` and the `OTEL_*` variables export.
+    pub fn evaluates(&self) -> bool {
+        match self {
+            Command::Eval(_) | Command::Batch(_) | Command::Serve(_) | Command::Guard(_) => true,
+            Command::Mcp(a) => a.command.is_none(),
+            Command::Assess(a) => matches!(a.command, Some(AssessCommand::Run(_))),
             _ => false,
         }
     }

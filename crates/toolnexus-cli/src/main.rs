@@ -32,6 +32,7 @@ mod commands;
 mod demo;
 mod exit;
 mod input;
+mod otel;
 mod out_file;
 mod render;
 mod signals;
@@ -57,6 +58,9 @@ fn main() -> ExitCode {
     }
     stdio::panic_hook();
     warnings::install(cli.quiet);
+    // Before the runtime and after it: the export's own threads send what the
+    // calls queue, and dropping the guard sends the rest (a bounded wait).
+    let otel = otel::start(&cli.otel, cli.command.evaluates());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
     // waited for: dropping the runtime would, and a hook must exit once it
     // has answered. Everything a command writes, it awaits before returning.
     runtime.shutdown_background();
+    drop(otel);
     let code = match ran {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {

@@ -49,6 +49,10 @@
 //! - A replay miss is a 404 naming the call only: never the recorded or the
 //!   requested state or questions (`--log-misses` puts why it missed in the
 //!   server's log). `GET /v1/models` never shows a file path.
+//! - With `--metrics` ([`ServeConfig::metrics`]), `GET /metrics` answers the
+//!   calls' figures in the Prometheus text format (`toolnexus_requests_total`,
+//!   `toolnexus_answers_total`, … as [`toolnexus::metrics`] names them),
+//!   behind the same key as every other endpoint.
 //! - Output never stops the server: what it says goes to the [`Log`] the
 //!   caller handed in, and requests are still answered whatever the log does.
 //! - When the future given to [`Server::run`] resolves (Ctrl-C or SIGTERM with
@@ -155,6 +159,8 @@ struct App {
     pinned: bool,
     /// Where the server's own lines go.
     log: Arc<dyn Log>,
+    /// `--metrics`: the figures `GET /metrics` renders.
+    metrics: Option<toolnexus::metrics::Metrics>,
 }
 
 /// The questions of a thresholds file, and those already said to be reworded.
@@ -313,7 +319,11 @@ impl Server {
         let app = Arc::new(App {
             models: listed_models(&backend),
             as_sent: forwards && !backend.has_layer("calibration") && !backend.has_layer("cascade"),
-            classifier: backend.classifier,
+            // Counted at the stack's outermost classifier, once per call.
+            classifier: match &config.metrics {
+                Some(m) => backend.classifier.with_metrics(m.metric_fn()),
+                None => backend.classifier,
+            },
             call: backend.call,
             forwards,
             strict_fields: config.strict_fields,
@@ -338,6 +348,7 @@ impl Server {
             }),
             pinned: config.pinned,
             log,
+            metrics: config.metrics,
         });
         Server {
             listener,
@@ -483,9 +494,14 @@ fn raw_problem(
 }
 
 fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/v1/systemone", post(systemone))
-        .route("/v1/models", get(models))
+        .route("/v1/models", get(models));
+    let routes = match app.metrics {
+        Some(_) => routes.route("/metrics", get(metrics)),
+        None => routes,
+    };
+    routes
         .fallback(|| async {
             problem(
                 StatusCode::NOT_FOUND,
@@ -534,6 +550,19 @@ async fn around(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Re
         started.elapsed().as_millis()
     ));
     resp
+}
+
+/// `GET /metrics` (`--metrics`): the calls' figures as Prometheus text.
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let text = app.metrics.as_ref().map(|m| m.render()).unwrap_or_default();
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(toolnexus::metrics::CONTENT_TYPE),
+        )],
+        text,
+    )
+        .into_response()
 }
 
 async fn models(State(app): State<Arc<App>>) -> Response {

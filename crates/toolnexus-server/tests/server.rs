@@ -172,3 +172,44 @@ async fn a_bad_address_is_a_setting_and_a_taken_one_is_not() {
     assert!(!e.is_input(), "{e}");
     assert!(e.to_string().contains(": cannot listen: "), "{e}");
 }
+
+#[tokio::test]
+async fn with_metrics_get_metrics_counts_the_calls_as_prometheus_text_and_without_it_is_404() {
+    let body = json!({
+        "model": "jev-1.13",
+        "state": "hi",
+        "questions": {"spam": {"type": "noul", "instructions": "Spam?"}},
+    })
+    .to_string();
+    let with = ServeConfig {
+        metrics: Some(toolnexus::metrics::Metrics::new()),
+        ..Default::default()
+    };
+    let (addr, _log, stop, running, _upstream) = serve(with).await;
+    for _ in 0..2 {
+        let answer = raw(addr, "POST /v1/systemone HTTP/1.1", &body).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let metrics = raw(addr, "GET /metrics HTTP/1.1", "").await;
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(
+        metrics.contains("content-type: text/plain; version=0.0.4"),
+        "{metrics}"
+    );
+    for line in [
+        "toolnexus_requests_total{style=\"systemone\",model=\"jev-1.13\",outcome=\"ok\"} 2\n",
+        "toolnexus_answers_total{type=\"noul\"} 2\n",
+        "toolnexus_tokens_total{direction=\"input\"} 240\n",
+        "toolnexus_request_duration_seconds_count 2\n",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
+    let _ = stop.send(());
+    running.await.unwrap();
+
+    let (addr, _log, stop, running, _upstream) = serve(ServeConfig::default()).await;
+    let none = raw(addr, "GET /metrics HTTP/1.1", "").await;
+    assert!(none.starts_with("HTTP/1.1 404"), "{none}");
+    let _ = stop.send(());
+    running.await.unwrap();
+}

@@ -109,7 +109,10 @@ pub use evaluated::Evaluated;
 pub use evaluator::{Evaluator, FullEvaluator};
 pub use fingerprint::Fingerprint;
 pub use identity::Identity;
-use observe::{IN_CALL, Place};
+pub use observe::record_cascade_stage;
+#[cfg_attr(not(feature = "otel"), allow(unused_imports))]
+pub(crate) use observe::{CallEnd, CallExport, CallWatch, clear_call_export, set_call_export};
+use observe::{CallNotes, IN_CALL, Place};
 pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,
     MetricFn, MetricName, MetricStatus, RecordedDecision,
@@ -783,7 +786,7 @@ impl Classifier {
         let call = self
             .evaluate_checked(ctx, state, questions, extras, Place::Outermost(&span))
             .instrument(span.clone());
-        IN_CALL.scope((), call).await
+        IN_CALL.scope(CallNotes::default(), call).await
     }
 
     async fn dispatch(
@@ -851,6 +854,10 @@ impl Classifier {
             self.warn_degenerate(&ctx, questions);
         }
         let asked = extras.model.unwrap_or(&self.inner.model).to_string();
+        let watch = match place {
+            Place::Outermost(_) => observe::start_watch(&state, questions, &asked),
+            Place::Inside => None,
+        };
         let result = self.dispatch(&ctx, state, questions, extras).await;
         let result = result.and_then(|mut e| {
             // A wrapped classifier (a tape recorder) has already reported what it
@@ -877,7 +884,7 @@ impl Classifier {
         if let (Ok(e), Some(p)) = (&mut result, &self.inner.pricing) {
             e.price_with(p, &asked);
         }
-        self.report(&ctx, started, &result, place);
+        self.report(&ctx, started, &result, place, watch);
         result
     }
 

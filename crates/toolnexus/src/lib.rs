@@ -107,6 +107,9 @@ pub mod fs;
 pub mod judge;
 pub mod limit;
 pub mod lint;
+pub mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod pinning;
 pub mod probe;
 pub mod states;

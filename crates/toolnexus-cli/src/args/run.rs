@@ -408,6 +408,13 @@ pub struct ServeArgs {
     /// `x-toolnexus-ignored` response header and the log; systemone forwards them.
     #[arg(long)]
     pub strict_fields: bool,
+    /// Answer `GET /metrics` with the calls' figures in the Prometheus text
+    /// format: toolnexus_requests_total{style,model,outcome},
+    /// toolnexus_answers_total{type}, toolnexus_errors_total{kind},
+    /// toolnexus_cache_hits_total, toolnexus_tokens_total{direction},
+    /// toolnexus_cost_usd_total, toolnexus_request_duration_seconds.
+    #[arg(long)]
+    pub metrics: bool,
     /// A decision cache (SQLite file, shareable with `batch --cache`): hits are
     /// answered without asking the style and carry `x-toolnexus-cache: hit`.
     #[arg(long, value_name = "FILE")]

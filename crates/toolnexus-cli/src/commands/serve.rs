@@ -71,6 +71,7 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         log_misses: args.log_misses,
         strict_fields: args.strict_fields,
         pinned: args.pin.pinned,
+        metrics: args.metrics.then(toolnexus::metrics::Metrics::new),
     };
     let backend = Backend::new(
         built.classifier.clone(),
@@ -99,6 +100,9 @@ pub async fn run(mut args: ServeArgs) -> Result<Exit> {
         "serving {}: POST http://{addr}/v1/systemone, GET http://{addr}/v1/models",
         style::describe(&built)
     );
+    if args.metrics {
+        say!("metrics: GET http://{addr}/metrics (Prometheus text)");
+    }
     say!(
         "official SDKs take the API root as base URL and append /v1/systemone: TypeSafeClient(base_url=\"http://{addr}\") or TYPESAFE_BASE_URL=http://{addr}"
     );

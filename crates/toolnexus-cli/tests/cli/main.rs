@@ -20,6 +20,7 @@ mod lint;
 mod local;
 mod mcp;
 mod model;
+mod otel;
 mod pinning;
 mod probe;
 mod readme;

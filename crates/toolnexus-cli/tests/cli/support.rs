@@ -104,6 +104,14 @@ pub fn toolnexus(cwd: &Path, args: &[&str]) -> Command {
     for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"] {
         c.env_remove(var).env_remove(var.to_ascii_lowercase());
     }
+    // Nor the machine's OpenTelemetry collector: a test that exports names its own.
+    for var in [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    ] {
+        c.env_remove(var);
+    }
     c
 }
 

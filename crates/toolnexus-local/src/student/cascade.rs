@@ -57,7 +57,7 @@ impl toolnexus::classifier::FullEvaluator for Cascade {
                 Some(Ok((d, least))) if least >= threshold => {
                     stats.local.fetch_add(1, Ordering::Relaxed);
                     // A field of the call's one span, not a span of its own.
-                    tracing::Span::current().record("cascade_stage", "student");
+                    toolnexus::classifier::record_cascade_stage("student");
                     let mut e = toolnexus::classifier::Evaluated::new(d);
                     e.cost = Cost::new(0.0, CostSource::Local);
                     Ok(e)
@@ -65,7 +65,7 @@ impl toolnexus::classifier::FullEvaluator for Cascade {
                 // Unsure, or a question it has no head for: the teacher answers.
                 _ => {
                     stats.teacher.fetch_add(1, Ordering::Relaxed);
-                    tracing::Span::current().record("cascade_stage", "teacher");
+                    toolnexus::classifier::record_cascade_stage("teacher");
                     teacher.evaluate_request(ctx, request).await
                 }
             }

@@ -89,6 +89,10 @@ pub struct ServeConfig {
     /// `--pinned`: a forwarded request naming a floating alias as its model
     /// is a 422 (without it, a warning through the log).
     pub pinned: bool,
+    /// `--metrics`: every call is counted into these figures and `GET
+    /// /metrics` answers them as Prometheus text
+    /// ([`toolnexus::metrics::Metrics::render`]); `None`: no such endpoint.
+    pub metrics: Option<toolnexus::metrics::Metrics>,
 }
 
 impl Default for ServeConfig {
@@ -107,6 +111,7 @@ impl Default for ServeConfig {
             log_misses: false,
             strict_fields: false,
             pinned: false,
+            metrics: None,
         }
     }
 }

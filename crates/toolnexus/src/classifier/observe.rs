@@ -1,7 +1,77 @@
 //! What a call reports: the one span, log line and metric the outermost
 //! classifier of a stack opens, and the warnings about questions and answers.
 
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::*;
+
+/// Receives every call an outermost classifier opens, process-wide: the
+/// OpenTelemetry export (`otel` feature) installs one. The classifier calls
+/// down into it through this seam, so the export stands above the classifier.
+pub(crate) trait CallExport: Send + Sync {
+    /// A call starts: what to keep until it ends.
+    fn start(&self, state: &Value, questions: &Questions, asked: &str) -> Box<dyn CallWatch>;
+    /// One metric event of an outermost classifier, or a warning.
+    fn metric(&self, event: &MetricEvent);
+}
+
+/// A watched call, finished once.
+pub(crate) trait CallWatch: Send {
+    /// The call ended.
+    fn finish(self: Box<Self>, end: CallEnd<'_>);
+}
+
+/// How a watched call ended.
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) struct CallEnd<'a> {
+    pub(crate) identity: &'a Identity,
+    pub(crate) call_name: &'a str,
+    pub(crate) duration: std::time::Duration,
+    pub(crate) result: &'a Result<Evaluated, ClassifierError>,
+    pub(crate) cascade_stage: Option<&'static str>,
+    /// The answering model, scrubbed of secrets (empty for a failure).
+    pub(crate) answered: &'a str,
+}
+
+/// The installed export; `None` when there is none.
+static EXPORT: RwLock<Option<Arc<dyn CallExport>>> = RwLock::new(None);
+/// A lock-free "is there an export?" for every call.
+static EXPORT_ON: AtomicBool = AtomicBool::new(false);
+
+/// Installs `export` for every classifier of the process, replacing any.
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) fn set_call_export(export: Arc<dyn CallExport>) {
+    // A poisoned lock held an `Option` that is whole either way.
+    *EXPORT.write().unwrap_or_else(|p| p.into_inner()) = Some(export);
+    EXPORT_ON.store(true, Ordering::Release);
+}
+
+/// Removes `export` if it is still the installed one.
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) fn clear_call_export(export: &Arc<dyn CallExport>) {
+    let mut slot = EXPORT.write().unwrap_or_else(|p| p.into_inner());
+    if slot.as_ref().is_some_and(|e| Arc::ptr_eq(e, export)) {
+        *slot = None;
+        EXPORT_ON.store(false, Ordering::Release);
+    }
+}
+
+fn call_export() -> Option<Arc<dyn CallExport>> {
+    if !EXPORT_ON.load(Ordering::Acquire) {
+        return None;
+    }
+    EXPORT.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Starts watching a call for the installed export, if there is one.
+pub(super) fn start_watch(
+    state: &Value,
+    questions: &Questions,
+    asked: &str,
+) -> Option<Box<dyn CallWatch>> {
+    call_export().map(|e| e.start(state, questions, asked))
+}
 
 impl Classifier {
     pub(super) fn warn_degenerate(&self, ctx: &EvalContext, questions: &Questions) {
@@ -26,8 +96,11 @@ impl Classifier {
         // A dropped answer's key came from the backend: it may echo a secret.
         let (key, text) = (&*self.scrub(key), self.scrub(&text));
         tracing::warn!(target: "toolnexus::classifier", key, call_name = %ctx.call_name, "{text}");
-        if let Some(f) = &self.on_metric {
-            f(&MetricEvent {
+        if !self.watched() {
+            return;
+        }
+        self.emit(
+            &MetricEvent {
                 name: MetricName::Warning,
                 model: self.inner.model.clone(),
                 call_name: ctx.call_name.clone(),
@@ -41,7 +114,29 @@ impl Classifier {
                 key: Some(key.to_string()),
                 request_id: None,
                 cache_hit: false,
-            });
+                style: self.identity.style.clone(),
+                error_kind: None,
+                answers: Vec::new(),
+            },
+            true,
+        );
+    }
+
+    /// Whether anyone receives this classifier's metric events: its
+    /// [`MetricFn`], or the installed call export.
+    fn watched(&self) -> bool {
+        EXPORT_ON.load(Ordering::Acquire) || self.on_metric.is_some()
+    }
+
+    /// Hands one metric event to its receivers; the OpenTelemetry metrics
+    /// count a call once, at the outermost classifier that opened it (a
+    /// warning once, where it was found).
+    fn emit(&self, event: &MetricEvent, outermost: bool) {
+        if let Some(export) = outermost.then(call_export).flatten() {
+            export.metric(event);
+        }
+        if let Some(f) = &self.on_metric {
+            f(event);
         }
     }
 
@@ -51,6 +146,7 @@ impl Classifier {
         started: Instant,
         result: &Result<Evaluated, ClassifierError>,
         place: Place<'_>,
+        watch: Option<Box<dyn CallWatch>>,
     ) {
         let duration = started.elapsed();
         let request_id = match result {
@@ -62,6 +158,7 @@ impl Classifier {
             Ok(e) => e.cost.clone(),
             Err(_) => crate::price::Cost::UNKNOWN,
         };
+        let full = result;
         let result = &result.as_ref().map(|e| &e.decision);
         // The answering model's name is backend text too.
         let answered = match result {
@@ -95,9 +192,30 @@ impl Classifier {
                 "classifier.evaluate error"
             ),
         }
-        let Some(f) = &self.on_metric else {
+        if let Some(watch) = watch {
+            let stage = IN_CALL.try_with(CallNotes::cascade_stage).ok().flatten();
+            watch.finish(CallEnd {
+                identity: &self.identity,
+                call_name: &ctx.call_name,
+                duration,
+                result: full,
+                cascade_stage: stage,
+                answered: &answered,
+            });
+        }
+        let outermost = matches!(place, Place::Outermost(_));
+        if !(self.on_metric.is_some() || outermost && self.watched()) {
             return;
+        }
+        let answers = match result {
+            Ok(d) => d
+                .answers
+                .values()
+                .map(DecisionAnswer::answer_type)
+                .collect(),
+            Err(_) => Vec::new(),
         };
+        let error_kind = result.as_ref().err().map(|e| e.kind());
         let (model, status, input_tokens, output_tokens, cost, error) = match result {
             // A hit spent nothing: no tokens, and a cost that is known to be 0.
             Ok(_) if cache_hit => (
@@ -125,21 +243,27 @@ impl Classifier {
                 Some(e.to_string()),
             ),
         };
-        f(&MetricEvent {
-            name: MetricName::Evaluate,
-            model,
-            call_name: ctx.call_name.clone(),
-            status,
-            duration,
-            input_tokens,
-            output_tokens,
-            cost: cost.usd,
-            cost_source: cost.source,
-            error,
-            key: None,
-            request_id,
-            cache_hit,
-        });
+        self.emit(
+            &MetricEvent {
+                name: MetricName::Evaluate,
+                model,
+                call_name: ctx.call_name.clone(),
+                status,
+                duration,
+                input_tokens,
+                output_tokens,
+                cost: cost.usd,
+                cost_source: cost.source,
+                error,
+                key: None,
+                request_id,
+                cache_hit,
+                style: self.identity.style.clone(),
+                error_kind,
+                answers,
+            },
+            outermost,
+        );
     }
 }
 
@@ -156,7 +280,39 @@ pub(super) enum Place<'a> {
 tokio::task_local! {
     /// Set while the outermost classifier of a stack runs a call: a
     /// classifier that finds it set is a layer (or the style) inside that call.
-    pub(super) static IN_CALL: ();
+    /// It carries what the layers inside note about the call for its export.
+    pub(super) static IN_CALL: CallNotes;
+}
+
+/// What the layers inside a call note about it for the outermost classifier:
+/// the cascade's stage, which only the cascade knows.
+#[derive(Debug, Default)]
+pub(super) struct CallNotes {
+    cascade_stage: std::sync::Mutex<Option<&'static str>>,
+}
+
+impl CallNotes {
+    fn cascade_stage(&self) -> Option<&'static str> {
+        self.cascade_stage.lock().map(|s| *s).unwrap_or(None)
+    }
+}
+
+/// Notes which stage of a cascade answered the current call (`student` or
+/// `teacher`): a field of the call's one span (`cascade_stage`), and the
+/// `toolnexus.cascade_stage` attribute of its exported span. Outside a call
+/// it does nothing.
+///
+/// ```
+/// // Outside a classifier's call there is no span to fill: nothing happens.
+/// toolnexus::classifier::record_cascade_stage("student");
+/// ```
+pub fn record_cascade_stage(stage: &'static str) {
+    tracing::Span::current().record("cascade_stage", stage);
+    let _ = IN_CALL.try_with(|notes| {
+        if let Ok(mut s) = notes.cascade_stage.lock() {
+            *s = Some(stage);
+        }
+    });
 }
 
 /// Fills the call's span with how it ended: what answered, the tokens, the
@@ -190,3 +346,6 @@ fn close_span(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

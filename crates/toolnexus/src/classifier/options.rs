@@ -219,6 +219,14 @@ pub struct MetricEvent {
     /// The decision came from a cache: then the tokens are 0 and `cost` is
     /// `Some(0.0)` (nothing was spent), whatever the recorded decision's usage.
     pub cache_hit: bool,
+    /// The style or engine at the bottom of the stack
+    /// ([`Identity::style`](super::Identity::style)): `systemone`, `llm`, `laya`, …
+    pub style: String,
+    /// The kind of a failed call's error (`None` for a success or a warning).
+    pub error_kind: Option<super::ErrorKind>,
+    /// The answer type (`noul`, `choice`, `score`, `box`) of each answer of a
+    /// successful call, in key order; empty for a failure or a warning.
+    pub answers: Vec<&'static str>,
 }
 
 /// What a [`MetricEvent`] reports. Shown as its `tracing` name.

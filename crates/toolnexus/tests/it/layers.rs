@@ -85,6 +85,8 @@ const TOOLNEXUS: &[Row] = &[
     ("cache",      5, "the cache wraps any classifier"),
     ("compose",    5, "fallback and shadow compose classifiers"),
     ("probe",      5, "probes measure a classifier from outside"),
+    ("metrics",    4, "the Prometheus figures count the classifier's metric events"),
+    ("otel",       5, "the OpenTelemetry export plugs into the classifier's call seam and counts like metrics"),
     ("testing",    6, "the fakes users test with stand on everything they fake"),
     ("crate",      7, "the root only declares modules and re-exports: it is the face"),
 ];
@@ -132,6 +134,7 @@ const TOOLNEXUS_CLI: &[Row] = &[
     ("style",             2, "the settings: arguments into the stack builder's spec for commands"),
     ("caps",              2, "the message a run stopped by a cap ends with reads the caps' flags"),
     ("spend",             2, "estimates and cost lines build stacks through the settings"),
+    ("otel",              2, "the export the flags ask for: arguments into the library's OpenTelemetry options"),
     ("commands::assess",  3, "assess adapts arguments to the library's assessment"),
     ("commands::batch",   3, "batch adapts arguments to a run over a states file"),
     ("commands::cache",   3, "cache inspects, clears and exports cache files"),

@@ -13,6 +13,8 @@ mod layers;
 mod limit;
 mod llm;
 mod observe;
+#[cfg(feature = "otel")]
+mod otel;
 mod parity;
 mod parity_http;
 mod pinning;

@@ -16,6 +16,7 @@ const SUITE_ENV: &[(&str, &str)] = &[
     ("TOOLNEXUS_IT_FAULTS_KEY", "sk-FAULTS-4e1b7c90d2a35f68"),
     ("TOOLNEXUS_IT_SWEEP_KEY", "sk-SWEEP-91c4e07b3a6d25f8"),
     ("TOOLNEXUS_IT_SWEEP_HDR", "hdr-SWEEP-5d0a8e3f71c2"),
+    ("TOOLNEXUS_IT_OTEL_KEY", "sk-OTEL-3b9d0e6a5c17f2"),
     ("TOOLNEXUS_IT_LLM_KEY_OPENAI", "sk-sentinel-openai-41d9"),
     ("TOOLNEXUS_IT_LLM_KEY_ANTHROPIC", "sk-ant-sentinel-77c1"),
     ("TOOLNEXUS_IT_LLM_KEY_PROVIDER", "sk-sentinel-provider-0b77"),

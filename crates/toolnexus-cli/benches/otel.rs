@@ -1,0 +1,198 @@
+//! The cost of watching: `toolnexus batch --style systemone` against
+//! `toolnexus serve` on loopback, with the OpenTelemetry export off and on (to
+//! a loopback OTLP/HTTP receiver), in one sitting.
+//!
+//! ```text
+//! cargo bench -p toolnexus-cli --bench otel
+//! ```
+//!
+//! Rounds alternate off and on (`OTEL_BENCH_ROUNDS`, default 5 each) over
+//! `OTEL_BENCH_STATES` states (default 5000), concurrency 16, process start
+//! included; the median of each side and their ratio are printed. The
+//! receiver answers 200 to every export and keeps what it was sent, which is
+//! checked to hold one span per state.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use serde_json::json;
+use toolnexus::classifier::{Decision, Questions, questions_from_wire, questions_wire};
+use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
+use toolnexus::testing::{Reply, Server as Receiver};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn questions() -> Questions {
+    questions_from_wire(&json!({
+        "spam": {"type": "noul", "instructions": "Is this unsolicited bulk mail?"},
+        "desk": {"type": "choice", "instructions": "Which desk owns it?", "criteria": {
+            "billing": "money moved or is owed", "shipping": "a parcel", "technical": "the product misbehaves"}}
+    }))
+    .expect("questions")
+}
+
+fn write_tape(path: &Path, n: usize) {
+    let qs = questions();
+    let tape = Tape::new().with_note("otel bench");
+    for i in 0..n {
+        let d = Decision::from_value(&json!({
+            "model": "bench-1",
+            "answers": {
+                "spam": {"type": "noul", "noul": (i % 100) as f64 / 100.0},
+                "desk": {"type": "choice", "choice": "billing", "confidence": 0.7,
+                         "probabilities": {"billing": 0.7, "shipping": 0.2, "technical": 0.1}}
+            },
+            "usage": {"input_tokens": 120, "output_tokens": 9, "cost": 0.00002}
+        }))
+        .expect("decision");
+        tape.record(TapeEntry {
+            call_name: "bench".into(),
+            model: "bench-1".into(),
+            state: json!({"ticket": i, "body": "Please refund the duplicate charge on my last invoice."}),
+            questions: qs.clone(),
+            outcome: TapeOutcome::Decision(d),
+            request_id: None,
+        });
+    }
+    tape.save(path).expect("save tape");
+}
+
+struct Serve(Child, String);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_serve(tape: &Path) -> Serve {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--style",
+            "static",
+            "--tape",
+        ])
+        .arg(tape)
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    std::thread::spawn(move || for _ in lines {});
+    let url = first
+        .strip_prefix("listening on ")
+        .expect("serve prints its address")
+        .to_string();
+    Serve(child, url)
+}
+
+/// States per second of one batch run; `collector` turns the export on.
+fn batch(dir: &Path, args: &[&str], n: usize, collector: Option<&str>) -> f64 {
+    let out = dir.join("out.jsonl");
+    let _ = std::fs::remove_file(&out);
+    let mut cmd = Command::new(BIN);
+    cmd.arg("batch")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .args(["--no-progress", "--concurrency", "16"])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(url) = collector {
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", url);
+    }
+    let start = Instant::now();
+    let status = cmd.status().expect("run batch");
+    let secs = start.elapsed().as_secs_f64();
+    assert!(status.success(), "batch failed: {status}");
+    n as f64 / secs
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let n = env_usize("OTEL_BENCH_STATES", 5_000);
+    let rounds = env_usize("OTEL_BENCH_ROUNDS", 5).max(1);
+    let dir = std::env::temp_dir().join(format!("toolnexus-otel-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tape = dir.join("bench.tape.json");
+    write_tape(&tape, n);
+    let q = dir.join("q.json");
+    std::fs::write(&q, questions_wire(&questions()).to_string()).expect("questions");
+    let states = dir.join("in.jsonl");
+    let text: String = Tape::load(&tape)
+        .expect("tape")
+        .entries()
+        .iter()
+        .map(|e| format!("{}\n", e.state))
+        .collect();
+    std::fs::write(&states, text).expect("states");
+
+    let serve = start_serve(&tape);
+    let receiver = Receiver::builder()
+        .script([Reply::json(200, "")])
+        .start_on_thread();
+    let collector = format!("http://{}", receiver.addr());
+    let base = format!("{}/v1", serve.1);
+    let (q, s) = (q.display().to_string(), states.display().to_string());
+    let args = [
+        "--questions",
+        &q,
+        "--states",
+        &s,
+        "--style",
+        "systemone",
+        "--base-url",
+        &base,
+        "--retries",
+        "-1",
+    ];
+    // One run each first: connections, page cache, the receiver's thread.
+    batch(&dir, &args, n, None);
+    batch(&dir, &args, n, Some(&collector));
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        off.push(batch(&dir, &args, n, None));
+        on.push(batch(&dir, &args, n, Some(&collector)));
+    }
+    let traces = receiver
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/traces")
+        .count();
+    assert!(traces > 0, "the receiver got spans");
+    let (off, on) = (median(off), median(on));
+    println!(
+        "batch (systemone -> serve on loopback, {n} states, concurrency 16, {rounds} rounds each, medians):"
+    );
+    println!("  export off: {off:.0} states/s");
+    println!("  export on:  {on:.0} states/s (to a loopback OTLP/HTTP receiver)");
+    println!(
+        "  on / off:   {:.3} ({:+.1}%)",
+        on / off,
+        (on / off - 1.0) * 100.0
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}

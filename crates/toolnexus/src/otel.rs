@@ -1,0 +1,394 @@
+//! OpenTelemetry export (the `otel` feature, SPEC §25): each call becomes one
+//! GenAI client span with one `gen_ai.evaluation.result` event per answer,
+//! and the call metrics become OpenTelemetry metrics, sent over OTLP/HTTP
+//! (protobuf) by the OpenTelemetry SDK.
+//!
+//! The outermost classifier of a stack already knows the whole call when it
+//! ends — the decision, the usage, the cost, the cascade's stage — so the
+//! span is built there, once, directly: no `tracing` layer translating every
+//! span and field, and nothing at all when no export is installed.
+//!
+//! Configuration follows the standard variables: `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `_METRICS_ENDPOINT`),
+//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT`,
+//! `OTEL_SERVICE_NAME` (`toolnexus` when unset), `OTEL_RESOURCE_ATTRIBUTES`,
+//! `OTEL_BSP_*` for the span queue and `OTEL_METRIC_EXPORT_INTERVAL`.
+//! `OTEL_EXPORTER_OTLP_PROTOCOL` other than `http/protobuf` is warned about
+//! and http/protobuf is used.
+//!
+//! Spans wait in a bounded queue sent by a background thread: an unreachable
+//! collector costs a warning (and the spans the full queue drops, counted by
+//! the SDK), never a slower or failed call. State text and instructions are
+//! exported only with [`OtelOptions::content`]; credentials never (endpoints
+//! are exported as their host, error texts not at all: only their kind).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
+use opentelemetry::trace::{Span as _, SpanKind, Status, Tracer as _, TracerProvider as _};
+use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use serde_json::Value;
+
+use crate::classifier::{
+    CallEnd, CallExport, CallWatch, MetricEvent, MetricName, MetricStatus, Questions,
+};
+
+mod attributes;
+mod delivery;
+
+pub use attributes::{CallRecord, evaluation_events, span_attributes};
+pub use delivery::undelivered_spans;
+
+/// How [`install`] sets the export up; the rest comes from the standard
+/// `OTEL_*` variables.
+///
+/// ```
+/// let opts = toolnexus::otel::OtelOptions { content: true, ..Default::default() };
+/// assert!(opts.endpoint.is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct OtelOptions {
+    /// Export the state text and the questions' instructions (`toolnexus.state`,
+    /// `toolnexus.instructions`). Off by default: they may hold personal data.
+    pub content: bool,
+    /// The collector's base URL (`http://host:4318`), in place of
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`; `/v1/traces` and `/v1/metrics` are added.
+    pub endpoint: Option<String>,
+    /// The `service.name` resource attribute, in place of `OTEL_SERVICE_NAME`.
+    pub service_name: Option<String>,
+}
+
+/// Why [`install`] could not set the export up.
+///
+/// ```
+/// let e = toolnexus::otel::OtelError::new("traces exporter: no HTTP client");
+/// assert_eq!(e.to_string(), "otel: traces exporter: no HTTP client");
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("otel: {0}")]
+pub struct OtelError(String);
+
+impl OtelError {
+    /// An error with this text.
+    ///
+    /// ```
+    /// let e = toolnexus::otel::OtelError::new("x");
+    /// assert_eq!(e.to_string(), "otel: x");
+    /// ```
+    pub fn new(text: impl Into<String>) -> OtelError {
+        OtelError(text.into())
+    }
+}
+
+/// Whether the standard variables ask for an export: `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set and not empty.
+///
+/// ```
+/// // SAFETY-free check: it only reads the environment.
+/// let _asked: bool = toolnexus::otel::configured_by_env();
+/// ```
+pub fn configured_by_env() -> bool {
+    [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ]
+    .iter()
+    .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
+}
+
+/// The export the classifiers call into (see `classifier::CallExport`).
+struct Export {
+    tracer: SdkTracer,
+    instruments: Instruments,
+    content: bool,
+}
+
+struct Instruments {
+    requests: Counter<u64>,
+    answers: Counter<u64>,
+    errors: Counter<u64>,
+    warnings: Counter<u64>,
+    cache_hits: Counter<u64>,
+    tokens: Counter<u64>,
+    cost_usd: Counter<f64>,
+    duration: Histogram<f64>,
+}
+
+/// Keeps the export running; [`OtelGuard::shutdown`] (or dropping it) sends
+/// what is queued, waiting a bounded time, and uninstalls it.
+#[must_use = "dropping the guard ends the export"]
+pub struct OtelGuard {
+    export: Arc<dyn CallExport>,
+    tracers: SdkTracerProvider,
+    meters: SdkMeterProvider,
+    done: bool,
+}
+
+impl std::fmt::Debug for OtelGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtelGuard").finish_non_exhaustive()
+    }
+}
+
+/// Installs the export for every classifier of the process: from now on each
+/// call's outermost classifier exports its span, events and metrics. A second
+/// install replaces the first (whose guard then only flushes its own queue).
+///
+/// ```no_run
+/// # fn main() -> Result<(), toolnexus::otel::OtelError> {
+/// // OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (Jaeger, or any collector)
+/// let guard = toolnexus::otel::install(toolnexus::otel::OtelOptions::default())?;
+/// // ... evaluate ...
+/// guard.shutdown();
+/// # Ok(()) }
+/// ```
+pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
+    match std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL") {
+        Ok(p) if !p.is_empty() && p != "http/protobuf" => tracing::warn!(
+            target: "toolnexus::otel",
+            "OTEL_EXPORTER_OTLP_PROTOCOL={p} is not supported: exporting with http/protobuf"
+        ),
+        _ => {}
+    }
+    let resource = resource(&options);
+    let spans = opentelemetry_otlp::SpanExporter::builder().with_http();
+    let spans = match &options.endpoint {
+        Some(e) => spans.with_endpoint(format!("{}/v1/traces", e.trim_end_matches('/'))),
+        None => spans,
+    }
+    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+    .build()
+    .map_err(|e| OtelError(format!("traces exporter: {e}")))?;
+    let metrics = opentelemetry_otlp::MetricExporter::builder().with_http();
+    let metrics = match &options.endpoint {
+        Some(e) => metrics.with_endpoint(format!("{}/v1/metrics", e.trim_end_matches('/'))),
+        None => metrics,
+    }
+    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+    .build()
+    .map_err(|e| OtelError(format!("metrics exporter: {e}")))?;
+    let collector = options
+        .endpoint
+        .clone()
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").ok())
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "http://localhost:4318".into());
+    let tracers = SdkTracerProvider::builder()
+        .with_batch_exporter(delivery::Warned::new(spans, &collector))
+        .with_resource(resource.clone())
+        .build();
+    let meters = SdkMeterProvider::builder()
+        .with_periodic_exporter(metrics)
+        .with_resource(resource)
+        .build();
+    let export = Export {
+        tracer: tracers.tracer("toolnexus"),
+        instruments: Instruments::new(&meters),
+        content: options.content,
+    };
+    let export: Arc<dyn CallExport> = Arc::new(export);
+    crate::classifier::set_call_export(export.clone());
+    Ok(OtelGuard {
+        export,
+        tracers,
+        meters,
+        done: false,
+    })
+}
+
+fn resource(options: &OtelOptions) -> opentelemetry_sdk::Resource {
+    let builder = opentelemetry_sdk::Resource::builder();
+    let from_env = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|s| !s.is_empty())
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|s| s.contains("service.name="));
+    match &options.service_name {
+        Some(name) => builder.with_service_name(name.clone()),
+        None if from_env => builder,
+        None => builder.with_service_name("toolnexus"),
+    }
+    .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+    .build()
+}
+
+impl OtelGuard {
+    /// Sends what is queued (waiting at most a few seconds) and ends the export.
+    ///
+    /// ```no_run
+    /// let guard = toolnexus::otel::install(Default::default()).unwrap();
+    /// guard.shutdown();
+    /// ```
+    pub fn shutdown(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        crate::classifier::clear_call_export(&self.export);
+        // Failures (an unreachable collector) were already warned about by
+        // the SDK as they happened; the process goes on either way.
+        // What did not reach the collector was warned about as it failed
+        // (see `delivery`) and is counted; the process goes on either way.
+        let _ = self.tracers.shutdown_with_timeout(Duration::from_secs(5));
+        let _ = self.meters.shutdown();
+    }
+}
+
+impl Drop for OtelGuard {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// What the outermost classifier keeps from the start of a call for its
+/// span: when it started, the model asked for, and the content when opted in.
+struct Watch {
+    tracer: SdkTracer,
+    started: SystemTime,
+    asked: String,
+    state: Option<String>,
+    instructions: Vec<(String, String)>,
+}
+
+impl CallExport for Export {
+    fn start(&self, state: &Value, questions: &Questions, asked: &str) -> Box<dyn CallWatch> {
+        let (state, instructions) = if self.content {
+            (
+                Some(state.to_string()),
+                questions
+                    .iter()
+                    .map(|(k, q)| (k.clone(), attributes::instructions_text(q)))
+                    .collect(),
+            )
+        } else {
+            (None, Vec::new())
+        };
+        Box::new(Watch {
+            tracer: self.tracer.clone(),
+            started: SystemTime::now(),
+            asked: asked.to_string(),
+            state,
+            instructions,
+        })
+    }
+
+    fn metric(&self, event: &MetricEvent) {
+        self.instruments.record(event);
+    }
+}
+
+impl CallWatch for Watch {
+    /// Exports the call's span and its events.
+    fn finish(self: Box<Self>, end: CallEnd<'_>) {
+        let record = CallRecord {
+            identity: end.identity,
+            asked: &self.asked,
+            call_name: end.call_name,
+            result: end.result,
+            answered: end.answered,
+            cascade_stage: end.cascade_stage,
+            state: self.state.as_deref(),
+        };
+        let tracer = &self.tracer;
+        let mut span = tracer
+            .span_builder(format!("evaluate {}", self.asked))
+            .with_kind(SpanKind::Client)
+            .with_start_time(self.started)
+            .with_attributes(span_attributes(&record))
+            .start(tracer);
+        let at = self.started + end.duration;
+        for attrs in evaluation_events(&record, &self.instructions) {
+            span.add_event_with_timestamp("gen_ai.evaluation.result", at, attrs);
+        }
+        if let Err(e) = end.result {
+            span.set_status(Status::error(e.kind().as_str()));
+        }
+        span.end_with_timestamp(at);
+    }
+}
+
+impl Instruments {
+    fn new(meters: &SdkMeterProvider) -> Instruments {
+        let m = meters.meter("toolnexus");
+        let counter = |name: &'static str, what: &'static str| {
+            m.u64_counter(name).with_description(what).build()
+        };
+        Instruments {
+            requests: counter(
+                "toolnexus.requests",
+                "Calls evaluated, by style, model and outcome.",
+            ),
+            answers: counter("toolnexus.answers", "Answers returned, by answer type."),
+            errors: counter("toolnexus.errors", "Failed calls, by error kind."),
+            warnings: counter(
+                "toolnexus.warnings",
+                "Warnings about questions and answers.",
+            ),
+            cache_hits: counter("toolnexus.cache_hits", "Calls answered from a cache."),
+            tokens: counter("toolnexus.tokens", "Tokens spent, by direction."),
+            cost_usd: m
+                .f64_counter("toolnexus.cost_usd")
+                .with_description("Known cost of the calls in US dollars.")
+                .build(),
+            duration: m
+                .f64_histogram("toolnexus.request.duration")
+                .with_unit("s")
+                .with_description("Wall time of a call.")
+                .with_boundaries(crate::metrics::DURATION_BUCKETS.to_vec())
+                .build(),
+        }
+    }
+}
+
+impl Instruments {
+    /// Counts one call or warning.
+    fn record(&self, e: &MetricEvent) {
+        let i = self;
+        if e.name == MetricName::Warning || e.status == MetricStatus::Warning {
+            i.warnings.add(1, &[]);
+            return;
+        }
+        let outcome = if e.status == MetricStatus::Ok {
+            "ok"
+        } else {
+            "error"
+        };
+        i.requests.add(
+            1,
+            &[
+                KeyValue::new("style", e.style.clone()),
+                KeyValue::new("model", e.model.clone()),
+                KeyValue::new("outcome", outcome),
+            ],
+        );
+        for t in &e.answers {
+            i.answers.add(1, &[KeyValue::new("type", *t)]);
+        }
+        if let Some(kind) = e.error_kind {
+            i.errors.add(1, &[KeyValue::new("kind", kind.as_str())]);
+        }
+        if e.cache_hit {
+            i.cache_hits.add(1, &[]);
+        }
+        i.tokens.add(
+            e.input_tokens.max(0) as u64,
+            &[KeyValue::new("direction", "input")],
+        );
+        i.tokens.add(
+            e.output_tokens.max(0) as u64,
+            &[KeyValue::new("direction", "output")],
+        );
+        if let Some(usd) = e.cost.filter(|c| c.is_finite() && *c > 0.0) {
+            i.cost_usd.add(usd, &[]);
+        }
+        i.duration.record(e.duration.as_secs_f64(), &[]);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,265 @@
+//! The mapping from a finished call to OpenTelemetry attributes: the GenAI
+//! client span's and each `gen_ai.evaluation.result` event's. Pure, so it is
+//! tested without a collector.
+
+use std::collections::BTreeMap;
+
+use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
+
+use crate::classifier::{ClassifierError, DecisionAnswer, Evaluated, Identity, Question};
+
+/// What the span of one finished call is made from.
+///
+/// ```
+/// use toolnexus::classifier::{ClassifierError, Evaluated, Identity};
+/// use toolnexus::otel::{CallRecord, span_attributes};
+///
+/// let id = Identity::new("systemone", "jev-1", Some("https://api.example.com/v1/systemone".into()));
+/// let result: Result<Evaluated, ClassifierError> = Err(ClassifierError::cancelled());
+/// let record = CallRecord {
+///     identity: &id, asked: "jev-1", call_name: "triage", result: &result,
+///     answered: "", cascade_stage: None, state: None,
+/// };
+/// let attrs = span_attributes(&record);
+/// assert!(attrs.iter().any(|kv| kv.key.as_str() == "error.type"
+///     && kv.value.as_str() == "cancelled"));
+/// assert!(attrs.iter().any(|kv| kv.key.as_str() == "server.address"
+///     && kv.value.as_str() == "api.example.com"));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct CallRecord<'a> {
+    /// What the bottom of the stack is.
+    pub identity: &'a Identity,
+    /// The model the call asked for.
+    pub asked: &'a str,
+    /// The call's `EvalContext::call_name`, possibly empty.
+    pub call_name: &'a str,
+    /// How the call ended.
+    pub result: &'a Result<Evaluated, ClassifierError>,
+    /// The model that answered, scrubbed of secrets (empty for a failure).
+    pub answered: &'a str,
+    /// Which stage of a cascade answered, if a cascade did.
+    pub cascade_stage: Option<&'static str>,
+    /// The state's JSON text, only when content export was asked for.
+    pub state: Option<&'a str>,
+}
+
+/// The span's attributes: the GenAI client convention's, then `toolnexus.*`
+/// for what the convention lacks.
+///
+/// ```
+/// # use toolnexus::classifier::{ClassifierError, Evaluated, Identity};
+/// # use toolnexus::otel::{CallRecord, span_attributes};
+/// # let id = Identity::local("laya", "laya-1");
+/// # let result: Result<Evaluated, ClassifierError> = Err(ClassifierError::cancelled());
+/// # let record = CallRecord { identity: &id, asked: "laya-1", call_name: "", result: &result,
+/// #     answered: "", cascade_stage: None, state: None };
+/// let attrs = span_attributes(&record);
+/// assert_eq!(attrs[0].key.as_str(), "gen_ai.operation.name");
+/// ```
+pub fn span_attributes(r: &CallRecord<'_>) -> Vec<KeyValue> {
+    let id = r.identity;
+    let mut a = vec![
+        KeyValue::new("gen_ai.operation.name", "evaluate"),
+        KeyValue::new("gen_ai.provider.name", id.style.clone()),
+        KeyValue::new("gen_ai.request.model", r.asked.to_string()),
+        KeyValue::new("toolnexus.style", id.style.clone()),
+        KeyValue::new("toolnexus.local", id.local),
+    ];
+    if let Some((host, port)) = id.endpoint.as_deref().and_then(host_and_port) {
+        a.push(KeyValue::new("server.address", host));
+        if let Some(port) = port {
+            a.push(KeyValue::new("server.port", i64::from(port)));
+        }
+    }
+    if !r.call_name.is_empty() {
+        a.push(KeyValue::new(
+            "toolnexus.call_name",
+            r.call_name.to_string(),
+        ));
+    }
+    if let Some(stage) = r.cascade_stage {
+        a.push(KeyValue::new("toolnexus.cascade_stage", stage));
+    }
+    if let Some(state) = r.state {
+        a.push(KeyValue::new("toolnexus.state", state.to_string()));
+    }
+    match r.result {
+        Ok(e) => {
+            let d = &e.decision;
+            a.push(KeyValue::new(
+                "gen_ai.response.model",
+                r.answered.to_string(),
+            ));
+            let (input, output) = if e.cache_hit {
+                (0, 0)
+            } else {
+                (d.usage.input_tokens, d.usage.output_tokens)
+            };
+            a.push(KeyValue::new("gen_ai.usage.input_tokens", input));
+            a.push(KeyValue::new("gen_ai.usage.output_tokens", output));
+            a.push(KeyValue::new("toolnexus.calibrated", d.calibrated));
+            a.push(KeyValue::new("toolnexus.cache_hit", e.cache_hit));
+            let cost = if e.cache_hit {
+                crate::price::Cost::cache_hit()
+            } else {
+                e.cost.clone()
+            };
+            if let Some(usd) = cost.usd {
+                a.push(KeyValue::new("toolnexus.cost_usd", usd));
+            }
+            match cost.source {
+                Some(crate::price::CostSource::Priced { table, checked }) => {
+                    a.push(KeyValue::new("toolnexus.cost_source", "priced"));
+                    a.push(KeyValue::new("toolnexus.cost_table", table));
+                    a.push(KeyValue::new("toolnexus.cost_checked", checked));
+                }
+                Some(source) => a.push(KeyValue::new("toolnexus.cost_source", source.as_str())),
+                None => {}
+            }
+        }
+        Err(e) => a.push(KeyValue::new("error.type", e.kind().as_str())),
+    }
+    a
+}
+
+/// One `gen_ai.evaluation.result` event's attributes per answer, in key
+/// order; `instructions` (key, text) are added only when given (content opt-in).
+///
+/// ```
+/// # use toolnexus::classifier::{ClassifierError, Evaluated, Identity};
+/// # use toolnexus::otel::{CallRecord, evaluation_events};
+/// # let id = Identity::local("laya", "laya-1");
+/// # let result: Result<Evaluated, ClassifierError> = Err(ClassifierError::cancelled());
+/// # let record = CallRecord { identity: &id, asked: "laya-1", call_name: "", result: &result,
+/// #     answered: "", cascade_stage: None, state: None };
+/// // A failed call answered nothing.
+/// assert!(evaluation_events(&record, &[]).is_empty());
+/// ```
+pub fn evaluation_events(
+    r: &CallRecord<'_>,
+    instructions: &[(String, String)],
+) -> Vec<Vec<KeyValue>> {
+    let Ok(e) = r.result else {
+        return Vec::new();
+    };
+    let given: BTreeMap<&str, &str> = instructions
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    e.decision
+        .answers
+        .iter()
+        .map(|(key, answer)| {
+            let mut a = vec![
+                KeyValue::new("gen_ai.evaluation.name", key.clone()),
+                KeyValue::new("toolnexus.answer_type", answer.answer_type()),
+            ];
+            answer_attributes(answer, &mut a);
+            if let Some(text) = given.get(key.as_str()) {
+                a.push(KeyValue::new("toolnexus.instructions", text.to_string()));
+            }
+            a
+        })
+        .collect()
+}
+
+fn answer_attributes(answer: &DecisionAnswer, a: &mut Vec<KeyValue>) {
+    match answer {
+        DecisionAnswer::Noul(n) => {
+            a.push(KeyValue::new("gen_ai.evaluation.score.value", n.noul));
+            let label = if n.noul >= 0.5 { "true" } else { "false" };
+            a.push(KeyValue::new("gen_ai.evaluation.score.label", label));
+        }
+        DecisionAnswer::Choice(c) => {
+            let p = c
+                .probabilities
+                .get(&c.choice)
+                .copied()
+                .unwrap_or(c.confidence);
+            a.push(KeyValue::new("gen_ai.evaluation.score.value", p));
+            a.push(KeyValue::new(
+                "gen_ai.evaluation.score.label",
+                c.choice.clone(),
+            ));
+            probabilities(&c.probabilities, a);
+            a.push(KeyValue::new("toolnexus.confidence", c.confidence));
+            a.push(KeyValue::new("toolnexus.near_uniform", c.near_uniform));
+        }
+        DecisionAnswer::Score(s) => {
+            a.push(KeyValue::new("gen_ai.evaluation.score.value", s.score));
+            let level = s.score.round().max(0.0) as i64;
+            a.push(KeyValue::new(
+                "gen_ai.evaluation.score.label",
+                level.to_string(),
+            ));
+            probabilities(&s.probabilities, a);
+            a.push(KeyValue::new("toolnexus.confidence", s.confidence));
+        }
+        DecisionAnswer::Box(b) => {
+            if let Some(c) = b.confidence {
+                a.push(KeyValue::new("gen_ai.evaluation.score.value", c));
+                a.push(KeyValue::new("toolnexus.confidence", c));
+            }
+            let c = &b.coordinates;
+            a.push(KeyValue::new(
+                "toolnexus.box",
+                OtelValue::Array(Array::F64(vec![c.top, c.bottom, c.left, c.right])),
+            ));
+        }
+    }
+}
+
+/// The distribution as two parallel arrays: `toolnexus.labels` (option ids or
+/// level indices) and `toolnexus.probabilities`.
+fn probabilities(p: &BTreeMap<String, f64>, a: &mut Vec<KeyValue>) {
+    let labels: Vec<StringValue> = p.keys().map(|k| k.clone().into()).collect();
+    a.push(KeyValue::new(
+        "toolnexus.labels",
+        OtelValue::Array(Array::String(labels)),
+    ));
+    a.push(KeyValue::new(
+        "toolnexus.probabilities",
+        OtelValue::Array(Array::F64(p.values().copied().collect())),
+    ));
+}
+
+/// A question's instructions as text: plain text as is, structured content
+/// as its JSON text.
+pub(crate) fn instructions_text(q: &Question) -> String {
+    let c = match q {
+        Question::Noul(q) => &q.instructions,
+        Question::Choice(q) => &q.instructions,
+        Question::Score(q) => &q.instructions,
+        Question::Box(q) => &q.instructions,
+    };
+    match c.as_str() {
+        Some(s) => s.to_string(),
+        None => c.as_value().to_string(),
+    }
+}
+
+/// The host (and port, when given) of an endpoint URL; never its user,
+/// password, path or query.
+fn host_and_port(url: &str) -> Option<(String, Option<u16>)> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host_port.is_empty() {
+        return None;
+    }
+    if let Some(v6) = host_port.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
+        return Some((host.to_string(), port));
+    }
+    match host_port.rsplit_once(':') {
+        Some((h, p)) => Some((h.to_string(), p.parse().ok())),
+        None => Some((host_port.to_string(), None)),
+    }
+}
+
+#[cfg(test)]
+pub(super) fn host_and_port_for_tests(url: &str) -> Option<(String, Option<u16>)> {
+    host_and_port(url)
+}

@@ -1,0 +1,196 @@
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::attributes::host_and_port_for_tests as host_and_port;
+use super::*;
+use crate::classifier::{ClassifierError, Decision, Evaluated, Identity};
+
+fn decision() -> Decision {
+    Decision::from_value(&json!({
+        "model": "jev-1.13",
+        "answers": {
+            "spam": {"type": "noul", "noul": 0.25},
+            "topic": {"type": "choice", "choice": "billing",
+                      "probabilities": {"billing": 0.7, "other": 0.3},
+                      "confidence": 0.4, "near_uniform": false},
+            "tone": {"type": "score", "score": 1.8,
+                     "legend": {"0": "calm", "1": "tense", "2": "angry"},
+                     "probabilities": {"0": 0.05, "1": 0.1, "2": 0.85},
+                     "confidence": 0.6}
+        },
+        "usage": {"input_tokens": 120, "output_tokens": 3},
+        "calibrated": true
+    }))
+    .expect("a well-formed decision")
+}
+
+fn get<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a opentelemetry::Value> {
+    attrs
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| &kv.value)
+}
+
+fn text(attrs: &[KeyValue], key: &str) -> String {
+    get(attrs, key)
+        .unwrap_or_else(|| panic!("no {key} in {attrs:?}"))
+        .as_str()
+        .into_owned()
+}
+
+fn ok_record<'a>(
+    id: &'a Identity,
+    result: &'a Result<Evaluated, ClassifierError>,
+    state: Option<&'a str>,
+) -> CallRecord<'a> {
+    CallRecord {
+        identity: id,
+        asked: "jev-latest",
+        call_name: "triage",
+        result,
+        answered: "jev-1.13",
+        cascade_stage: Some("teacher"),
+        state,
+    }
+}
+
+#[test]
+fn a_call_maps_to_the_genai_client_span() {
+    let id = Identity::new(
+        "systemone",
+        "jev-latest",
+        Some("https://api.example.com:8443/v1/systemone".into()),
+    );
+    let mut e = Evaluated::new(decision());
+    e.cost = crate::price::Cost::new(
+        0.002,
+        crate::price::CostSource::Priced {
+            table: "toolnexus".into(),
+            checked: "2026-12-05".into(),
+        },
+    );
+    let result = Ok(e);
+    let attrs = span_attributes(&ok_record(&id, &result, None));
+    assert_eq!(text(&attrs, "gen_ai.operation.name"), "evaluate");
+    assert_eq!(text(&attrs, "gen_ai.provider.name"), "systemone");
+    assert_eq!(text(&attrs, "gen_ai.request.model"), "jev-latest");
+    assert_eq!(text(&attrs, "gen_ai.response.model"), "jev-1.13");
+    assert_eq!(
+        get(&attrs, "gen_ai.usage.input_tokens"),
+        Some(&120i64.into())
+    );
+    assert_eq!(
+        get(&attrs, "gen_ai.usage.output_tokens"),
+        Some(&3i64.into())
+    );
+    assert_eq!(text(&attrs, "server.address"), "api.example.com");
+    assert_eq!(get(&attrs, "server.port"), Some(&8443i64.into()));
+    assert_eq!(get(&attrs, "toolnexus.calibrated"), Some(&true.into()));
+    assert_eq!(get(&attrs, "toolnexus.cache_hit"), Some(&false.into()));
+    assert_eq!(get(&attrs, "toolnexus.cost_usd"), Some(&0.002.into()));
+    assert_eq!(text(&attrs, "toolnexus.cost_source"), "priced");
+    assert_eq!(text(&attrs, "toolnexus.cost_table"), "toolnexus");
+    assert_eq!(text(&attrs, "toolnexus.cascade_stage"), "teacher");
+    assert_eq!(text(&attrs, "toolnexus.call_name"), "triage");
+    assert!(get(&attrs, "error.type").is_none());
+    assert!(
+        get(&attrs, "toolnexus.state").is_none(),
+        "no content unless asked"
+    );
+}
+
+#[test]
+fn a_cache_hit_spent_nothing() {
+    let id = Identity::new("systemone", "jev-latest", None);
+    let mut e = Evaluated::new(decision());
+    e.cache_hit = true;
+    let result = Ok(e);
+    let attrs = span_attributes(&ok_record(&id, &result, None));
+    assert_eq!(get(&attrs, "toolnexus.cache_hit"), Some(&true.into()));
+    assert_eq!(get(&attrs, "gen_ai.usage.input_tokens"), Some(&0i64.into()));
+    assert_eq!(get(&attrs, "toolnexus.cost_usd"), Some(&0.0.into()));
+    assert_eq!(text(&attrs, "toolnexus.cost_source"), "cache");
+    assert!(
+        get(&attrs, "server.address").is_none(),
+        "no endpoint, no address"
+    );
+}
+
+#[test]
+fn a_failure_names_its_kind_and_no_text() {
+    let id = Identity::new("systemone", "jev-latest", None);
+    let result = Err(ClassifierError::cancelled());
+    let record = CallRecord {
+        answered: "",
+        ..ok_record(&id, &result, None)
+    };
+    let attrs = span_attributes(&record);
+    assert_eq!(text(&attrs, "error.type"), "cancelled");
+    assert!(get(&attrs, "gen_ai.response.model").is_none());
+    assert!(evaluation_events(&record, &[]).is_empty());
+}
+
+#[test]
+fn each_answer_is_one_evaluation_result() {
+    let id = Identity::new("systemone", "jev-latest", None);
+    let result = Ok(Evaluated::new(decision()));
+    let instructions = vec![("spam".to_string(), "Is it spam?".to_string())];
+    let record = ok_record(&id, &result, Some("{\"x\":1}"));
+    let events = evaluation_events(&record, &instructions);
+    let by_key: BTreeMap<String, &Vec<KeyValue>> = events
+        .iter()
+        .map(|a| (text(a, "gen_ai.evaluation.name"), a))
+        .collect();
+    assert_eq!(by_key.len(), 3);
+
+    let noul = by_key["spam"];
+    assert_eq!(
+        get(noul, "gen_ai.evaluation.score.value"),
+        Some(&0.25.into())
+    );
+    assert_eq!(text(noul, "gen_ai.evaluation.score.label"), "false");
+    assert_eq!(text(noul, "toolnexus.instructions"), "Is it spam?");
+
+    let choice = by_key["topic"];
+    assert_eq!(text(choice, "gen_ai.evaluation.score.label"), "billing");
+    assert_eq!(
+        get(choice, "gen_ai.evaluation.score.value"),
+        Some(&0.7.into())
+    );
+    assert_eq!(get(choice, "toolnexus.confidence"), Some(&0.4.into()));
+    assert_eq!(get(choice, "toolnexus.near_uniform"), Some(&false.into()));
+    assert_eq!(
+        get(choice, "toolnexus.probabilities"),
+        Some(&opentelemetry::Value::Array(vec![0.7, 0.3].into()))
+    );
+    assert!(get(choice, "toolnexus.instructions").is_none());
+
+    let score = by_key["tone"];
+    assert_eq!(text(score, "gen_ai.evaluation.score.label"), "2");
+    assert_eq!(
+        get(score, "gen_ai.evaluation.score.value"),
+        Some(&1.8.into())
+    );
+    assert_eq!(text(score, "toolnexus.answer_type"), "score");
+
+    let span = span_attributes(&record);
+    assert_eq!(text(&span, "toolnexus.state"), "{\"x\":1}");
+}
+
+#[test]
+fn an_endpoint_is_exported_as_its_host_only() {
+    assert_eq!(
+        host_and_port("https://user:sekret@api.example.com/v1?key=sekret"),
+        Some(("api.example.com".into(), None))
+    );
+    assert_eq!(
+        host_and_port("http://127.0.0.1:8080/v1/systemone"),
+        Some(("127.0.0.1".into(), Some(8080)))
+    );
+    assert_eq!(
+        host_and_port("http://[::1]:9/v1"),
+        Some(("::1".into(), Some(9)))
+    );
+    assert_eq!(host_and_port("http:///v1"), None);
+}
