@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use candle_core::{DType, Device};
-use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use toolnexus::classifier::EnvSource;
 
 use crate::bert::{Bert, Config};
 use crate::error::{LocalError, msg};
-use crate::pins::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, hex};
+use crate::pins::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 use crate::text::Cutter;
+use crate::weights::{self, WeightBytes};
 
 /// The environment variable naming the model directory.
 pub const MODEL_DIR_ENV: &str = "TOOLNEXUS_MODEL_DIR";
@@ -206,11 +206,20 @@ impl Embedder {
             (config.as_ref(), tokenizer.as_ref(), weights.as_ref());
         let config = read_config(config_path)?;
         let tokenizer = read_tokenizer(tokenizer_path, &config)?;
-        let bytes = Arc::new(fs::read(weights_path).map_err(|e| msg::read(weights_path, e))?);
-        // The hash takes about as long as the rest of the load: it runs
-        // beside it, and the last of the two to finish with the file's bytes
-        // frees them.
-        let model_hash = Sha256Aside::start(Arc::clone(&bytes));
+        let (bytes, stamp) = weights::open(weights_path).map_err(|e| msg::read(weights_path, e))?;
+        let bytes = Arc::new(bytes);
+        // The digest remembered beside the weights for the file as it is now
+        // spares the hash; else it takes about as long as the rest of the
+        // load: it runs beside it, and the last of the two to finish with the
+        // file's bytes frees them.
+        let remembered = stamp
+            .as_ref()
+            .and_then(|s| weights::remembered(weights_path, s));
+        let model_hash = match remembered {
+            Some(sha) => Sha256Aside::Done(sha),
+            None => Sha256Aside::start(Arc::clone(&bytes)),
+        };
+        let fresh = matches!(model_hash, Sha256Aside::Running(_));
         let device = Device::Cpu;
         let tensors = candle_core::safetensors::load_buffer(&bytes, &device)
             .map_err(|e| msg::weights(weights_path, e))?;
@@ -226,6 +235,9 @@ impl Embedder {
         let (tokenizer, probe) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
         let text = Cutter::new(probe, max_tokens);
         let model_hash = model_hash.finish();
+        if let (true, Some(stamp)) = (fresh, &stamp) {
+            weights::remember(weights_path, stamp, &model_hash);
+        }
         Ok(Embedder {
             inner: Arc::new(Inner {
                 model,
@@ -533,14 +545,14 @@ enum Sha256Aside {
 }
 
 impl Sha256Aside {
-    fn start(bytes: Arc<Vec<u8>>) -> Sha256Aside {
+    fn start(bytes: Arc<WeightBytes>) -> Sha256Aside {
         let theirs = Arc::clone(&bytes);
         let spawned = std::thread::Builder::new()
             .name("toolnexus-weights-sha256".into())
-            .spawn(move || hex(&Sha256::digest(theirs.as_slice())));
+            .spawn(move || weights::sha256(&theirs));
         match spawned {
             Ok(handle) => Sha256Aside::Running(handle),
-            Err(_) => Sha256Aside::Done(hex(&Sha256::digest(bytes.as_slice()))),
+            Err(_) => Sha256Aside::Done(weights::sha256(&bytes)),
         }
     }
 

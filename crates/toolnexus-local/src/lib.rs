@@ -140,6 +140,7 @@ mod state_text;
 pub mod student;
 mod text;
 mod tiny;
+mod weights;
 mod zero_shot;
 
 pub use decisiontune::{

@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 use toolnexus::classifier::EnvSource;
 
 use super::*;
+use crate::pins::hex;
 use crate::text::shorten_long_runs;
 use crate::tiny::testing::{TempDir, tiny};
 use crate::tiny_model_for_tests;

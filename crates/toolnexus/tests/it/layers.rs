@@ -99,6 +99,7 @@ const TOOLNEXUS_LOCAL: &[Row] = &[
     ("num",          0, "vector arithmetic is pure"),
     ("pyjson",       0, "reading Python's JSON dialect is pure"),
     ("pins",         0, "the model's pins and the file hash need only std and sha2"),
+    ("weights",      1, "the weights file is mapped and its digest remembered by the pins' hash"),
     ("engine",       0, "what every engine shares needs only the library"),
     ("text",         1, "text cutting reads a tokenizer and reports through the error"),
     ("tiny",         1, "the tiny test model writes files in the pinned layout"),
