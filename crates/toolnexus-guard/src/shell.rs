@@ -31,6 +31,8 @@ mod capability;
 mod code;
 mod effects;
 mod runners;
+
+pub(crate) use runners::git_subcommand_in;
 mod syntax;
 #[cfg(test)]
 mod tests;

@@ -160,34 +160,16 @@ fn kind(v: Option<&Value>) -> &'static str {
     }
 }
 
-/// Git's global options that take a value in the next word.
-const GIT_VALUED: &[&str] = &[
-    "-C",
-    "-c",
-    "--git-dir",
-    "--work-tree",
-    "--namespace",
-    "--exec-path",
-    "--super-prefix",
-    "--config-env",
-    "--list-cmds",
-    "--attr-source",
-];
-
-/// The first argument that is not an option, git's global options skipped.
+/// The first argument that is not an option; for git, past its global
+/// options, as git reads them.
 fn subcommand(c: &shell::Command) -> Option<String> {
-    let mut args = c.args.iter();
-    while let Some(a) = args.next() {
-        if c.name == "git" && GIT_VALUED.contains(&a.as_str()) {
-            args.next();
-            continue;
-        }
-        if a.starts_with('-') {
-            continue;
-        }
-        return Some(a.clone());
-    }
-    None
+    let mut args = c.args.iter().map(String::as_str);
+    let at = if c.name == "git" {
+        shell::git_subcommand_in(args)?
+    } else {
+        args.position(|a| !a.starts_with('-'))?
+    };
+    c.args.get(at).cloned()
 }
 
 impl Reading {

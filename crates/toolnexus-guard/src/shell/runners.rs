@@ -9,7 +9,7 @@ use super::word::Word;
 mod git;
 
 use git::git;
-pub(crate) use git::git_subcommand;
+pub(crate) use git::{git_subcommand, git_subcommand_in};
 
 /// What a command hands on to run.
 pub(crate) enum Next {

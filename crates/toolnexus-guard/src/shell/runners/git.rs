@@ -24,16 +24,19 @@ const GIT_VALUED: &[&str] = &[
 /// The index of git's subcommand among its arguments, past its global
 /// options (`-C dir`, `-c k=v`, `--git-dir=…`, `--no-pager`, `-P`…).
 pub(crate) fn git_subcommand(args: &[Word]) -> Option<usize> {
-    let mut i = 0;
-    while i < args.len() {
-        let t = args[i].text.as_str();
+    git_subcommand_in(args.iter().map(|w| w.text.as_str()))
+}
+
+/// [`git_subcommand`] over the arguments' texts, for a command already read.
+pub(crate) fn git_subcommand_in<'a>(args: impl IntoIterator<Item = &'a str>) -> Option<usize> {
+    let mut args = args.into_iter().enumerate();
+    while let Some((i, t)) = args.next() {
         if !t.starts_with('-') {
             return Some(i);
         }
         if GIT_VALUED.contains(&t) {
-            i += 1;
+            args.next();
         }
-        i += 1;
     }
     None
 }
