@@ -12,95 +12,18 @@
 //! receiver answers 200 to every export and keeps what it was sent, which is
 //! checked to hold one span per state.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use serde_json::json;
-use toolnexus::classifier::{Decision, Questions, questions_from_wire, questions_wire};
-use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
+use toolnexus::classifier::questions_wire;
+use toolnexus::judge::Tape;
 use toolnexus::testing::{Reply, Server as Receiver};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+#[path = "support/mod.rs"]
+mod support;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn questions() -> Questions {
-    questions_from_wire(&json!({
-        "spam": {"type": "noul", "instructions": "Is this unsolicited bulk mail?"},
-        "desk": {"type": "choice", "instructions": "Which desk owns it?", "criteria": {
-            "billing": "money moved or is owed", "shipping": "a parcel", "technical": "the product misbehaves"}}
-    }))
-    .expect("questions")
-}
-
-fn write_tape(path: &Path, n: usize) {
-    let qs = questions();
-    let tape = Tape::new().with_note("otel bench");
-    for i in 0..n {
-        let d = Decision::from_value(&json!({
-            "model": "bench-1",
-            "answers": {
-                "spam": {"type": "noul", "noul": (i % 100) as f64 / 100.0},
-                "desk": {"type": "choice", "choice": "billing", "confidence": 0.7,
-                         "probabilities": {"billing": 0.7, "shipping": 0.2, "technical": 0.1}}
-            },
-            "usage": {"input_tokens": 120, "output_tokens": 9, "cost": 0.00002}
-        }))
-        .expect("decision");
-        tape.record(TapeEntry {
-            call_name: "bench".into(),
-            model: "bench-1".into(),
-            state: json!({"ticket": i, "body": "Please refund the duplicate charge on my last invoice."}),
-            questions: qs.clone(),
-            outcome: TapeOutcome::Decision(d),
-            request_id: None,
-        });
-    }
-    tape.save(path).expect("save tape");
-}
-
-struct Serve(Child, String);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_serve(tape: &Path) -> Serve {
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--style",
-            "static",
-            "--tape",
-        ])
-        .arg(tape)
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    std::thread::spawn(move || for _ in lines {});
-    let url = first
-        .strip_prefix("listening on ")
-        .expect("serve prints its address")
-        .to_string();
-    Serve(child, url)
-}
+use support::{BIN, env_usize, questions, start_serve, write_tape};
 
 /// States per second of one batch run; `collector` turns the export on.
 fn batch(dir: &Path, args: &[&str], n: usize, collector: Option<&str>) -> f64 {
@@ -137,7 +60,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("toolnexus-otel-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let tape = dir.join("bench.tape.json");
-    write_tape(&tape, n);
+    write_tape(&tape, n, "otel bench");
     let q = dir.join("q.json");
     std::fs::write(&q, questions_wire(&questions()).to_string()).expect("questions");
     let states = dir.join("in.jsonl");

@@ -14,98 +14,22 @@
 //! Sizes can be changed with `THROUGHPUT_REQUESTS` (default 20000) and
 //! `THROUGHPUT_STATES` (default 5000). Every loop is bounded in count and time.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use toolnexus::classifier::{
-    ClassifierOptions, ClassifierStyle, Decision, Questions, create_classifier, questions_from_wire,
-};
-use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
+use toolnexus::classifier::{ClassifierOptions, ClassifierStyle, create_classifier};
+use toolnexus::judge::Tape;
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+#[path = "support/mod.rs"]
+mod support;
+
+use support::{BIN, env_usize, questions, start_serve as start_server, write_tape};
+
 const CONCURRENCY: usize = 16;
 const TIME_CAP: Duration = Duration::from_secs(120);
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn questions() -> Questions {
-    questions_from_wire(&json!({
-        "spam": {"type": "noul", "instructions": "Is this unsolicited bulk mail?"},
-        "desk": {"type": "choice", "instructions": "Which desk owns it?", "criteria": {
-            "billing": "money moved or is owed", "shipping": "a parcel", "technical": "the product misbehaves"}}
-    }))
-    .expect("questions")
-}
-
-fn write_tape(path: &Path, n: usize) {
-    let qs = questions();
-    let tape = Tape::new().with_note("throughput bench");
-    for i in 0..n {
-        let d = Decision::from_value(&json!({
-            "model": "bench-1",
-            "answers": {
-                "spam": {"type": "noul", "noul": (i % 100) as f64 / 100.0},
-                "desk": {"type": "choice", "choice": "billing", "confidence": 0.7,
-                         "probabilities": {"billing": 0.7, "shipping": 0.2, "technical": 0.1}}
-            },
-            "usage": {"input_tokens": 120, "output_tokens": 9, "cost": 0.00002}
-        }))
-        .expect("decision");
-        tape.record(TapeEntry {
-            call_name: "bench".into(),
-            model: "bench-1".into(),
-            state: json!({"ticket": i, "body": "Please refund the duplicate charge on my last invoice."}),
-            questions: qs.clone(),
-            outcome: TapeOutcome::Decision(d),
-            request_id: None,
-        });
-    }
-    tape.save(path).expect("save tape");
-}
-
-struct Server(Child, String);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_server(tape: &Path) -> Server {
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--style",
-            "static",
-            "--tape",
-        ])
-        .arg(tape)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    std::thread::spawn(move || for _ in lines {});
-    let url = first
-        .strip_prefix("listening on ")
-        .expect("serve prints its address")
-        .to_string();
-    Server(child, url)
-}
 
 async fn serve_throughput(url: &str, tape: &Path, requests: usize) -> f64 {
     let judge = create_classifier(ClassifierOptions {
@@ -187,7 +111,7 @@ fn main() {
         std::env::temp_dir().join(format!("toolnexus-throughput-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let tape = dir.join("bench.tape.json");
-    write_tape(&tape, n);
+    write_tape(&tape, n, "throughput bench");
     let q = dir.join("q.json");
     let wire = toolnexus::classifier::questions_wire(&questions());
     std::fs::write(&q, wire.to_string()).expect("questions");
