@@ -270,39 +270,38 @@ impl OtelGuard {
         // (see `delivery`) and is counted.
         let budget = self.flush_timeout;
         let deadline = std::time::Instant::now() + budget;
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        // Each job says whether it finished in time (a collector that
+        // refused was warned about by `delivery` and still finished). The
+        // SDK's own bound on the traces is set past ours, so that a collector
+        // that never answers is always seen here, as ours running out.
+        let (tx, rx) = std::sync::mpsc::channel::<bool>();
         let tracers = self.tracers.clone();
         let meters = self.meters.clone();
-        let mut waiting = 0;
-        let jobs: [Box<dyn FnOnce() + Send>; 2] = [
+        let in_time = |r: opentelemetry_sdk::error::OTelSdkResult| {
+            !matches!(r, Err(opentelemetry_sdk::error::OTelSdkError::Timeout(_)))
+        };
+        let jobs: [Box<dyn FnOnce() -> bool + Send>; 2] = [
             Box::new(move || {
-                let _ = tracers.shutdown_with_timeout(budget);
+                in_time(tracers.shutdown_with_timeout(budget + Duration::from_secs(1)))
             }),
-            Box::new(move || {
-                let _ = meters.shutdown();
-            }),
+            Box::new(move || in_time(meters.shutdown())),
         ];
+        let mut waiting = jobs.len();
         for job in jobs {
             let tx = tx.clone();
-            let run = move || {
-                job();
-                let _ = tx.send(());
-            };
-            match std::thread::Builder::new()
+            // A thread that cannot be started leaves its job waiting: what
+            // it would have sent is given up on, not waited for unbounded.
+            let _ = std::thread::Builder::new()
                 .name("toolnexus-otel-flush".into())
-                .spawn(run)
-            {
-                Ok(_) => waiting += 1,
-                // No thread to spare: nothing is flushed rather than waited
-                // on without a bound.
-                Err(_) => {}
-            }
+                .spawn(move || {
+                    let _ = tx.send(job());
+                });
         }
         while waiting > 0 {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match rx.recv_timeout(left) {
-                Ok(()) => waiting -= 1,
-                Err(_) => break,
+                Ok(true) => waiting -= 1,
+                Ok(false) | Err(_) => break,
             }
         }
         if waiting > 0 {
