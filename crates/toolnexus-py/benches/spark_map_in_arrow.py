@@ -10,7 +10,9 @@ prints rows/s. Needs `pyspark` (4.0 or later) and a Java runtime; not run by CI.
 """
 
 import argparse
+import os
 import pathlib
+import sys
 import tempfile
 import time
 
@@ -31,6 +33,8 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=16)
     args = ap.parse_args()
+    # Spark's Python workers run this interpreter, the one with toolnexus installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     questions = stub.questions()
     with stub.serve(args.bin) as root, tempfile.TemporaryDirectory() as d:
@@ -41,6 +45,7 @@ def main() -> None:
         pq.write_table(table, src)
         spark = (SparkSession.builder.master(f"local[{args.cores}]")
                  .config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
