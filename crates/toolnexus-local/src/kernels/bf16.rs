@@ -34,6 +34,7 @@
 #![allow(dead_code)]
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Out, PARALLEL_PRODUCT, Rows, threads};
 
@@ -44,6 +45,11 @@ const PANEL: usize = 32;
 /// vectors hold 24 accumulators, enough to hide the instruction's latency,
 /// and leave registers for the two weight vectors and the broadcast.
 const MR: usize = 12;
+
+/// Below this many multiply-adds a product runs on one thread: twice the f32
+/// products' bound, as a bf16 product takes about half their time, and a
+/// thread costs the same to start.
+const PARALLEL_BF16: usize = 2 * PARALLEL_PRODUCT;
 
 /// One 64-byte line of a packed panel: 16 columns × one input pair.
 #[repr(C, align(64))]
@@ -361,40 +367,40 @@ pub(crate) fn matmul_bf16_on(
     };
     let panels = n.div_ceil(PANEL);
     let t = match threads().min(panels) {
-        t if t > 1 && m * n * x.cols >= PARALLEL_PRODUCT => t,
+        t if t > 1 && m * n * x.cols >= PARALLEL_BF16 => t,
         _ => 1,
     };
     let dst = OutPtr(out.as_mut_ptr());
+    let chunk = chunk_rows(w.inputs).min(m);
+    // The panels of each chunk of rows go to whichever worker asks next:
+    // a worker slowed down (by another process on its core) takes fewer.
+    let next: Vec<AtomicUsize> = (0..m.div_ceil(chunk)).map(|_| AtomicUsize::new(0)).collect();
     // Each worker's converted rows, in one buffer the calling thread keeps
     // from call to call: no fresh pages per product.
-    let chunk = chunk_rows(w.inputs).min(m) * w.pairs();
+    let words = chunk * w.pairs();
     let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    if scratch.len() < t * chunk {
-        scratch.resize(t * chunk, 0);
+    if scratch.len() < t * words {
+        scratch.resize(t * words, 0);
     }
-    let work = |first: usize, last: usize, a: &mut [u32]| {
+    let work = |a: &mut [u32]| {
         // SAFETY: `out` was checked above for `m` rows of `n` at
-        // `out_stride`; this worker writes only the columns of panels
-        // `first..last`, which no other worker is given, and `out` stays
-        // mutably borrowed until every worker has ended.
-        unsafe { panels_into(vector, x, w, bias, dst, out_stride, into, first, last, a) }
+        // `out_stride`; a worker writes only the columns of the panels it
+        // took from `next`, which hands each (chunk, panel) out once, and
+        // `out` stays mutably borrowed until every worker has ended.
+        unsafe { panels_into(vector, x, w, bias, dst, out_stride, into, chunk, &next, a) }
     };
     if t == 1 {
-        work(0, panels, &mut scratch[..chunk]);
+        work(&mut scratch[..words]);
     } else {
-        let per = panels.div_ceil(t);
         std::thread::scope(|s| {
             let work = &work;
-            let mut parts = scratch[..t * chunk].chunks_mut(chunk);
+            let mut parts = scratch[..t * words].chunks_mut(words);
             let mine = parts.next();
-            for (i, a) in parts.enumerate().map(|(i, a)| (i + 1, a)) {
-                let (first, last) = (i * per, ((i + 1) * per).min(panels));
-                if first < last {
-                    s.spawn(move || work(first, last, a));
-                }
+            for a in parts {
+                s.spawn(move || work(a));
             }
             if let Some(a) = mine {
-                work(0, per.min(panels), a);
+                work(a);
             }
         });
     }
@@ -413,16 +419,17 @@ fn chunk_rows(inputs: usize) -> usize {
     rows / MR * MR
 }
 
-/// Panels `first..last` of the product into `out`, all rows: the rows in
-/// chunks converted to bf16, then each panel over each chunk, [`MR`] rows at
-/// a time. `a` holds the converted rows: at least
-/// `chunk_rows(w.inputs()).min(x.rows) × pairs` words.
+/// The product's panels that `next` hands this worker, all rows: the rows
+/// in chunks of `chunk` converted to bf16 into `a` (at least `chunk × pairs`
+/// words), then each panel taken from the chunk's counter over the chunk,
+/// [`MR`] rows at a time.
 ///
 /// # Safety
 ///
 /// `out` must be valid for reads and writes of `x.rows` rows of
 /// `w.outputs()` at `out_stride`, and nothing else may access the columns of
-/// these panels during the call. `vector` only where the CPU has AVX-512 BF16.
+/// a (chunk, panel) this worker takes from `next` during the call. `vector`
+/// only where the CPU has AVX-512 BF16.
 #[allow(clippy::too_many_arguments)]
 unsafe fn panels_into(
     vector: bool,
@@ -432,20 +439,27 @@ unsafe fn panels_into(
     out: OutPtr,
     out_stride: usize,
     into: Out,
-    first: usize,
-    last: usize,
+    chunk: usize,
+    next: &[AtomicUsize],
     a: &mut [u32],
 ) {
     let pairs = w.pairs();
-    let chunk = chunk_rows(w.inputs).min(x.rows);
-    for i0 in (0..x.rows).step_by(chunk) {
+    let panels = w.outputs.div_ceil(PANEL);
+    for (i0, next) in (0..x.rows).step_by(chunk).zip(next) {
+        if next.load(Ordering::Relaxed) >= panels {
+            continue;
+        }
         let rows = chunk.min(x.rows - i0);
         let a = &mut a[..rows * pairs];
         for (r, dst) in a.chunks_mut(pairs).enumerate() {
             let src = &x.data[(i0 + r) * x.stride..][..x.cols];
             convert_row(vector, src, dst);
         }
-        for j in first..last {
+        loop {
+            let j = next.fetch_add(1, Ordering::Relaxed);
+            if j >= panels {
+                break;
+            }
             let panel = w.panel(j);
             let cols = PANEL.min(w.outputs - j * PANEL);
             let bias = bias.map(|b| &b[j * PANEL..j * PANEL + cols]);
@@ -454,7 +468,7 @@ unsafe fn panels_into(
                 let a = &a[r0 * pairs..(r0 + mr) * pairs];
                 // SAFETY: rows `i0 + r0..i0 + r0 + mr` and columns
                 // `j·PANEL..j·PANEL + cols` are inside `out` (the caller's
-                // contract) and in this call's panels.
+                // contract), in a (chunk, panel) only this worker took.
                 let c = unsafe { out.0.add((i0 + r0) * out_stride + j * PANEL) };
                 let tile = Tile {
                     a,
