@@ -374,7 +374,9 @@ pub(crate) fn matmul_bf16_on(
     let chunk = chunk_rows(w.inputs).min(m);
     // The panels of each chunk of rows go to whichever worker asks next:
     // a worker slowed down (by another process on its core) takes fewer.
-    let next: Vec<AtomicUsize> = (0..m.div_ceil(chunk)).map(|_| AtomicUsize::new(0)).collect();
+    let next: Vec<AtomicUsize> = (0..m.div_ceil(chunk))
+        .map(|_| AtomicUsize::new(0))
+        .collect();
     // Each worker's converted rows, in one buffer the calling thread keeps
     // from call to call: no fresh pages per product.
     let words = chunk * w.pairs();
@@ -548,7 +550,10 @@ unsafe fn portable_tile(t: &Tile<'_>) {
             let (a0, a1) = (from_bf16(a as u16), from_bf16((a >> 16) as u16));
             for (c, v) in acc.iter_mut().enumerate() {
                 let line = if c < 16 { l0 } else { l1 };
-                let (b0, b1) = (from_bf16(line[2 * (c % 16)]), from_bf16(line[2 * (c % 16) + 1]));
+                let (b0, b1) = (
+                    from_bf16(line[2 * (c % 16)]),
+                    from_bf16(line[2 * (c % 16) + 1]),
+                );
                 *v += a1 * b1;
                 *v += a0 * b0;
             }
@@ -660,8 +665,7 @@ mod avx512 {
             // aligned; `r·pairs + p < rows·pairs <= a.len()`.
             unsafe {
                 let b0: __m512bh = std::mem::transmute(_mm512_load_si512(b.add(2 * p).cast()));
-                let b1: __m512bh =
-                    std::mem::transmute(_mm512_load_si512(b.add(2 * p + 1).cast()));
+                let b1: __m512bh = std::mem::transmute(_mm512_load_si512(b.add(2 * p + 1).cast()));
                 for (r, acc) in acc.iter_mut().enumerate() {
                     let x: __m512bh =
                         std::mem::transmute(_mm512_set1_epi32(*a.add(r * pairs + p) as i32));

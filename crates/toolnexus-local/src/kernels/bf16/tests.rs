@@ -26,22 +26,25 @@ fn units() -> Vec<Bf16Unit> {
 #[test]
 fn conversion_rounds_to_nearest_even_as_the_instruction_does() {
     let cases: [(u32, u16); 10] = [
-        (0x3f80_0000, 0x3f80),  // 1.0
-        (0x3f80_8000, 0x3f80),  // a tie, down to even
-        (0x3f81_8000, 0x3f82),  // a tie, up to even
-        (0x3f80_8001, 0x3f81),  // above the tie
-        (0x7f7f_ffff, 0x7f80),  // the largest f32 rounds to infinity
-        (0x7f80_0000, 0x7f80),  // infinity
-        (0xff80_0000, 0xff80),  // -infinity
-        (0x8000_0000, 0x8000),  // -0
-        (0x8001_16c2, 0x8000),  // a subnormal becomes a zero of its sign
-        (0x0080_0000, 0x0080),  // the smallest normal stays
+        (0x3f80_0000, 0x3f80), // 1.0
+        (0x3f80_8000, 0x3f80), // a tie, down to even
+        (0x3f81_8000, 0x3f82), // a tie, up to even
+        (0x3f80_8001, 0x3f81), // above the tie
+        (0x7f7f_ffff, 0x7f80), // the largest f32 rounds to infinity
+        (0x7f80_0000, 0x7f80), // infinity
+        (0xff80_0000, 0xff80), // -infinity
+        (0x8000_0000, 0x8000), // -0
+        (0x8001_16c2, 0x8000), // a subnormal becomes a zero of its sign
+        (0x0080_0000, 0x0080), // the smallest normal stays
     ];
     for (bits, want) in cases {
         assert_eq!(to_bf16(f32::from_bits(bits)), want, "{bits:#010x}");
     }
     assert!(from_bf16(to_bf16(f32::NAN)).is_nan());
-    assert!(from_bf16(to_bf16(f32::from_bits(0x7f80_0001))).is_nan(), "a signalling NaN stays a NaN");
+    assert!(
+        from_bf16(to_bf16(f32::from_bits(0x7f80_0001))).is_nan(),
+        "a signalling NaN stays a NaN"
+    );
     assert_eq!(from_bf16(0x3f80), 1.0);
 }
 
@@ -90,7 +93,16 @@ fn packing_on_threads_matches_the_definition() {
 /// bf16-rounded operands: the only difference left is f32's rounding of the
 /// running sum.
 #[allow(clippy::too_many_arguments)]
-fn check(unit: Bf16Unit, m: usize, k: usize, n: usize, x_pad: usize, out_pad: usize, bias: bool, into: Out) {
+fn check(
+    unit: Bf16Unit,
+    m: usize,
+    k: usize,
+    n: usize,
+    x_pad: usize,
+    out_pad: usize,
+    bias: bool,
+    into: Out,
+) {
     let x_stride = k + x_pad;
     let x = numbers(m.max(1) * x_stride, (m * 7 + k * 3 + n) as u64);
     let w = numbers(k * n, (k * 11 + n) as u64);
@@ -107,12 +119,19 @@ fn check(unit: Bf16Unit, m: usize, k: usize, n: usize, x_pad: usize, out_pad: us
     };
     matmul_bf16_on(unit, rows, &weights, b.as_deref(), &mut out, ldc, into);
     let r = |v: f32| f64::from(from_bf16(to_bf16(v)));
-    let what = format!("{unit:?} {m}×{k}·{k}×{n}, bias {bias}, add {}", into == Out::Add);
+    let what = format!(
+        "{unit:?} {m}×{k}·{k}×{n}, bias {bias}, add {}",
+        into == Out::Add
+    );
     for i in 0..m {
         for j in 0..ldc {
             let got = out[i * ldc + j];
             if j >= n {
-                assert_eq!(got, before[i * ldc + j], "{what}: padding ({i}, {j}) touched");
+                assert_eq!(
+                    got,
+                    before[i * ldc + j],
+                    "{what}: padding ({i}, {j}) touched"
+                );
                 continue;
             }
             let (mut want, mut size) = (0f64, 0f64);
@@ -130,7 +149,10 @@ fn check(unit: Bf16Unit, m: usize, k: usize, n: usize, x_pad: usize, out_pad: us
                 size += f64::from(before[i * ldc + j]).abs();
             }
             let gap = (f64::from(got) - want).abs();
-            assert!(gap <= 1e-6 * (size + 1.0), "{what}: ({i}, {j}) is {got}, not {want}");
+            assert!(
+                gap <= 1e-6 * (size + 1.0),
+                "{what}: ({i}, {j}) is {got}, not {want}"
+            );
         }
     }
 }
@@ -174,7 +196,14 @@ fn large_products_split_over_threads_match_the_reference() {
 fn an_empty_product_writes_nothing() {
     let w = Bf16Weights::from_in_out(&numbers(6, 1), 3, 2);
     let mut out = vec![7f32; 4];
-    matmul_bf16(Rows::packed(&[], 0, 3), &w, None, &mut out, 2, Out::Overwrite);
+    matmul_bf16(
+        Rows::packed(&[], 0, 3),
+        &w,
+        None,
+        &mut out,
+        2,
+        Out::Overwrite,
+    );
     assert_eq!(out, [7.0; 4]);
 }
 
@@ -184,9 +213,23 @@ fn bf16_stays_within_its_rounding_of_the_f32_product() {
     let x = numbers(m * k, 21);
     let w = numbers(k * n, 22);
     let mut exact = vec![0f32; m * n];
-    super::super::linear(Rows::packed(&x, m, k), &w, None, &mut exact, n, Out::Overwrite);
+    super::super::linear(
+        Rows::packed(&x, m, k),
+        &w,
+        None,
+        &mut exact,
+        n,
+        Out::Overwrite,
+    );
     let mut got = vec![0f32; m * n];
-    matmul_bf16(Rows::packed(&x, m, k), &Bf16Weights::from_in_out(&w, k, n), None, &mut got, n, Out::Overwrite);
+    matmul_bf16(
+        Rows::packed(&x, m, k),
+        &Bf16Weights::from_in_out(&w, k, n),
+        None,
+        &mut got,
+        n,
+        Out::Overwrite,
+    );
     for i in 0..m {
         for j in 0..n {
             let size: f32 = (0..k).map(|kk| (x[i * k + kk] * w[kk * n + j]).abs()).sum();
@@ -217,7 +260,8 @@ fn the_unit_reports_what_the_cpu_has() {
 }
 
 /// The bench: GFLOP/s of the f32 product (`linear`, on `gemm`) and of
-/// `matmul_bf16` on the encoders' shapes, each the median of several runs.
+/// `matmul_bf16` on the encoders' shapes, each the median of several runs,
+/// the two alternating.
 /// Prints a table; asserts nothing about speed. On one thread
 /// (`RAYON_NUM_THREADS=1`) it times the thread's time on the CPU
 /// (`/proc/thread-self/schedstat`), which other processes on the machine do
@@ -262,35 +306,40 @@ fn bench() {
             START.get_or_init(Instant::now).elapsed().as_secs_f64()
         }
     };
-    // Seconds per call of `f`, the median of 7 timings of enough calls to
-    // fill about 50 ms each.
-    let time = |f: &mut dyn FnMut()| {
-        f();
-        let (start, mut calls) = (clock(), 0);
-        while clock() - start < 0.01 {
+    // Seconds per call of `f` and of `g`: the medians of 9 timings each of
+    // enough calls to fill about 50 ms, the two taking turns so that both
+    // meet the same load.
+    let time = |f: &mut dyn FnMut(), g: &mut dyn FnMut()| {
+        let reps = |f: &mut dyn FnMut()| {
             f();
-            calls += 1;
-        }
-        let once = (clock() - start) / calls as f64;
-        let reps = ((0.05 / once) as usize).max(1);
-        median(
-            (0..7)
-                .map(|_| {
-                    let start = clock();
-                    for _ in 0..reps {
-                        f();
-                    }
-                    (clock() - start) / reps as f64
-                })
-                .collect(),
-        )
+            let (start, mut calls) = (clock(), 0);
+            while clock() - start < 0.01 {
+                f();
+                calls += 1;
+            }
+            ((0.05 * calls as f64 / (clock() - start)) as usize).max(1)
+        };
+        let (rf, rg) = (reps(f), reps(g));
+        let once = |f: &mut dyn FnMut(), reps: usize| {
+            let start = clock();
+            for _ in 0..reps {
+                f();
+            }
+            (clock() - start) / reps as f64
+        };
+        let (tf, tg): (Vec<f64>, Vec<f64>) = (0..9).map(|_| (once(f, rf), once(g, rg))).unzip();
+        (median(tf), median(tg))
     };
     let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "unit: {}, threads: {}, timed by {}, load before: {}",
         unit().name(),
         threads(),
-        if single { "time on the CPU" } else { "the wall clock" },
+        if single {
+            "time on the CPU"
+        } else {
+            "the wall clock"
+        },
         load().trim()
     );
     println!("| model | rows | in→out | f32 GFLOP/s | bf16 GFLOP/s | bf16 / f32 |");
@@ -304,24 +353,59 @@ fn bench() {
         ("ModernBERT-large", &[120, 3840], 2624, 1024),
         ("ModernBERT-large", &[120, 3840], 1024, 1024),
     ];
-    let only: Option<usize> = std::env::var("BF16_BENCH_ROWS").ok().and_then(|v| v.parse().ok());
+    let mut packing = Vec::new();
+    let only: Option<usize> = std::env::var("BF16_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for &(model, rows, k, n) in shapes {
         let w = numbers(k * n, 1);
         let b = numbers(n, 2);
+        let t: Vec<f32> = (0..n * k).map(|i| w[(i % k) * n + i / k]).collect();
+        let start = Instant::now();
         let packed = Bf16Weights::from_in_out(&w, k, n);
+        let from_in_out = start.elapsed().as_secs_f64() * 1e3;
+        let start = Instant::now();
+        let again = Bf16Weights::from_out_in(&t, n, k);
+        let from_out_in = start.elapsed().as_secs_f64() * 1e3;
+        assert_eq!(again.bytes(), packed.bytes());
+        packing.push(format!("| {k}→{n} | {from_in_out:.1} | {from_out_in:.1} |"));
         for &m in rows.iter().filter(|&&m| only.is_none_or(|o| o == m)) {
             let x = numbers(m * k, 3);
             let mut out = vec![0f32; m * n];
             let flop = 2.0 * (m * k * n) as f64;
-            let f32_s = time(&mut || {
-                super::super::linear(Rows::packed(&x, m, k), &w, Some(&b), &mut out, n, Out::Overwrite)
-            });
-            let bf16_s = time(&mut || {
-                matmul_bf16(Rows::packed(&x, m, k), &packed, Some(&b), &mut out, n, Out::Overwrite)
-            });
+            let mut f32_out = vec![0f32; m * n];
+            let (f32_s, bf16_s) = time(
+                &mut || {
+                    super::super::linear(
+                        Rows::packed(&x, m, k),
+                        &w,
+                        Some(&b),
+                        &mut f32_out,
+                        n,
+                        Out::Overwrite,
+                    )
+                },
+                &mut || {
+                    matmul_bf16(
+                        Rows::packed(&x, m, k),
+                        &packed,
+                        Some(&b),
+                        &mut out,
+                        n,
+                        Out::Overwrite,
+                    )
+                },
+            );
             let (f, h) = (flop / f32_s / 1e9, flop / bf16_s / 1e9);
-            println!("| {model} | {m} | {k}→{n} | {f:.0} | {h:.0} | {:.2}× |", h / f);
+            println!(
+                "| {model} | {m} | {k}→{n} | {f:.0} | {h:.0} | {:.2}× |",
+                h / f
+            );
         }
     }
+    println!(
+        "\npacking the weight, wall ms:\n| in→out | from [in, out] | from [out, in] |\n|---|---|---|"
+    );
+    packing.iter().for_each(|l| println!("{l}"));
     println!("load after: {}", load().trim());
 }
