@@ -51,12 +51,13 @@ const MR: usize = 12;
 /// thread costs the same to start.
 const PARALLEL_BF16: usize = 2 * PARALLEL_PRODUCT;
 
-/// One 64-byte line of a packed panel: 16 columns × one input pair.
+/// One 64-byte line of a packed panel: 16 columns × one input pair, each
+/// column's pair one word (the even input in the low half).
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
-struct Line([u16; 32]);
+struct Line([u32; 16]);
 
-const ZERO_LINE: Line = Line([0; 32]);
+const ZERO_LINE: Line = Line([0; 16]);
 
 /// `x` in bf16, rounded to nearest with ties to even, as `vcvtne2ps2bf16`
 /// rounds it: a NaN stays a (quiet) NaN, and a subnormal becomes a zero of
@@ -218,36 +219,45 @@ impl Bf16Weights {
     /// From `[inputs, outputs]` row-major: the layout [`super::linear`] takes.
     pub(crate) fn from_in_out(w: &[f32], inputs: usize, outputs: usize) -> Bf16Weights {
         assert_eq!(w.len(), inputs * outputs, "weight does not fit its shape");
-        Bf16Weights::pack(inputs, outputs, |k, j| w[k * outputs + j])
+        Bf16Weights::from_out_rows(outputs, inputs, |j, row| {
+            for (k, v) in row.iter_mut().enumerate() {
+                *v = w[k * outputs + j];
+            }
+        })
     }
 
     /// From PyTorch's `[outputs, inputs]` row-major, with no transposed copy.
     pub(crate) fn from_out_in(w: &[f32], outputs: usize, inputs: usize) -> Bf16Weights {
         assert_eq!(w.len(), inputs * outputs, "weight does not fit its shape");
-        Bf16Weights::pack(inputs, outputs, |k, j| w[j * inputs + k])
+        Bf16Weights::from_out_rows(outputs, inputs, |j, row| {
+            row.copy_from_slice(&w[j * inputs..(j + 1) * inputs]);
+        })
     }
 
-    /// Packs `at(k, j)` (input `k`, output `j`), the panels split over threads.
-    fn pack(inputs: usize, outputs: usize, at: impl Fn(usize, usize) -> f32 + Sync) -> Bf16Weights {
+    /// From the weight's rows, `[outputs, inputs]` as PyTorch holds it, each
+    /// written by `row(j, buffer)` as f32 into a buffer of `inputs` values
+    /// (so a weight stored in f16 or bf16 is read without an f32 copy of
+    /// the whole). Each row is converted as the activations are, then its
+    /// words spread over its panel's lines; the panels are split over threads.
+    pub(crate) fn from_out_rows(
+        outputs: usize,
+        inputs: usize,
+        row: impl Fn(usize, &mut [f32]) + Sync,
+    ) -> Bf16Weights {
         let pairs = inputs.div_ceil(2);
         let panels = outputs.div_ceil(PANEL);
         let per_panel = 2 * pairs;
         let mut lines = vec![ZERO_LINE; panels * per_panel];
+        let vector = avx512_bf16();
         let fill = |first_panel: usize, chunk: &mut [Line]| {
+            let (mut values, mut words) = (vec![0f32; inputs], vec![0u32; pairs]);
             for (i, panel) in chunk.chunks_mut(per_panel.max(1)).enumerate() {
                 let j0 = (first_panel + i) * PANEL;
-                for (p, pair) in panel.chunks_mut(2).enumerate() {
-                    for (half, line) in pair.iter_mut().enumerate() {
-                        for c in 0..16 {
-                            let j = j0 + 16 * half + c;
-                            if j >= outputs {
-                                break;
-                            }
-                            line.0[2 * c] = to_bf16(at(2 * p, j));
-                            if 2 * p + 1 < inputs {
-                                line.0[2 * c + 1] = to_bf16(at(2 * p + 1, j));
-                            }
-                        }
+                for c in 0..PANEL.min(outputs - j0) {
+                    row(j0 + c, &mut values);
+                    convert_row(vector, &values, &mut words);
+                    for (pair, &word) in panel.chunks_mut(2).zip(&words) {
+                        pair[c / 16].0[c % 16] = word;
                     }
                 }
             }
@@ -303,7 +313,7 @@ impl Bf16Weights {
         for k in 0..self.inputs {
             for j in 0..self.outputs {
                 let line = &self.panel(j / PANEL)[2 * (k / 2) + (j % PANEL) / 16];
-                w[k * self.outputs + j] = from_bf16(line.0[2 * (j % 16) + k % 2]);
+                w[k * self.outputs + j] = from_bf16((line.0[j % 16] >> (16 * (k % 2))) as u16);
             }
         }
         w
@@ -550,10 +560,8 @@ unsafe fn portable_tile(t: &Tile<'_>) {
             let (a0, a1) = (from_bf16(a as u16), from_bf16((a >> 16) as u16));
             for (c, v) in acc.iter_mut().enumerate() {
                 let line = if c < 16 { l0 } else { l1 };
-                let (b0, b1) = (
-                    from_bf16(line[2 * (c % 16)]),
-                    from_bf16(line[2 * (c % 16) + 1]),
-                );
+                let b = line[c % 16];
+                let (b0, b1) = (from_bf16(b as u16), from_bf16((b >> 16) as u16));
                 *v += a1 * b1;
                 *v += a0 * b0;
             }
