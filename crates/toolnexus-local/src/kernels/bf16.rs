@@ -46,10 +46,11 @@ const PANEL: usize = 32;
 /// and leave registers for the two weight vectors and the broadcast.
 const MR: usize = 12;
 
-/// Below this many multiply-adds a product runs on one thread: twice the f32
-/// products' bound, as a bf16 product takes about half their time, and a
-/// thread costs the same to start.
-const PARALLEL_BF16: usize = 2 * PARALLEL_PRODUCT;
+/// Below this many multiply-adds (about 75 µs of one core's bf16 work) a
+/// product runs on one thread: a scoped thread costs tens of µs to start and
+/// join (40–115 µs measured on a shared 2-core machine), so splitting a
+/// smaller product saves less than it costs.
+const PARALLEL_BF16: usize = 1 << 23;
 
 /// One 64-byte line of a packed panel: 16 columns × one input pair, each
 /// column's pair one word (the even input in the low half).

@@ -183,10 +183,10 @@ fn products_match_the_reference_on_shapes_off_the_tile() {
 
 #[test]
 fn large_products_split_over_threads_match_the_reference() {
-    // Past PARALLEL_PRODUCT, with rows in several conversion chunks, and with
+    // Past PARALLEL_BF16, with rows in several conversion chunks, and with
     // fewer panels than threads.
     for unit in units() {
-        check(unit, 41, 300, 200, 2, 3, true, Out::Overwrite);
+        check(unit, 97, 512, 200, 2, 3, true, Out::Overwrite);
         check(unit, 230, 1030, 70, 0, 0, false, Out::Add);
         check(unit, 2000, 600, 20, 0, 1, true, Out::Overwrite);
     }
