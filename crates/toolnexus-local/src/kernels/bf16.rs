@@ -13,7 +13,8 @@
 //! columns; within a panel, input pair `p` (inputs `2p` and `2p + 1`) is two
 //! 64-byte [`Line`]s, one per 16 columns, each column holding its two bf16
 //! values side by side: exactly what one `vdpbf16ps` lane multiplies. An
-//! odd last input, and the columns past `out` in the last panel, are zeros.
+//! odd last input, and the last panel's columns past the weight's outputs, are
+//! zeros.
 //! The activations are converted row by row to bf16 (an odd row padded with
 //! a zero), so each 32-bit word of a converted row is one input pair, which
 //! the kernel broadcasts to every lane.
@@ -26,8 +27,9 @@
 //! every CPU with AMX also has AVX-512 BF16, which runs there meanwhile.
 //!
 //! The `unsafe` here: the vector kernel's raw reads and writes, each range
-//! checked against its slice before the call, and the output pointer shared
-//! by threads that write disjoint columns.
+//! checked against its slice before the call; the output pointer shared by
+//! threads that write disjoint columns; and the detection's `xgetbv` and
+//! `arch_prctl` system call, which touch no memory of ours.
 
 // The encoders switch to these kernels in a following change; until then only
 // the tests and the bench call them.
