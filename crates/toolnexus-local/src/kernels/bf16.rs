@@ -22,9 +22,10 @@
 //! Which path runs is decided once per process ([`unit`]): AVX-512 BF16
 //! where the CPU has it, a portable path (the same packing, plain loops, the
 //! same rounding) elsewhere; the portable path is also the reference the
-//! tests hold the vector path to. AMX tiles are detected and the OS asked
-//! for their state ([`Bf16Unit::Amx`]), but no tile kernel is written yet:
-//! every CPU with AMX also has AVX-512 BF16, which runs there meanwhile.
+//! tests hold the vector path to. AMX tiles are detected (CPUID, XCR0, and
+//! Linux's permission for the tile data), but no tile kernel is written yet
+//! ([`AMX_KERNEL`]): every CPU with AMX also has AVX-512 BF16, which runs
+//! there meanwhile.
 //!
 //! The `unsafe` here: the vector kernel's raw reads and writes, each range
 //! checked against its slice before the call; the output pointer shared by
@@ -85,7 +86,8 @@ pub(crate) fn from_bf16(h: u16) -> f32 {
 /// What this machine has for bf16 products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Bf16Unit {
-    /// AMX tiles with bf16, and the OS granted this process their state.
+    /// AMX tiles with bf16, and the OS granted this process their state
+    /// (never chosen while [`AMX_KERNEL`] is false).
     Amx,
     /// AVX-512 BF16 (`vdpbf16ps`).
     Avx512,
@@ -116,8 +118,15 @@ pub(crate) fn unit() -> Bf16Unit {
     *UNIT.get_or_init(detect)
 }
 
+/// Whether a tile kernel exists. Until one does, an AMX machine runs the
+/// AVX-512 BF16 kernel (every AMX CPU has it), and the process does not ask
+/// the OS for tile state it would not use: once granted, every signal frame
+/// of the process grows by 8 KiB, more than the alternate signal stack Rust
+/// gives each thread may hold.
+const AMX_KERNEL: bool = false;
+
 fn detect() -> Bf16Unit {
-    if amx_granted() {
+    if AMX_KERNEL && amx_in_cpu_and_os() && request_tile_data() {
         return Bf16Unit::Amx;
     }
     if avx512_bf16() {
@@ -140,10 +149,11 @@ fn avx512_bf16() -> bool {
     }
 }
 
-/// Whether the CPU has AMX with bf16, the OS enables the tile state, and
-/// (on Linux) it granted this process the tile data. Rust's feature
-/// detection for AMX is not stable yet, so CPUID and XCR0 are read here.
-fn amx_granted() -> bool {
+/// Whether the CPU has AMX with bf16 (beside AVX-512 BF16) and the OS
+/// enables the tile state; a process must still ask Linux for the tile data
+/// ([`request_tile_data`]). Rust's feature detection for AMX is not stable
+/// yet, so CPUID and XCR0 are read here.
+fn amx_in_cpu_and_os() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__cpuid, __cpuid_count};
@@ -158,10 +168,7 @@ fn amx_granted() -> bool {
             return false;
         }
         // XCR0 bits 17 and 18: the OS manages the tile configuration and data.
-        if xcr0() & (0b11 << 17) != 0b11 << 17 {
-            return false;
-        }
-        request_tile_data()
+        xcr0() & (0b11 << 17) == 0b11 << 17
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -204,7 +211,7 @@ fn request_tile_data() -> bool {
 }
 
 /// Elsewhere there is no known way to ask: the tiles stay unused.
-#[cfg(all(target_arch = "x86_64", not(target_os = "linux")))]
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 fn request_tile_data() -> bool {
     false
 }
