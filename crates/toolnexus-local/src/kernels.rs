@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use candle_core::{CpuStorage, CustomOp1, Device, Layout, Shape, Storage, StorageRef, Tensor};
 use gemm::Parallelism;
 
+mod bf16;
+
 /// Worker threads for the kernels: candle's own count (the cores, or
 /// `RAYON_NUM_THREADS`), worked out once per process. candle works it out
 /// anew on every call, reading `/proc/cpuinfo` each time: per product, that

@@ -8,11 +8,7 @@ local cluster (`ray.init(num_cpus=…)`), alternating, and prints rows/s.
 """
 
 import argparse
-import json
-import pathlib
-import re
 import subprocess
-import threading
 import time
 
 import pyarrow as pa
@@ -21,8 +17,7 @@ import ray
 import toolnexus as tn
 from toolnexus.ray import judge_dataset
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-TAPE = ROOT / "crates/toolnexus/examples/tapes/demo.tape.json"
+import stub
 
 
 def main() -> None:
@@ -34,16 +29,9 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     args = ap.parse_args()
 
-    questions = json.loads(TAPE.read_text())["calls"]["triage"][0]["questions"]
-    serve = subprocess.Popen(
-        [args.bin, "serve", "--style", "tape", "--tape", str(TAPE), "--call", "triage",
-         "--match", "questions", "--addr", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        port = next(int(m.group(1)) for line in serve.stdout if (m := re.search(r"127\.0\.0\.1:(\d+)", line)))
-        threading.Thread(target=lambda: [None for _ in serve.stdout], daemon=True).start()
-        base = f"http://127.0.0.1:{port}/v1"
+    questions = stub.questions()
+    with stub.serve(args.bin) as root:
+        base = f"{root}/v1"
         table = pa.table({"id": list(range(args.rows)),
                           "text": [f"ticket {i}: my parcel is late" for i in range(args.rows)]})
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
@@ -63,9 +51,6 @@ def main() -> None:
             assert n == args.rows
             print(f"run {run}: in-process {local:.0f} rows/s, Ray {on_ray:.0f} rows/s, ratio {on_ray / local:.2f}")
         ray.shutdown()
-    finally:
-        serve.terminate()
-        serve.wait()
 
 
 if __name__ == "__main__":

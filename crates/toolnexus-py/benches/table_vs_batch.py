@@ -11,18 +11,15 @@ alternating, at the same concurrency, and prints rows/s for each run.
 import argparse
 import json
 import pathlib
-import re
 import subprocess
 import tempfile
-import threading
 import time
 
 import pyarrow as pa
 
 import toolnexus as tn
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-TAPE = ROOT / "crates/toolnexus/examples/tapes/demo.tape.json"
+import stub
 
 
 def main() -> None:
@@ -33,23 +30,9 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     args = ap.parse_args()
 
-    questions = json.loads(TAPE.read_text())["calls"]["triage"][0]["questions"]
-    serve = subprocess.Popen(
-        [args.bin, "serve", "--style", "tape", "--tape", str(TAPE), "--call", "triage",
-         "--match", "questions", "--addr", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        port = None
-        for line in serve.stdout:
-            m = re.search(r"127\.0\.0\.1:(\d+)", line)
-            if m:
-                port = int(m.group(1))
-                break
-        assert port, "serve printed no address"
-        # serve logs a line per request: keep its pipe drained.
-        threading.Thread(target=lambda: [None for _ in serve.stdout], daemon=True).start()
-        base = f"http://127.0.0.1:{port}/v1"
+    questions = stub.questions()
+    with stub.serve(args.bin) as root:
+        base = f"{root}/v1"
         states = [f"ticket {i}: my parcel is late and I was charged twice" for i in range(args.rows)]
         with tempfile.TemporaryDirectory() as d:
             d = pathlib.Path(d)
@@ -73,9 +56,6 @@ def main() -> None:
                 assert result.column("error").null_count == args.rows, result.column("error")[0]
                 print(f"run {run}: batch {rust:.0f} rows/s, evaluate_table {python:.0f} rows/s, "
                       f"ratio {python / rust:.2f}")
-    finally:
-        serve.terminate()
-        serve.wait()
 
 
 if __name__ == "__main__":

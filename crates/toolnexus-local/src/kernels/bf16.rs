@@ -1,0 +1,727 @@
+//! Linear layers in bf16: the weights converted once (round to nearest, ties
+//! to even) and packed into panels for the dot-product instruction, the
+//! activations converted on the fly, every product accumulated in f32.
+//!
+//! Why bf16: a bf16 product of two values is exact in f32, and the
+//! AVX-512 BF16 instruction `vdpbf16ps` multiplies and adds 32 such pairs
+//! per 512-bit register, twice the multiply-adds of an f32 FMA, from half the
+//! memory. The weights stay in bf16 (half the bytes of f32); the activations
+//! lose their low 16 bits of mantissa on the way in, which is what torch's
+//! bf16 autocast does too.
+//!
+//! Layout: the weight `[in, out]` is cut into panels of [`PANEL`] output
+//! columns; within a panel, input pair `p` (inputs `2p` and `2p + 1`) is two
+//! 64-byte [`Line`]s, one per 16 columns, each column holding its two bf16
+//! values side by side: exactly what one `vdpbf16ps` lane multiplies. An
+//! odd last input, and the last panel's columns past the weight's outputs, are
+//! zeros.
+//! The activations are converted row by row to bf16 (an odd row padded with
+//! a zero), so each 32-bit word of a converted row is one input pair, which
+//! the kernel broadcasts to every lane.
+//!
+//! Which path runs is decided once per process ([`unit`]): AVX-512 BF16
+//! where the CPU has it, a portable path (the same packing, plain loops, the
+//! same rounding) elsewhere; the portable path is also the reference the
+//! tests hold the vector path to. AMX tiles are detected (CPUID, XCR0, and
+//! Linux's permission for the tile data), but no tile kernel is written yet
+//! ([`AMX_KERNEL`]): every CPU with AMX also has AVX-512 BF16, which runs
+//! there meanwhile.
+//!
+//! The `unsafe` here: the vector kernel's raw reads and writes, each range
+//! checked against its slice before the call; the output pointer shared by
+//! threads that write disjoint columns; and the detection's `xgetbv` and
+//! `arch_prctl` system call, which touch no memory of ours.
+
+// The encoders switch to these kernels in a following change; until then only
+// the tests and the bench call them.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{Out, PARALLEL_PRODUCT, Rows, threads};
+
+/// Output columns in one packed panel: two 16-lane vectors.
+const PANEL: usize = 32;
+
+/// Rows of the output one call of the vector kernel computes: 12 rows × 2
+/// vectors hold 24 accumulators, enough to hide the instruction's latency,
+/// and leave registers for the two weight vectors and the broadcast.
+const MR: usize = 12;
+
+/// Below this many multiply-adds (about 75 µs of one core's bf16 work) a
+/// product runs on one thread: a scoped thread costs tens of µs to start and
+/// join (40–115 µs measured on a shared 2-core machine), so splitting a
+/// smaller product saves less than it costs.
+const PARALLEL_BF16: usize = 1 << 23;
+
+/// One 64-byte line of a packed panel: 16 columns × one input pair, each
+/// column's pair one word (the even input in the low half).
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Line([u32; 16]);
+
+const ZERO_LINE: Line = Line([0; 16]);
+
+/// `x` in bf16, rounded to nearest with ties to even, as `vcvtne2ps2bf16`
+/// rounds it: a NaN stays a (quiet) NaN, and a subnormal becomes a zero of
+/// its sign.
+pub(crate) fn to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) as u16) | 0x0040;
+    }
+    if bits & 0x7f80_0000 == 0 {
+        return ((bits >> 16) as u16) & 0x8000;
+    }
+    let rounded = bits + 0x7fff + ((bits >> 16) & 1);
+    (rounded >> 16) as u16
+}
+
+/// The f32 a bf16 value stands for (exact).
+pub(crate) fn from_bf16(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// What this machine has for bf16 products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bf16Unit {
+    /// AMX tiles with bf16, and the OS granted this process their state
+    /// (never chosen while [`AMX_KERNEL`] is false).
+    Amx,
+    /// AVX-512 BF16 (`vdpbf16ps`).
+    Avx512,
+    /// Neither: the products run on the portable path, correct but without
+    /// any speed-up over f32.
+    Portable,
+}
+
+impl Bf16Unit {
+    /// The name a report or a debug line gives it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Bf16Unit::Amx => "amx-bf16",
+            Bf16Unit::Avx512 => "avx512-bf16",
+            Bf16Unit::Portable => "none",
+        }
+    }
+
+    /// Whether the hardware multiplies bf16 itself (what `auto` asks for).
+    pub(crate) fn in_hardware(self) -> bool {
+        self != Bf16Unit::Portable
+    }
+}
+
+/// The bf16 unit of this machine, detected once per process.
+pub(crate) fn unit() -> Bf16Unit {
+    static UNIT: OnceLock<Bf16Unit> = OnceLock::new();
+    *UNIT.get_or_init(detect)
+}
+
+/// Whether a tile kernel exists. Until one does, an AMX machine runs the
+/// AVX-512 BF16 kernel (every AMX CPU has it), and the process does not ask
+/// the OS for tile state it would not use: once granted, every signal frame
+/// of the process grows by 8 KiB, more than the alternate signal stack Rust
+/// gives each thread may hold.
+const AMX_KERNEL: bool = false;
+
+fn detect() -> Bf16Unit {
+    if AMX_KERNEL && amx_in_cpu_and_os() && request_tile_data() {
+        return Bf16Unit::Amx;
+    }
+    if avx512_bf16() {
+        Bf16Unit::Avx512
+    } else {
+        Bf16Unit::Portable
+    }
+}
+
+/// Whether the CPU has AVX-512 BF16 (and the OS saves the 512-bit state,
+/// which `is_x86_feature_detected!` checks).
+fn avx512_bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the CPU has AMX with bf16 (beside AVX-512 BF16) and the OS
+/// enables the tile state; a process must still ask Linux for the tile data
+/// ([`request_tile_data`]). Rust's feature detection for AMX is not stable
+/// yet, so CPUID and XCR0 are read here.
+fn amx_in_cpu_and_os() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__cpuid, __cpuid_count};
+        let (max_leaf, osxsave) = (__cpuid(0).eax, __cpuid(1).ecx & (1 << 27) != 0);
+        if max_leaf < 7 || !osxsave {
+            return false;
+        }
+        // Leaf 7 exists (checked above).
+        let edx = __cpuid_count(7, 0).edx;
+        let (amx_bf16, amx_tile) = (edx & (1 << 22) != 0, edx & (1 << 24) != 0);
+        if !(amx_bf16 && amx_tile && avx512_bf16()) {
+            return false;
+        }
+        // XCR0 bits 17 and 18: the OS manages the tile configuration and data.
+        xcr0() & (0b11 << 17) == 0b11 << 17
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// XCR0, the state components the OS saves; read only after CPUID said
+/// OSXSAVE.
+#[cfg(target_arch = "x86_64")]
+fn xcr0() -> u64 {
+    let (lo, hi): (u32, u32);
+    // SAFETY: `xgetbv` with ECX = 0 is valid whenever CPUID reports OSXSAVE,
+    // which the only caller checked; it reads a register and nothing else.
+    unsafe {
+        std::arch::asm!("xgetbv", in("ecx") 0u32, out("eax") lo, out("edx") hi,
+            options(nomem, nostack, preserves_flags));
+    }
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// Asks Linux for this process's permission to use the AMX tile data
+/// (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`); true when given.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn request_tile_data() -> bool {
+    const SYS_ARCH_PRCTL: usize = 158;
+    const ARCH_REQ_XCOMP_PERM: usize = 0x1023;
+    const XFEATURE_XTILEDATA: usize = 18;
+    let ret: isize;
+    // SAFETY: a raw `arch_prctl` system call with two integer arguments; it
+    // reads and writes no memory of ours. The kernel clobbers rcx and r11.
+    unsafe {
+        std::arch::asm!("syscall",
+            inlateout("rax") SYS_ARCH_PRCTL as isize => ret,
+            in("rdi") ARCH_REQ_XCOMP_PERM, in("rsi") XFEATURE_XTILEDATA,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack));
+    }
+    ret == 0
+}
+
+/// Elsewhere there is no known way to ask: the tiles stay unused.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn request_tile_data() -> bool {
+    false
+}
+
+/// A linear layer's weight in bf16, packed for [`matmul_bf16`]: converted
+/// once from f32 and kept, half the bytes of the f32 matrix (plus the padding
+/// of the last panel).
+pub(crate) struct Bf16Weights {
+    lines: Vec<Line>,
+    inputs: usize,
+    outputs: usize,
+}
+
+impl Bf16Weights {
+    /// From `[inputs, outputs]` row-major: the layout [`super::linear`] takes.
+    pub(crate) fn from_in_out(w: &[f32], inputs: usize, outputs: usize) -> Bf16Weights {
+        assert_eq!(w.len(), inputs * outputs, "weight does not fit its shape");
+        Bf16Weights::from_out_rows(outputs, inputs, |j, row| {
+            for (k, v) in row.iter_mut().enumerate() {
+                *v = w[k * outputs + j];
+            }
+        })
+    }
+
+    /// From PyTorch's `[outputs, inputs]` row-major, with no transposed copy.
+    pub(crate) fn from_out_in(w: &[f32], outputs: usize, inputs: usize) -> Bf16Weights {
+        assert_eq!(w.len(), inputs * outputs, "weight does not fit its shape");
+        Bf16Weights::from_out_rows(outputs, inputs, |j, row| {
+            row.copy_from_slice(&w[j * inputs..(j + 1) * inputs]);
+        })
+    }
+
+    /// From the weight's rows, `[outputs, inputs]` as PyTorch holds it, each
+    /// written by `row(j, buffer)` as f32 into a buffer of `inputs` values
+    /// (so a weight stored in f16 or bf16 is read without an f32 copy of
+    /// the whole). Each row is converted as the activations are, then its
+    /// words spread over its panel's lines; the panels are split over threads.
+    pub(crate) fn from_out_rows(
+        outputs: usize,
+        inputs: usize,
+        row: impl Fn(usize, &mut [f32]) + Sync,
+    ) -> Bf16Weights {
+        let pairs = inputs.div_ceil(2);
+        let panels = outputs.div_ceil(PANEL);
+        let per_panel = 2 * pairs;
+        let mut lines = vec![ZERO_LINE; panels * per_panel];
+        let vector = avx512_bf16();
+        let fill = |first_panel: usize, chunk: &mut [Line]| {
+            let (mut values, mut words) = (vec![0f32; inputs], vec![0u32; pairs]);
+            for (i, panel) in chunk.chunks_mut(per_panel.max(1)).enumerate() {
+                let j0 = (first_panel + i) * PANEL;
+                for c in 0..PANEL.min(outputs - j0) {
+                    row(j0 + c, &mut values);
+                    convert_row(vector, &values, &mut words);
+                    for (pair, &word) in panel.chunks_mut(2).zip(&words) {
+                        pair[c / 16].0[c % 16] = word;
+                    }
+                }
+            }
+        };
+        let t = threads().min(panels);
+        if t <= 1 || inputs * outputs < PARALLEL_PRODUCT / 16 {
+            fill(0, &mut lines);
+        } else {
+            let per = panels.div_ceil(t);
+            std::thread::scope(|s| {
+                for (i, chunk) in lines.chunks_mut(per * per_panel).enumerate() {
+                    let fill = &fill;
+                    s.spawn(move || fill(i * per, chunk));
+                }
+            });
+        }
+        Bf16Weights {
+            lines,
+            inputs,
+            outputs,
+        }
+    }
+
+    /// Inputs per row (the `k` of the product).
+    pub(crate) fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// Outputs per row (the `n` of the product).
+    pub(crate) fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// Bytes the packed weight holds.
+    pub(crate) fn bytes(&self) -> usize {
+        self.lines.len() * size_of::<Line>()
+    }
+
+    /// Input pairs (`inputs` rounded up to even, halved).
+    fn pairs(&self) -> usize {
+        self.inputs.div_ceil(2)
+    }
+
+    /// Panel `j`'s lines: pair `p`'s two lines at `2p`, `2p + 1`.
+    fn panel(&self, j: usize) -> &[Line] {
+        let per = 2 * self.pairs();
+        &self.lines[j * per..(j + 1) * per]
+    }
+
+    /// The weight as `[inputs, outputs]` f32, every value as bf16 holds it.
+    pub(crate) fn to_f32(&self) -> Vec<f32> {
+        let mut w = vec![0f32; self.inputs * self.outputs];
+        for k in 0..self.inputs {
+            for j in 0..self.outputs {
+                let line = &self.panel(j / PANEL)[2 * (k / 2) + (j % PANEL) / 16];
+                w[k * self.outputs + j] = from_bf16((line.0[j % 16] >> (16 * (k % 2))) as u16);
+            }
+        }
+        w
+    }
+}
+
+/// The output pointer threads share; each writes only its own columns.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: the workers of `matmul_bf16` write disjoint columns of the output,
+// which stays mutably borrowed by `matmul_bf16` until they have all ended.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// A linear layer in bf16 on `x`'s rows: `out[i] (=|+=) x[i] · W + bias`,
+/// `out` holding `x.rows` rows of `w.outputs()` at `out_stride`. Each row of
+/// `x` is rounded to bf16 on the way in; products accumulate in f32. Runs on
+/// the path [`unit`] found, the output panels split over [`threads`] when
+/// the product is large enough. Panics (a bug in the caller, never an
+/// input) if a slice is too short for its dimensions.
+pub(crate) fn matmul_bf16(
+    x: Rows<'_>,
+    w: &Bf16Weights,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    out_stride: usize,
+    into: Out,
+) {
+    matmul_bf16_on(unit(), x, w, bias, out, out_stride, into);
+}
+
+/// [`matmul_bf16`] on a given unit (the tests run each path this CPU has).
+pub(crate) fn matmul_bf16_on(
+    unit: Bf16Unit,
+    x: Rows<'_>,
+    w: &Bf16Weights,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    out_stride: usize,
+    into: Out,
+) {
+    let (m, n) = (x.rows, w.outputs);
+    assert_eq!(x.cols, w.inputs, "weight does not fit the input");
+    if let Some(b) = bias {
+        assert_eq!(b.len(), n, "bias does not fit the weight");
+    }
+    if m == 0 || n == 0 {
+        return;
+    }
+    x.check("left operand");
+    Rows {
+        data: out,
+        rows: m,
+        cols: n,
+        stride: out_stride,
+    }
+    .check("destination");
+    let vector = match unit {
+        Bf16Unit::Amx | Bf16Unit::Avx512 => avx512_bf16(),
+        Bf16Unit::Portable => false,
+    };
+    let panels = n.div_ceil(PANEL);
+    let t = match threads().min(panels) {
+        t if t > 1 && m * n * x.cols >= PARALLEL_BF16 => t,
+        _ => 1,
+    };
+    let dst = OutPtr(out.as_mut_ptr());
+    let chunk = chunk_rows(w.inputs).min(m);
+    // The panels of each chunk of rows go to whichever worker asks next:
+    // a worker slowed down (by another process on its core) takes fewer.
+    let next: Vec<AtomicUsize> = (0..m.div_ceil(chunk))
+        .map(|_| AtomicUsize::new(0))
+        .collect();
+    // Each worker's converted rows, in one buffer the calling thread keeps
+    // from call to call: no fresh pages per product.
+    let words = chunk * w.pairs();
+    let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if scratch.len() < t * words {
+        scratch.resize(t * words, 0);
+    }
+    let work = |a: &mut [u32]| {
+        // SAFETY: `out` was checked above for `m` rows of `n` at
+        // `out_stride`; a worker writes only the columns of the panels it
+        // took from `next`, which hands each (chunk, panel) out once, and
+        // `out` stays mutably borrowed until every worker has ended.
+        unsafe { panels_into(vector, x, w, bias, dst, out_stride, into, chunk, &next, a) }
+    };
+    if t == 1 {
+        work(&mut scratch[..words]);
+    } else {
+        std::thread::scope(|s| {
+            let work = &work;
+            let mut parts = scratch[..t * words].chunks_mut(words);
+            let mine = parts.next();
+            for a in parts {
+                s.spawn(move || work(a));
+            }
+            if let Some(a) = mine {
+                work(a);
+            }
+        });
+    }
+    SCRATCH.with(|s| *s.borrow_mut() = scratch);
+}
+
+thread_local! {
+    /// The converted rows' buffer of the products this thread calls.
+    static SCRATCH: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Rows converted at once: their bf16 copy (`rows × inputs × 2` bytes) stays
+/// within about 256 KiB, so it is read from L2 while every panel passes over it.
+fn chunk_rows(inputs: usize) -> usize {
+    let rows = (256 * 1024 / (2 * inputs.max(1))).max(MR);
+    rows / MR * MR
+}
+
+/// The product's panels that `next` hands this worker, all rows: the rows
+/// in chunks of `chunk` converted to bf16 into `a` (at least `chunk × pairs`
+/// words), then each panel taken from the chunk's counter over the chunk,
+/// [`MR`] rows at a time.
+///
+/// # Safety
+///
+/// `out` must be valid for reads and writes of `x.rows` rows of
+/// `w.outputs()` at `out_stride`, and nothing else may access the columns of
+/// a (chunk, panel) this worker takes from `next` during the call. `vector`
+/// only where the CPU has AVX-512 BF16.
+#[allow(clippy::too_many_arguments)]
+unsafe fn panels_into(
+    vector: bool,
+    x: Rows<'_>,
+    w: &Bf16Weights,
+    bias: Option<&[f32]>,
+    out: OutPtr,
+    out_stride: usize,
+    into: Out,
+    chunk: usize,
+    next: &[AtomicUsize],
+    a: &mut [u32],
+) {
+    let pairs = w.pairs();
+    let panels = w.outputs.div_ceil(PANEL);
+    for (i0, next) in (0..x.rows).step_by(chunk).zip(next) {
+        if next.load(Ordering::Relaxed) >= panels {
+            continue;
+        }
+        let rows = chunk.min(x.rows - i0);
+        let a = &mut a[..rows * pairs];
+        for (r, dst) in a.chunks_mut(pairs).enumerate() {
+            let src = &x.data[(i0 + r) * x.stride..][..x.cols];
+            convert_row(vector, src, dst);
+        }
+        loop {
+            let j = next.fetch_add(1, Ordering::Relaxed);
+            if j >= panels {
+                break;
+            }
+            let panel = w.panel(j);
+            let cols = PANEL.min(w.outputs - j * PANEL);
+            let bias = bias.map(|b| &b[j * PANEL..j * PANEL + cols]);
+            for r0 in (0..rows).step_by(MR) {
+                let mr = MR.min(rows - r0);
+                let a = &a[r0 * pairs..(r0 + mr) * pairs];
+                // SAFETY: rows `i0 + r0..i0 + r0 + mr` and columns
+                // `j·PANEL..j·PANEL + cols` are inside `out` (the caller's
+                // contract), in a (chunk, panel) only this worker took.
+                let c = unsafe { out.0.add((i0 + r0) * out_stride + j * PANEL) };
+                let tile = Tile {
+                    a,
+                    pairs,
+                    rows: mr,
+                    panel,
+                    c,
+                    ldc: out_stride,
+                    cols,
+                    bias,
+                    add: into == Out::Add,
+                };
+                #[cfg(target_arch = "x86_64")]
+                if vector {
+                    // SAFETY: the CPU has AVX-512 BF16 (the caller's
+                    // contract); the tile's ranges are as `Tile` documents.
+                    unsafe { avx512::tile(&tile) };
+                    continue;
+                }
+                // SAFETY: as above.
+                unsafe { portable_tile(&tile) };
+            }
+        }
+    }
+}
+
+/// One call's worth of the product: `rows` (at most [`MR`]) rows of
+/// converted activations against one panel.
+struct Tile<'a> {
+    /// `rows × pairs` words, one input pair each, row after row.
+    a: &'a [u32],
+    pairs: usize,
+    rows: usize,
+    /// The panel: `2 × pairs` lines.
+    panel: &'a [Line],
+    /// The output's first cell: row `r`, column `c` at `c + r·ldc`, valid for
+    /// reads and writes for `r < rows`, `c < cols`.
+    c: *mut f32,
+    ldc: usize,
+    /// Real columns of this panel (the rest is padding, never written).
+    cols: usize,
+    bias: Option<&'a [f32]>,
+    add: bool,
+}
+
+/// A row of activations to bf16 pairs: `dst[p]` holds `src[2p]` in its low
+/// half and `src[2p + 1]` (or 0 past the end) in its high half.
+fn convert_row(vector: bool, src: &[f32], dst: &mut [u32]) {
+    assert_eq!(dst.len(), src.len().div_ceil(2));
+    #[cfg(target_arch = "x86_64")]
+    if vector {
+        // SAFETY: the caller runs `vector` only where the CPU has AVX-512 BF16.
+        unsafe { avx512::convert_row(src, dst) };
+        return;
+    }
+    let _ = vector;
+    for (p, d) in dst.iter_mut().enumerate() {
+        let lo = to_bf16(src[2 * p]);
+        let hi = src.get(2 * p + 1).map_or(0, |&v| to_bf16(v));
+        *d = u32::from(lo) | (u32::from(hi) << 16);
+    }
+}
+
+/// The portable tile: the same sums as `vdpbf16ps` (each pair's odd product
+/// added, then its even one: bf16 products are exact in f32, so only the
+/// additions round), in plain loops.
+///
+/// # Safety
+///
+/// `t.c` as [`Tile`] documents.
+unsafe fn portable_tile(t: &Tile<'_>) {
+    let mut acc = [[0f32; PANEL]; MR];
+    for p in 0..t.pairs {
+        let (l0, l1) = (&t.panel[2 * p].0, &t.panel[2 * p + 1].0);
+        for (r, acc) in acc.iter_mut().enumerate().take(t.rows) {
+            let a = t.a[r * t.pairs + p];
+            let (a0, a1) = (from_bf16(a as u16), from_bf16((a >> 16) as u16));
+            for (c, v) in acc.iter_mut().enumerate() {
+                let line = if c < 16 { l0 } else { l1 };
+                let b = line[c % 16];
+                let (b0, b1) = (from_bf16(b as u16), from_bf16((b >> 16) as u16));
+                *v += a1 * b1;
+                *v += a0 * b0;
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate().take(t.rows) {
+        for (c, &v) in acc.iter().enumerate().take(t.cols) {
+            let v = v + t.bias.map_or(0.0, |b| b[c]);
+            // SAFETY: `r < rows` and `c < cols`: a cell the tile may write.
+            unsafe {
+                let cell = t.c.add(r * t.ldc + c);
+                *cell = if t.add { *cell + v } else { v };
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! The AVX-512 BF16 kernels: row conversion and the [`MR`] × [`PANEL`] tile.
+
+    use std::arch::x86_64::*;
+
+    use super::{Line, MR, Tile};
+
+    /// [`super::convert_row`] with `vcvtne2ps2bf16`, 32 values at a time.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX-512 F and BF16; `dst.len() == src.len().div_ceil(2)`.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn convert_row(src: &[f32], dst: &mut [u32]) {
+        let n = src.len();
+        let mut i = 0;
+        while i < n {
+            let left = n - i;
+            let (m0, m1) = (lanes(left), lanes(left.saturating_sub(16)));
+            // SAFETY: masked loads read only lanes below `left`, inside `src`
+            // (a masked-off lane is never read, so the second address may
+            // lie past the end).
+            let (v0, v1) = unsafe {
+                (
+                    _mm512_maskz_loadu_ps(m0, src.as_ptr().add(i)),
+                    _mm512_maskz_loadu_ps(m1, src.as_ptr().wrapping_add(i + 16)),
+                )
+            };
+            let h: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(v1, v0)) };
+            // Words `i/2..`: one per pair, `left.div_ceil(2)` of them here.
+            // SAFETY: the masked store writes only words inside `dst`.
+            unsafe {
+                _mm512_mask_storeu_epi32(
+                    dst.as_mut_ptr().add(i / 2).cast(),
+                    lanes(left.div_ceil(2)),
+                    h,
+                )
+            };
+            i += 32;
+        }
+    }
+
+    /// A mask of the first `n` (at most 16) lanes.
+    #[inline(always)]
+    fn lanes(n: usize) -> __mmask16 {
+        if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
+    }
+
+    /// The tile for its row count: one copy of the kernel per count, so the
+    /// accumulators stay in registers.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX-512 F and BF16; `t.c` as [`Tile`] documents.
+    pub(super) unsafe fn tile(t: &Tile<'_>) {
+        assert!(t.rows >= 1 && t.rows <= MR && t.a.len() >= t.rows * t.pairs);
+        assert!(t.panel.len() >= 2 * t.pairs && t.bias.is_none_or(|b| b.len() >= t.cols));
+        // SAFETY: the caller's contract, and the asserts above.
+        unsafe {
+            match t.rows {
+                1 => tile_of::<1>(t),
+                2 => tile_of::<2>(t),
+                3 => tile_of::<3>(t),
+                4 => tile_of::<4>(t),
+                5 => tile_of::<5>(t),
+                6 => tile_of::<6>(t),
+                7 => tile_of::<7>(t),
+                8 => tile_of::<8>(t),
+                9 => tile_of::<9>(t),
+                10 => tile_of::<10>(t),
+                11 => tile_of::<11>(t),
+                _ => tile_of::<MR>(t),
+            }
+        }
+    }
+
+    /// `R` rows × 32 columns: 2R accumulators; per input pair, two loads of
+    /// the panel, R broadcasts of the rows' pairs and 2R `vdpbf16ps`.
+    ///
+    /// # Safety
+    ///
+    /// As [`tile`], with `t.rows == R`.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn tile_of<const R: usize>(t: &Tile<'_>) {
+        let mut acc = [[_mm512_setzero_ps(); 2]; R];
+        let a = t.a.as_ptr();
+        let b = t.panel.as_ptr();
+        let pairs = t.pairs;
+        for p in 0..pairs {
+            // SAFETY: `2p + 1 < 2·pairs <= panel.len()`, lines are 64-byte
+            // aligned; `r·pairs + p < rows·pairs <= a.len()`.
+            unsafe {
+                let b0: __m512bh = std::mem::transmute(_mm512_load_si512(b.add(2 * p).cast()));
+                let b1: __m512bh = std::mem::transmute(_mm512_load_si512(b.add(2 * p + 1).cast()));
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x: __m512bh =
+                        std::mem::transmute(_mm512_set1_epi32(*a.add(r * pairs + p) as i32));
+                    acc[0] = _mm512_dpbf16_ps(acc[0], x, b0);
+                    acc[1] = _mm512_dpbf16_ps(acc[1], x, b1);
+                }
+            }
+        }
+        let (m0, m1) = (lanes(t.cols), lanes(t.cols.saturating_sub(16)));
+        let (bias0, bias1) = match t.bias {
+            // SAFETY: masked loads read only the first `cols` values.
+            Some(bias) => unsafe {
+                (
+                    _mm512_maskz_loadu_ps(m0, bias.as_ptr()),
+                    _mm512_maskz_loadu_ps(m1, bias.as_ptr().wrapping_add(16)),
+                )
+            },
+            None => (_mm512_setzero_ps(), _mm512_setzero_ps()),
+        };
+        for (r, acc) in acc.iter().enumerate() {
+            // SAFETY: row `r < rows`, masked to the first `cols` columns: the
+            // cells the tile may read and write.
+            unsafe {
+                let row = t.c.add(r * t.ldc);
+                let (mut v0, mut v1) = (_mm512_add_ps(acc[0], bias0), _mm512_add_ps(acc[1], bias1));
+                if t.add {
+                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
+                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)));
+                }
+                _mm512_mask_storeu_ps(row, m0, v0);
+                _mm512_mask_storeu_ps(row.wrapping_add(16), m1, v1);
+            }
+        }
+    }
+
+    /// Keeps [`Line`]'s alignment what the aligned loads above need.
+    const _: () = assert!(align_of::<Line>() == 64);
+}
+
+#[cfg(test)]
+mod tests;
