@@ -16,9 +16,16 @@ Then runs the command line with `OTEL_EXPORTER_OTLP_ENDPOINT` at the receiver:
 `gen_ai.evaluation.result` event per answer with its name, score value and
 label, the `toolnexus.*` extras); `eval --otel-content` (the state is
 exported only then); `eval` on a failing call (`error.type`); `batch` over
-three states (three spans, the request counter at 3). No exported byte may
-hold the API key. Then `serve --metrics` is started and `/metrics` is parsed
-by `prometheus_client`'s text parser.
+three states (three spans, the request counter at 3); `guard` on a hook
+input on stdin settled by a rule (one span of the guard call's own with its
+`toolnexus.guard.*` verdict, rule and source), and one that reaches the judge
+(the stand-in upstream as the judge, and the embedded model when
+`TOOLNEXUS_MODEL_DIR` holds it: the judge's span carries the verdict); a
+collector that accepts and never answers (the guard still exits within a
+bound). No exported byte may hold the API key, nor the guarded command. Then
+`serve` continues a caller's W3C `traceparent` (the span's trace id and
+parent), and `serve --metrics` is started and `/metrics` is parsed by
+`prometheus_client`'s text parser.
 
 Each check prints `PASS name` or `FAIL name: why`; the last line is
 `N passed, N failed`, and the exit status is 1 when anything failed.
@@ -176,10 +183,13 @@ class Suite:
     def style(self) -> list[str]:
         return ["--style", "systemone", "--base-url", f"{self.upstream.root}/v1", "--api-key-env", "COMPAT_OTEL_KEY"]
 
-    def cli(self, args: list[str], ok: bool = True) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, args: list[str], ok: bool = True, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         self.receiver.reset()
         done = subprocess.run(
-            [self.binary, *args], env=self.env(), capture_output=True, text=True, timeout=120, check=False
+            [self.binary, *args], env=env or self.env(), capture_output=True, text=True, timeout=300, check=False,
+            input=stdin,
         )
         if ok and done.returncode != 0:
             raise AssertionError(f"{args[0]} exited {done.returncode}: {done.stderr.strip()}")
@@ -308,6 +318,148 @@ class Suite:
         check(KEY not in done.stderr, "no key in the warning")
         check(took < 30, f"took {took:.1f}s")
 
+    # -- the guard -----------------------------------------------------------
+
+    def guard_env(self) -> dict[str, str]:
+        env = self.env()
+        env["HOME"] = str(self.tmp)
+        env["XDG_STATE_HOME"] = str(self.tmp / "state")
+        return env
+
+    def hook(self, command: str) -> str:
+        return json.dumps(
+            {
+                "session_id": "s-otel",
+                "cwd": str(self.tmp),
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": command},
+                "tool_use_id": "toolu_otel",
+            }
+        )
+
+    def guard_verdict(self, a: dict[str, Any], verdict: str, decided_by: str, asked: bool) -> None:
+        check(a.get("toolnexus.guard.verdict") == verdict, f"verdict {a.get('toolnexus.guard.verdict')!r}")
+        check(a.get("toolnexus.guard.decided_by") == decided_by, f"decided_by {a.get('toolnexus.guard.decided_by')!r}")
+        check(a.get("toolnexus.guard.judge_asked") is asked, f"judge_asked {a.get('toolnexus.guard.judge_asked')!r}")
+        check(a.get("toolnexus.guard.tool") == "Bash", f"tool {a.get('toolnexus.guard.tool')!r}")
+
+    def guard_rule(self) -> None:
+        command = "git push --force origin main"
+        done = self.cli(["guard"], stdin=self.hook(command), env=self.guard_env())
+        answer = json.loads(done.stdout)["hookSpecificOutput"]
+        check(answer["permissionDecision"] == "deny", f"answer {answer}")
+        spans = self.receiver.spans()
+        check(len(spans) == 1, f"one span for the guard call, got {len(spans)}")
+        span, _ = spans[0]
+        check(span.name == "guard Bash", f"name {span.name!r}")
+        check(span.kind == Span.SPAN_KIND_INTERNAL, f"kind {span.kind}")
+        a = attrs(span.attributes)
+        self.guard_verdict(a, "deny", "rule", False)
+        check(a.get("toolnexus.guard.rule") == "force-push", f"rule {a.get('toolnexus.guard.rule')!r}")
+        check("gen_ai.operation.name" not in a, "no judge was asked")
+        check(all(b"push --force" not in body for body in self.receiver.raw), "the command is not exported")
+
+    def guard_judge(self, args: list[str], command: str) -> tuple[str, str]:
+        done = self.cli(["guard", *args], stdin=self.hook(command), env=self.guard_env())
+        printed = done.stdout.strip()
+        verdict = json.loads(printed)["hookSpecificOutput"]["permissionDecision"] if printed else "allow"
+        spans = self.receiver.spans()
+        check(len(spans) >= 1, "the judge's span")
+        for span, _ in spans:
+            a = attrs(span.attributes)
+            check(a.get("gen_ai.operation.name") == "evaluate", f"a judge span: {span.name!r}")
+            self.guard_verdict(a, verdict, "judge", True)
+            check("toolnexus.guard.rule" not in a, "no rule decided")
+        check(all(b"JUDGED-DIR" not in body for body in self.receiver.raw), "the command is not exported")
+        reason = json.loads(printed)["hookSpecificOutput"]["permissionDecisionReason"] if printed else ""
+        return verdict, reason
+
+    def guard_stand_in_judge(self) -> None:
+        self.guard_judge(self.style(), "ls -la JUDGED-DIR")
+
+    def guard_model_judge(self) -> None:
+        model = os.environ.get("TOOLNEXUS_MODEL_DIR", "")
+        if not (model and (Path(model) / "model.safetensors").is_file()):
+            check(os.environ.get("TOOLNEXUS_REQUIRE_MODEL") != "1", f"no embedded model at {model!r}")
+            print("SKIP the embedded model's judge: TOOLNEXUS_MODEL_DIR holds no model", flush=True)
+            return
+        # The built-in policy with a budget a loaded CI machine's cold model
+        # load fits in: over budget, the guard answers on_error without the
+        # judge's span (a span of its own, `decided_by` error).
+        builtin = subprocess.run(
+            [self.binary, "guard", "check-policy"], capture_output=True, text=True, timeout=60, check=True
+        )
+        policy = json.loads(builtin.stdout)
+        policy["budget_ms"] = 240_000
+        policy["log"]["path"] = str(self.tmp / "state" / "guard-model.jsonl")
+        path = self.tmp / "guard-policy.json"
+        path.write_text(json.dumps(policy))
+        self.guard_judge(["--policy", str(path)], "ls -la JUDGED-DIR")
+
+    def guard_black_hole(self) -> None:
+        hole = socket.socket()
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(16)
+        held: list[socket.socket] = []
+
+        def accept() -> None:
+            while True:
+                try:
+                    held.append(hole.accept()[0])
+                except OSError:
+                    return
+
+        threading.Thread(target=accept, daemon=True).start()
+        env = self.guard_env()
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{hole.getsockname()[1]}"
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                [self.binary, "guard"], env=env, input=self.hook("git push --force origin main"),
+                capture_output=True, text=True, timeout=120, check=False,
+            )
+        finally:
+            took = time.monotonic() - started
+            hole.close()
+            for c in held:
+                c.close()
+        check(done.returncode == 0, f"exit {done.returncode}: {done.stderr}")
+        check(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny", done.stdout)
+        check("did not answer within 200 ms" in done.stderr, f"a warning: {done.stderr!r}")
+        # A hang guard, not a speed claim: the SDK alone would wait 10 s.
+        check(took < 5, f"took {took:.1f}s")
+
+    def serve_traceparent(self) -> None:
+        port = free_port()
+        self.receiver.reset()
+        serve = subprocess.Popen(
+            [self.binary, "serve", "--addr", f"127.0.0.1:{port}", *self.style()],
+            env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+        try:
+            root = f"http://127.0.0.1:{port}"
+            wait_for(f"{root}/v1/models")
+            body = json.dumps({"state": STATE, "questions": QUESTIONS}).encode()
+            for header in [f"00-{trace}-{parent}-01", None]:
+                headers = {"content-type": "application/json"}
+                if header:
+                    headers["traceparent"] = header
+                req = urllib.request.Request(f"{root}/v1/systemone", data=body, headers=headers)
+                urllib.request.urlopen(req, timeout=30).read()
+        finally:
+            serve.terminate()
+            serve.wait(timeout=30)
+        spans = [s for s, _ in self.receiver.spans()]
+        check(len(spans) == 2, f"a span per request, got {len(spans)}")
+        continued = [s for s in spans if s.trace_id.hex() == trace]
+        check(len(continued) == 1, f"trace ids {[s.trace_id.hex() for s in spans]}")
+        check(continued[0].parent_span_id.hex() == parent, f"parent {continued[0].parent_span_id.hex()}")
+        check(continued[0].kind == Span.SPAN_KIND_CLIENT, "still the GenAI client span")
+        own = [s for s in spans if s.trace_id.hex() != trace]
+        check(own and not own[0].parent_span_id, "without the header: a root span")
+
     def prometheus(self) -> None:
         port = free_port()
         env = self.env()
@@ -354,6 +506,11 @@ class Suite:
         self.run("eval on a failing call: error.type and no events", self.failure)
         self.run("batch: a span per state", self.batch)
         self.run("an unreachable collector: a warning, the call succeeds", self.dead_collector)
+        self.run("guard settled by a rule: a span of its own with the verdict and rule", self.guard_rule)
+        self.run("guard asking the stand-in judge: the judge's span carries the verdict", self.guard_stand_in_judge)
+        self.run("guard asking the embedded model: the judge's span carries the verdict", self.guard_model_judge)
+        self.run("guard with a collector that never answers: a bounded exit", self.guard_black_hole)
+        self.run("serve continues a caller's traceparent", self.serve_traceparent)
         self.run("serve --metrics: /metrics read by prometheus_client", self.prometheus)
 
 

@@ -60,7 +60,7 @@ fn main() -> ExitCode {
     warnings::install(cli.quiet);
     // Before the runtime and after it: the export's own threads send what the
     // calls queue, and dropping the guard sends the rest (a bounded wait).
-    let otel = otel::start(&cli.otel, cli.command.evaluates());
+    let otel = otel::start(&cli.otel, &cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

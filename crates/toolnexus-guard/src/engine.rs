@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tokio::sync::OnceCell;
 use toolnexus::classifier::{
-    ChoiceAnswer, Decision, EvalContext, NoulAnswer, Question, Questions, ScoreAnswer,
+    ChoiceAnswer, Decision, EvalContext, GuardVerdict, NoulAnswer, Question, Questions, ScoreAnswer,
 };
 
 use crate::call::{Reading, ToolCall};
@@ -186,12 +186,27 @@ impl Guard {
         self.judge_read(call).await.judgment
     }
 
+    /// Judges one call for [`Guard::judge`] and [`Guard::explain`], and
+    /// tells the OpenTelemetry export (when one is installed) the verdict:
+    /// the judge's span carries it, or the call gets a span of its own when
+    /// no judge was asked.
     async fn judge_read(&self, call: &ToolCall) -> Explanation {
+        toolnexus::classifier::guard_call(self.judge_and_report(call)).await
+    }
+
+    async fn judge_and_report(&self, call: &ToolCall) -> (Explanation, GuardVerdict) {
         let started = Instant::now();
         let mut detail = Map::new();
         if self.policy.skip_tools.iter().any(|t| t == &call.tool_name) {
             detail.insert("skipped".into(), json!(true));
-            return Explanation {
+            let verdict = GuardVerdict {
+                tool: call.tool_name.clone(),
+                verdict: Permission::Allow.as_str(),
+                rule: None,
+                decided_by: "skipped",
+                judge_asked: false,
+            };
+            let explained = Explanation {
                 judgment: Judgment {
                     permission: Permission::Allow,
                     reason: format!(
@@ -205,6 +220,7 @@ impl Guard {
                 fired: json!([]),
                 project: None,
             };
+            return (explained, verdict);
         }
 
         // Rules read the call as the judge does: hidden fields (Bash's
@@ -373,6 +389,7 @@ impl Guard {
             )
         };
 
+        let judge_asked = asked.is_some();
         let mut figures = Vec::new();
         let mut question_permission = Permission::Allow;
         let mut failed: Option<String> = failure;
@@ -438,7 +455,23 @@ impl Guard {
             }
             p => format!("toolnexus guard: {}: {}", p.as_str(), why.join("; ")),
         };
-        Explanation {
+        // What set the permission, first as the reason names it: a rule or
+        // check at that permission, else a failure, else the judge.
+        let (decided_by, rule) = match fired.iter().find(|f| f.permission == permission) {
+            Some(f) if f.id == "unread" => ("unread", Some(f.id.clone())),
+            Some(f) => ("rule", Some(f.id.clone())),
+            None if failed.is_some() && error_permission == permission => ("error", None),
+            None if judge_asked => ("judge", None),
+            None => ("policy", None),
+        };
+        let verdict = GuardVerdict {
+            tool: call.tool_name.clone(),
+            verdict: permission.as_str(),
+            rule,
+            decided_by,
+            judge_asked,
+        };
+        let explained = Explanation {
             judgment: Judgment {
                 permission,
                 reason,
@@ -456,7 +489,8 @@ impl Guard {
                 Ok(p) => p.path.display().to_string(),
                 Err(e) => e.clone(),
             }),
-        }
+        };
+        (explained, verdict)
     }
 
     /// The call as the rules and the judge see it: its arguments less the

@@ -53,6 +53,9 @@
 //!   calls' figures in the Prometheus text format (`toolnexus_requests_total`,
 //!   `toolnexus_answers_total`, … as [`toolnexus::metrics`] names them),
 //!   behind the same key as every other endpoint.
+//! - A request's W3C `traceparent` header is continued: with the
+//!   OpenTelemetry export on, the call's span is a child of the caller's
+//!   ([`toolnexus::classifier::with_trace_parent`]).
 //! - Output never stops the server: what it says goes to the [`Log`] the
 //!   caller handed in, and requests are still answered whatever the log does.
 //! - When the future given to [`Server::run`] resolves (Ctrl-C or SIGTERM with
@@ -733,7 +736,15 @@ async fn systemone(
     }
     let ctx = EvalContext::new().with_call_name(app.call.clone());
     let hints = Hints::of(&eval);
-    let mut resp = answer(&app, &id, ctx, eval, &hints).await;
+    // A caller's W3C trace context: the call's exported span continues its
+    // trace (a child of the caller's span); a malformed header is ignored.
+    let parent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(toolnexus::classifier::TraceParent::parse);
+    let mut resp =
+        toolnexus::classifier::with_trace_parent(parent, answer(&app, &id, ctx, eval, &hints))
+            .await;
     if !ignored.is_empty()
         && let Ok(v) = HeaderValue::from_str(&ignored.join(", "))
     {

@@ -109,10 +109,13 @@ pub use evaluated::Evaluated;
 pub use evaluator::{Evaluator, FullEvaluator};
 pub use fingerprint::Fingerprint;
 pub use identity::Identity;
-pub use observe::record_cascade_stage;
 #[cfg_attr(not(feature = "otel"), allow(unused_imports))]
-pub(crate) use observe::{CallEnd, CallExport, CallWatch, clear_call_export, set_call_export};
+pub(crate) use observe::{
+    CallEnd, CallExport, CallWatch, EndedCall, clear_call_export, current_trace_parent,
+    set_call_export,
+};
 use observe::{CallNotes, IN_CALL, Place};
+pub use observe::{GuardVerdict, TraceParent, guard_call, record_cascade_stage, with_trace_parent};
 pub use options::{
     Backend, BodyTransformFn, ClassifierOptions, ClassifierStyle, EvaluateFn, MetricEvent,
     MetricFn, MetricName, MetricStatus, RecordedDecision,

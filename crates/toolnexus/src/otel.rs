@@ -25,22 +25,26 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
-use opentelemetry::trace::{Span as _, SpanKind, Status, Tracer as _, TracerProvider as _};
+use opentelemetry::trace::{
+    Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId,
+    TraceState, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use serde_json::Value;
 
 use crate::classifier::{
-    CallEnd, CallExport, CallWatch, MetricEvent, MetricName, MetricStatus, Questions,
+    CallEnd, CallExport, CallWatch, EndedCall, GuardVerdict, MetricEvent, MetricName, MetricStatus,
+    Questions, TraceParent,
 };
 
 mod attributes;
 mod delivery;
 
-pub use attributes::{CallRecord, evaluation_events, span_attributes};
+pub use attributes::{CallRecord, evaluation_events, guard_attributes, span_attributes};
 pub use delivery::undelivered_spans;
 
 /// How [`install`] sets the export up; the rest comes from the standard
@@ -60,7 +64,20 @@ pub struct OtelOptions {
     pub endpoint: Option<String>,
     /// The `service.name` resource attribute, in place of `OTEL_SERVICE_NAME`.
     pub service_name: Option<String>,
+    /// How long [`OtelGuard::shutdown`] waits for the collector to take what
+    /// is queued ([`DEFAULT_FLUSH_TIMEOUT`] when `None`): past it the process
+    /// goes on without it, warns naming the collector, and counts the spans
+    /// left as undelivered ([`undelivered_spans`]).
+    pub flush_timeout: Option<Duration>,
 }
+
+/// How long [`OtelGuard::shutdown`] waits for the collector when
+/// [`OtelOptions::flush_timeout`] is not set.
+///
+/// ```
+/// assert_eq!(toolnexus::otel::DEFAULT_FLUSH_TIMEOUT.as_secs(), 5);
+/// ```
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why [`install`] could not set the export up.
 ///
@@ -105,6 +122,8 @@ struct Export {
     tracer: SdkTracer,
     instruments: Instruments,
     content: bool,
+    /// The spans handed to the queue and settled by the collector.
+    counts: Arc<delivery::Counts>,
 }
 
 struct Instruments {
@@ -125,6 +144,10 @@ pub struct OtelGuard {
     export: Arc<dyn CallExport>,
     tracers: SdkTracerProvider,
     meters: SdkMeterProvider,
+    counts: Arc<delivery::Counts>,
+    /// The collector, redacted, for the warning when it does not answer in time.
+    collector: String,
+    flush_timeout: Duration,
     done: bool,
 }
 
@@ -178,8 +201,9 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| "http://localhost:4318".into());
+    let counts = Arc::new(delivery::Counts::default());
     let tracers = SdkTracerProvider::builder()
-        .with_batch_exporter(delivery::Warned::new(spans, &collector))
+        .with_batch_exporter(delivery::Warned::new(spans, &collector, counts.clone()))
         .with_resource(resource.clone())
         .build();
     let meters = SdkMeterProvider::builder()
@@ -190,6 +214,7 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         tracer: tracers.tracer("toolnexus"),
         instruments: Instruments::new(&meters),
         content: options.content,
+        counts: counts.clone(),
     };
     let export: Arc<dyn CallExport> = Arc::new(export);
     crate::classifier::set_call_export(export.clone());
@@ -197,6 +222,9 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         export,
         tracers,
         meters,
+        counts,
+        collector: crate::redact::redact_url(&collector),
+        flush_timeout: options.flush_timeout.unwrap_or(DEFAULT_FLUSH_TIMEOUT),
         done: false,
     })
 }
@@ -215,7 +243,10 @@ fn resource(options: &OtelOptions) -> opentelemetry_sdk::Resource {
 }
 
 impl OtelGuard {
-    /// Sends what is queued (waiting at most a few seconds) and ends the export.
+    /// Sends what is queued and ends the export, waiting at most
+    /// [`OtelOptions::flush_timeout`]. A collector that has not answered by
+    /// then is given up on: a warning names it, and the spans it did not
+    /// take are counted in [`undelivered_spans`].
     ///
     /// ```no_run
     /// let guard = toolnexus::otel::install(Default::default()).unwrap();
@@ -230,12 +261,60 @@ impl OtelGuard {
             return;
         }
         crate::classifier::clear_call_export(&self.export);
-        // Failures (an unreachable collector) were already warned about by
-        // the SDK as they happened; the process goes on either way.
-        // What did not reach the collector was warned about as it failed
-        // (see `delivery`) and is counted; the process goes on either way.
-        let _ = self.tracers.shutdown_with_timeout(Duration::from_secs(5));
-        let _ = self.meters.shutdown();
+        // The SDK's own shutdowns wait on the exporter's HTTP timeout
+        // (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s) and the metrics' hard-coded 5 s:
+        // a collector that accepts the connection and never answers would
+        // hold the process that long. Each runs on a thread of its own, and
+        // the wait for them is bounded here; a thread left behind ends with
+        // the process. What failed earlier was warned about as it failed
+        // (see `delivery`) and is counted.
+        let budget = self.flush_timeout;
+        let deadline = std::time::Instant::now() + budget;
+        // Each job says whether it finished in time (a collector that
+        // refused was warned about by `delivery` and still finished). The
+        // SDK's own bound on the traces is set past ours, so that a collector
+        // that never answers is always seen here, as ours running out.
+        let (tx, rx) = std::sync::mpsc::channel::<bool>();
+        let tracers = self.tracers.clone();
+        let meters = self.meters.clone();
+        let in_time = |r: opentelemetry_sdk::error::OTelSdkResult| {
+            !matches!(r, Err(opentelemetry_sdk::error::OTelSdkError::Timeout(_)))
+        };
+        let jobs: [Box<dyn FnOnce() -> bool + Send>; 2] = [
+            Box::new(move || {
+                in_time(tracers.shutdown_with_timeout(budget + Duration::from_secs(1)))
+            }),
+            Box::new(move || in_time(meters.shutdown())),
+        ];
+        let mut waiting = jobs.len();
+        for job in jobs {
+            let tx = tx.clone();
+            // A thread that cannot be started leaves its job waiting: what
+            // it would have sent is given up on, not waited for unbounded.
+            let _ = std::thread::Builder::new()
+                .name("toolnexus-otel-flush".into())
+                .spawn(move || {
+                    let _ = tx.send(job());
+                });
+        }
+        while waiting > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(true) => waiting -= 1,
+                Ok(false) | Err(_) => break,
+            }
+        }
+        if waiting > 0 {
+            let lost = self.counts.give_up();
+            tracing::warn!(
+                target: "toolnexus::otel",
+                "otel: the collector at {} did not answer within {} ms as the export ended; \
+                 going on without it ({lost} span{} not delivered)",
+                self.collector,
+                budget.as_millis(),
+                if lost == 1 { "" } else { "s" }
+            );
+        }
     }
 }
 
@@ -246,13 +325,75 @@ impl Drop for OtelGuard {
 }
 
 /// What the outermost classifier keeps from the start of a call for its
-/// span: when it started, the model asked for, and the content when opted in.
+/// span: when it started, the model asked for, the trace it continues, and
+/// the content when opted in.
 struct Watch {
     tracer: SdkTracer,
+    counts: Arc<delivery::Counts>,
     started: SystemTime,
     asked: String,
+    parent: Option<TraceParent>,
     state: Option<String>,
     instructions: Vec<(String, String)>,
+}
+
+/// A span built and not yet started: its name, times, attributes and events.
+struct Ended {
+    tracer: SdkTracer,
+    counts: Arc<delivery::Counts>,
+    name: String,
+    kind: SpanKind,
+    started: SystemTime,
+    ended: SystemTime,
+    parent: Option<TraceParent>,
+    attributes: Vec<KeyValue>,
+    events: Vec<Vec<KeyValue>>,
+    error: Option<&'static str>,
+}
+
+/// The context a span starts in: the incoming request's trace, or none.
+fn parent_context(parent: Option<TraceParent>) -> Context {
+    match parent {
+        Some(p) => Context::new().with_remote_span_context(SpanContext::new(
+            TraceId::from_bytes(p.trace_id),
+            SpanId::from_bytes(p.span_id),
+            if p.sampled {
+                TraceFlags::SAMPLED
+            } else {
+                TraceFlags::default()
+            },
+            true,
+            TraceState::default(),
+        )),
+        None => Context::new(),
+    }
+}
+
+impl EndedCall for Ended {
+    fn export(mut self: Box<Self>, guard: Option<&GuardVerdict>) {
+        if let Some(v) = guard {
+            self.attributes.extend(guard_attributes(v));
+        }
+        let tracer = &self.tracer;
+        let mut span = tracer
+            .span_builder(self.name)
+            .with_kind(self.kind)
+            .with_start_time(self.started)
+            .with_attributes(self.attributes)
+            .start_with_context(tracer, &parent_context(self.parent));
+        for attrs in self.events {
+            span.add_event_with_timestamp("gen_ai.evaluation.result", self.ended, attrs);
+        }
+        if let Some(kind) = self.error {
+            span.set_status(Status::error(kind));
+        }
+        // A span the sampler dropped (a caller's unsampled trace) never
+        // reaches the queue: only the others wait to be delivered.
+        if span.span_context().is_sampled() {
+            self.counts.queued();
+        }
+        span.end_with_timestamp(self.ended);
+    }
 }
 
 impl CallExport for Export {
@@ -270,8 +411,10 @@ impl CallExport for Export {
         };
         Box::new(Watch {
             tracer: self.tracer.clone(),
+            counts: self.counts.clone(),
             started: SystemTime::now(),
             asked: asked.to_string(),
+            parent: crate::classifier::current_trace_parent(),
             state,
             instructions,
         })
@@ -280,11 +423,27 @@ impl CallExport for Export {
     fn metric(&self, event: &MetricEvent) {
         self.instruments.record(event);
     }
+
+    fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
+        let ended = Ended {
+            tracer: self.tracer.clone(),
+            counts: self.counts.clone(),
+            name: format!("guard {}", verdict.tool),
+            kind: SpanKind::Internal,
+            started,
+            ended: started + took,
+            parent: crate::classifier::current_trace_parent(),
+            attributes: Vec::new(),
+            events: Vec::new(),
+            error: None,
+        };
+        Box::new(ended).export(Some(verdict));
+    }
 }
 
 impl CallWatch for Watch {
-    /// Exports the call's span and its events.
-    fn finish(self: Box<Self>, end: CallEnd<'_>) {
+    /// Builds the call's span and its events.
+    fn finish(self: Box<Self>, end: CallEnd<'_>) -> Box<dyn EndedCall> {
         let record = CallRecord {
             identity: end.identity,
             asked: &self.asked,
@@ -294,21 +453,18 @@ impl CallWatch for Watch {
             cascade_stage: end.cascade_stage,
             state: self.state.as_deref(),
         };
-        let tracer = &self.tracer;
-        let mut span = tracer
-            .span_builder(format!("evaluate {}", self.asked))
-            .with_kind(SpanKind::Client)
-            .with_start_time(self.started)
-            .with_attributes(span_attributes(&record))
-            .start(tracer);
-        let at = self.started + end.duration;
-        for attrs in evaluation_events(&record, &self.instructions) {
-            span.add_event_with_timestamp("gen_ai.evaluation.result", at, attrs);
-        }
-        if let Err(e) = end.result {
-            span.set_status(Status::error(e.kind().as_str()));
-        }
-        span.end_with_timestamp(at);
+        Box::new(Ended {
+            name: format!("evaluate {}", self.asked),
+            kind: SpanKind::Client,
+            started: self.started,
+            ended: self.started + end.duration,
+            parent: self.parent,
+            attributes: span_attributes(&record),
+            events: evaluation_events(&record, &self.instructions),
+            error: end.result.as_ref().err().map(|e| e.kind().as_str()),
+            tracer: self.tracer,
+            counts: self.counts,
+        })
     }
 }
 

@@ -6,6 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::*;
 
+mod scope;
+
+pub(crate) use scope::current_trace_parent;
+pub use scope::{GuardVerdict, TraceParent, guard_call, with_trace_parent};
+
 /// Receives every call an outermost classifier opens, process-wide: the
 /// OpenTelemetry export (`otel` feature) installs one. The classifier calls
 /// down into it through this seam, so the export stands above the classifier.
@@ -14,12 +19,27 @@ pub(crate) trait CallExport: Send + Sync {
     fn start(&self, state: &Value, questions: &Questions, asked: &str) -> Box<dyn CallWatch>;
     /// One metric event of an outermost classifier, or a warning.
     fn metric(&self, event: &MetricEvent);
+    /// A guard judgment that asked no judge: its own span, from `started`.
+    fn guard(
+        &self,
+        started: std::time::SystemTime,
+        took: std::time::Duration,
+        verdict: &GuardVerdict,
+    );
 }
 
 /// A watched call, finished once.
 pub(crate) trait CallWatch: Send {
-    /// The call ended.
-    fn finish(self: Box<Self>, end: CallEnd<'_>);
+    /// The call ended: its span, built, to export now or once the guard
+    /// judging the tool call it was made for has decided.
+    fn finish(self: Box<Self>, end: CallEnd<'_>) -> Box<dyn EndedCall>;
+}
+
+/// A call's span, built when the call ended (its times are its own, so it
+/// may be exported later).
+pub(crate) trait EndedCall: Send {
+    /// Exports the span, with the verdict of the guard it was made for.
+    fn export(self: Box<Self>, guard: Option<&GuardVerdict>);
 }
 
 /// How a watched call ended.
@@ -194,14 +214,14 @@ impl Classifier {
         }
         if let Some(watch) = watch {
             let stage = IN_CALL.try_with(CallNotes::cascade_stage).ok().flatten();
-            watch.finish(CallEnd {
+            scope::export_ended(watch.finish(CallEnd {
                 identity: &self.identity,
                 call_name: &ctx.call_name,
                 duration,
                 result: full,
                 cascade_stage: stage,
                 answered: &answered,
-            });
+            }));
         }
         let outermost = matches!(place, Place::Outermost(_));
         if !(self.on_metric.is_some() || outermost && self.watched()) {

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
 
-use crate::classifier::{ClassifierError, DecisionAnswer, Evaluated, Identity, Question};
+use crate::classifier::{
+    ClassifierError, DecisionAnswer, Evaluated, GuardVerdict, Identity, Question,
+};
 
 /// What the span of one finished call is made from.
 ///
@@ -119,6 +121,37 @@ pub fn span_attributes(r: &CallRecord<'_>) -> Vec<KeyValue> {
             }
         }
         Err(e) => a.push(KeyValue::new("error.type", e.kind().as_str())),
+    }
+    a
+}
+
+/// A guard's verdict as span attributes: `toolnexus.guard.verdict`, `.rule`
+/// (when a rule or check set it), `.decided_by`, `.tool` and `.judge_asked`.
+///
+/// ```
+/// use toolnexus::classifier::GuardVerdict;
+/// use toolnexus::otel::guard_attributes;
+///
+/// let v = GuardVerdict {
+///     tool: "Bash".into(),
+///     verdict: "deny",
+///     rule: Some("force-push".into()),
+///     decided_by: "rule",
+///     judge_asked: false,
+/// };
+/// let attrs = guard_attributes(&v);
+/// assert!(attrs.iter().any(|kv| kv.key.as_str() == "toolnexus.guard.rule"
+///     && kv.value.as_str() == "force-push"));
+/// ```
+pub fn guard_attributes(v: &GuardVerdict) -> Vec<KeyValue> {
+    let mut a = vec![
+        KeyValue::new("toolnexus.guard.verdict", v.verdict),
+        KeyValue::new("toolnexus.guard.decided_by", v.decided_by),
+        KeyValue::new("toolnexus.guard.tool", v.tool.clone()),
+        KeyValue::new("toolnexus.guard.judge_asked", v.judge_asked),
+    ];
+    if let Some(rule) = &v.rule {
+        a.push(KeyValue::new("toolnexus.guard.rule", rule.clone()));
     }
     a
 }

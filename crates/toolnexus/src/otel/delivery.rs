@@ -1,8 +1,10 @@
 //! Delivery to the collector: a span exporter that warns, once, when the
-//! collector does not take a batch, and counts the spans so lost. The calls
-//! themselves never wait for any of it.
+//! collector does not take a batch, and counts the spans so lost, and the
+//! count of spans still waiting when the export is given up on at exit. The
+//! calls themselves never wait for any of it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
@@ -11,8 +13,9 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 static UNDELIVERED: AtomicU64 = AtomicU64::new(0);
 
 /// How many exported spans the collector did not take (unreachable, refusing,
-/// too slow), since the process started. Spans the full queue dropped before
-/// export are counted by the OpenTelemetry SDK itself.
+/// too slow), since the process started; once an export has ended
+/// ([`OtelGuard::shutdown`](super::OtelGuard::shutdown)) past its flush
+/// timeout, also the spans it left queued or that the full queue dropped.
 ///
 /// ```
 /// // Nothing was exported, so nothing was lost.
@@ -22,6 +25,55 @@ pub fn undelivered_spans() -> u64 {
     UNDELIVERED.load(Ordering::Relaxed)
 }
 
+/// One export's span counts: handed to the queue, and settled (the
+/// collector's answer came, taken or refused). Their difference at exit is
+/// what the queue still held or dropped.
+#[derive(Debug, Default)]
+pub(super) struct Counts {
+    queued: AtomicU64,
+    settle: Mutex<Settle>,
+}
+
+/// What the collector answered, and whether the export was given up on (what
+/// settles after that was already counted).
+#[derive(Debug, Default)]
+struct Settle {
+    settled: u64,
+    abandoned: bool,
+}
+
+impl Counts {
+    /// One span handed to the queue.
+    pub(super) fn queued(&self) {
+        self.queued.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A batch of `n` spans settled; `lost` when the collector did not take it.
+    fn settled(&self, n: u64, lost: bool) {
+        // A poisoned lock holds two plain counts, whole either way.
+        let mut s = self.settle.lock().unwrap_or_else(|p| p.into_inner());
+        s.settled += n;
+        if lost && !s.abandoned {
+            UNDELIVERED.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The export is given up on: the spans not settled are counted as
+    /// undelivered, and their number returned.
+    pub(super) fn give_up(&self) -> u64 {
+        let mut s = self.settle.lock().unwrap_or_else(|p| p.into_inner());
+        if std::mem::replace(&mut s.abandoned, true) {
+            return 0;
+        }
+        let lost = self
+            .queued
+            .load(Ordering::Relaxed)
+            .saturating_sub(s.settled);
+        UNDELIVERED.fetch_add(lost, Ordering::Relaxed);
+        lost
+    }
+}
+
 /// The OTLP exporter, warning about the first batch the collector refuses.
 #[derive(Debug)]
 pub(super) struct Warned<E> {
@@ -29,14 +81,16 @@ pub(super) struct Warned<E> {
     /// The collector's URL without credentials or query, for the warning.
     collector: String,
     warned: AtomicBool,
+    counts: Arc<Counts>,
 }
 
 impl<E> Warned<E> {
-    pub(super) fn new(inner: E, collector: &str) -> Warned<E> {
+    pub(super) fn new(inner: E, collector: &str, counts: Arc<Counts>) -> Warned<E> {
         Warned {
             inner,
             collector: crate::redact::redact_url(collector),
             warned: AtomicBool::new(false),
+            counts,
         }
     }
 }
@@ -50,8 +104,8 @@ impl<E: SpanExporter> SpanExporter for Warned<E> {
         let sent = self.inner.export(batch);
         async move {
             let result = sent.await;
+            self.counts.settled(n, result.is_err());
             if result.is_err() {
-                UNDELIVERED.fetch_add(n, Ordering::Relaxed);
                 // The error's text may quote the URL with its credentials:
                 // the warning names the collector as configured, redacted.
                 if !self.warned.swap(true, Ordering::Relaxed) {

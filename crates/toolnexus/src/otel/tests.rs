@@ -194,3 +194,29 @@ fn an_endpoint_is_exported_as_its_host_only() {
     );
     assert_eq!(host_and_port("http:///v1"), None);
 }
+
+#[test]
+fn a_guard_verdict_maps_to_guard_attributes() {
+    let v = GuardVerdict {
+        tool: "Bash".into(),
+        verdict: "ask",
+        rule: Some("project:no-deploys".into()),
+        decided_by: "rule",
+        judge_asked: true,
+    };
+    let a = guard_attributes(&v);
+    assert_eq!(text(&a, "toolnexus.guard.verdict"), "ask");
+    assert_eq!(text(&a, "toolnexus.guard.rule"), "project:no-deploys");
+    assert_eq!(text(&a, "toolnexus.guard.decided_by"), "rule");
+    assert_eq!(text(&a, "toolnexus.guard.tool"), "Bash");
+    assert_eq!(
+        get(&a, "toolnexus.guard.judge_asked"),
+        Some(&opentelemetry::Value::Bool(true))
+    );
+    let judged = guard_attributes(&GuardVerdict {
+        rule: None,
+        decided_by: "judge",
+        ..v
+    });
+    assert!(get(&judged, "toolnexus.guard.rule").is_none());
+}
