@@ -12,13 +12,15 @@
 
 mod asyncio;
 mod classifier;
-mod columns;
 mod convert;
 mod decision;
 mod error;
 mod options;
 mod runtime;
 mod table;
+
+// SPEC §24's flat result columns: one builder for Python and the command line.
+use toolnexus_table as columns;
 
 use pyo3::prelude::*;
 
