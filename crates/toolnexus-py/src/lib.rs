@@ -19,9 +19,6 @@ mod options;
 mod runtime;
 mod table;
 
-// SPEC §24's flat result columns: one builder for Python and the command line.
-use toolnexus_table as columns;
-
 use pyo3::prelude::*;
 
 /// The extension module: the types and functions `toolnexus/__init__.py`

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use toolnexus::classifier::Decision;
 
-use crate::{Outcome, TableError};
+use crate::columns::Outcome;
+use crate::error::TableError;
 
 /// The result lines of a journal, by ascending line number: each line's
 /// outcome once (a decision wins over an error for the same line).

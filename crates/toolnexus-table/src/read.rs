@@ -12,7 +12,9 @@ use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use serde_json::{Map, Value};
 use toolnexus::states::{Digest, labelled_example, parse_line};
 
-use crate::{Format, TableError, cell, state_of};
+use crate::error::TableError;
+use crate::format::Format;
+use crate::value::{cell, state_of};
 
 /// The most rows a [`Reader`] hands out at once.
 pub const CHUNK_ROWS: usize = 1024;

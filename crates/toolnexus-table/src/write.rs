@@ -11,7 +11,11 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use toolnexus::classifier::Questions;
 
-use crate::{Format, Input, Journal, TableError, columns, fields};
+use crate::columns::{columns, fields};
+use crate::error::TableError;
+use crate::format::Format;
+use crate::journal::Journal;
+use crate::read::Input;
 
 /// Rows per Parquet row group: what the writer holds before it flushes.
 const ROW_GROUP_ROWS: usize = 16 * 1024;

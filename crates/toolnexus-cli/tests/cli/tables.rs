@@ -177,7 +177,9 @@ fn a_bad_column_or_a_table_without_its_journal_is_refused_by_name() {
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(
         out.stderr.trim_end(),
-        format!("toolnexus: error: --states {states}: no column \"txt\" (its columns: \"id\", \"state\")")
+        format!(
+            "toolnexus: error: --states {states}: no column \"txt\" (its columns: \"id\", \"state\")"
+        )
     );
     assert!(!dir.join("o.csv").exists() && !dir.join("o.csv.jsonl").exists());
     std::fs::write(dir.join("o.parquet"), "someone else's").unwrap();
