@@ -161,7 +161,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     }
     let (rows, failure) = read()?.rows();
     let pending = rows.filter(move |r| !done.contains(&r.n));
-    let mut progress = Progress::new((survey.rows - skipped) as u64, args.no_progress);
+    let mut progress = Progress::new(survey.rows.saturating_sub(skipped) as u64, args.no_progress);
     let asked = Arc::new(Asked {
         classifier: built.classifier.clone(),
         questions: questions.clone(),
