@@ -169,8 +169,8 @@ pub enum Command {
     ///
     /// With no flags and no API key set, replays the built-in demo tape offline.
     Eval(EvalArgs),
-    /// Evaluate a questions file against every state of a JSONL file, resumably.
-    Batch(BatchArgs),
+    /// Evaluate a questions file against every state of a JSONL, CSV, Parquet or Arrow file, resumably.
+    Batch(Box<BatchArgs>),
     /// Record, replay and inspect tapes of decisions.
     #[command(subcommand)]
     Tape(TapeCommand),

@@ -27,7 +27,7 @@ pub mod tape;
 pub async fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Eval(a) => eval::run(a).await,
-        Command::Batch(a) => batch::run(a).await,
+        Command::Batch(a) => batch::run(*a).await,
         Command::Tape(TapeCommand::Record(a)) => tape::record(*a).await,
         Command::Tape(TapeCommand::Replay(a)) => tape::replay(a).await,
         Command::Tape(TapeCommand::Show(a)) => tape::show(a),

@@ -86,32 +86,22 @@ pub fn parse_questions(source: &str, v: &Value) -> Result<Questions> {
         .map_err(|e| exit::usage(format!("--questions {source}: {e}")))
 }
 
-use toolnexus::states::labelled_example;
 pub use toolnexus::states::{jsonl_lines, parse_line};
+use toolnexus_table::{Input, StateSpec, Survey, TableError};
 
-/// The state lines of a states file (`flag` names it), refused (exit 2)
-/// when it holds none, or when a line is a labelled example
-/// ([`labelled_example`]) rather than a state: sent whole, its gold answers
-/// would reach the judge as part of the state.
-pub fn state_lines<'t>(flag: &str, path: &Path, text: &'t str) -> Result<Vec<(usize, &'t str)>> {
-    let lines: Vec<(usize, &str)> = jsonl_lines(text).collect();
-    if lines.is_empty() {
-        return Err(exit::usage(format!(
-            "{flag} {}: no state in it (the file is empty or holds only blank lines)",
-            path.display()
-        )));
-    }
-    for (n, line) in &lines {
-        if let Some(keys) = labelled_example(line) {
-            return Err(exit::usage(format!(
-                "{flag} {} line {n}: this is a labelled example ({keys}), not a state; \
-                 each line is sent whole as the state, its gold answers included: \
-                 give the states alone, or pass this file to `assess run --examples`",
-                path.display()
-            )));
-        }
-    }
-    Ok(lines)
+/// `--states` in any format (SPEC §24) opened and read through once (its
+/// digest, its lines, its states), a refusal naming it: no state in it,
+/// or a JSONL line that is a labelled example rather than a state (sent
+/// whole, its gold answers would reach the judge as part of the state).
+pub fn open_states(path: &Path, spec: StateSpec) -> Result<(Input, Survey)> {
+    let input = Input::open(path, spec).map_err(states_error)?;
+    let survey = input.survey().map_err(states_error)?;
+    Ok((input, survey))
+}
+
+/// A states file's refusal as `--states` names it (exit 2).
+pub fn states_error(e: TableError) -> anyhow::Error {
+    exit::usage(format!("--states {e}"))
 }
 
 /// Whether two paths name one file (same device and inode), whatever their

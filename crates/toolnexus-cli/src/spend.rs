@@ -57,7 +57,7 @@ struct Counted {
 /// `batch --estimate`.
 pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
     let questions = input::read_questions(&args.questions)?;
-    let text = input::read_file("--states", &args.states)?;
+    let (states, survey) = input::open_states(&args.states, args.columns.spec())?;
     let built = style::build_with(
         &args.style,
         Fallback::SystemOne,
@@ -77,19 +77,17 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
     let stack = built.classifier.fingerprint().clone();
     let model = built.classifier.model().to_string();
     // The lines a resumed run would not ask again.
-    let fingerprint = out::Fingerprint::new(
-        text.as_bytes(),
-        &questions,
-        built.style.as_str(),
-        &model,
-        &stack,
-    );
+    let mut fingerprint =
+        out::Fingerprint::new(b"", &questions, built.style.as_str(), &model, &stack);
+    fingerprint.states = survey.digest;
     let plan = out::Plan {
         restart: args.restart,
         rerun_errors: args.rerun_errors,
-        last_line: text.split('\n').count(),
+        last_line: survey.last_line,
     };
-    let done = out::already_done(&args.out, &fingerprint, plan)
+    let journal = toolnexus_table::results_path(&args.out)
+        .map_err(|e| crate::exit::usage(format!("--out {e}")))?;
+    let done = out::already_done(&journal, &fingerprint, plan)
         .map_err(|e| crate::out_file::error(e, plan, crate::out_file::Reader::Estimate))?;
     let mut seen = HashSet::new();
     let mut counted = Counted {
@@ -99,13 +97,14 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         done: 0,
         unreadable: 0,
     };
-    for (n, line) in input::jsonl_lines(&text) {
+    let (rows, failure) = states.reader().map_err(input::states_error)?.rows();
+    for row in rows {
         counted.inputs += 1;
-        if done.contains(&n) {
+        if done.contains(&row.n) {
             counted.done += 1;
             continue;
         }
-        let Ok(state) = input::parse_line(n, line) else {
+        let Ok(state) = row.state else {
             counted.unreadable += 1;
             continue;
         };
@@ -120,6 +119,9 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         }
         counted.shapes.push(shape);
     }
+    failure
+        .take()
+        .map_or(Ok(()), |e| Err(input::states_error(e)))?;
     if let Some(style) = args.shadow_style {
         tell!(
             "batch: note: --shadow-style {} asks a second style about every state; its calls are not in this estimate (a cap counts them)",

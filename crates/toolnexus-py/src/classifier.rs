@@ -14,13 +14,13 @@ use tokio_util::sync::CancellationToken;
 use toolnexus::classifier::{self as tn, EvalContext, Questions};
 
 use crate::asyncio;
-use crate::columns::Outcome;
 use crate::convert::to_json;
 use crate::decision::Decision;
 use crate::error::classifier_error;
 use crate::options;
 use crate::runtime::runtime;
 use crate::table::{self, StateFrom};
+use toolnexus_table::Outcome;
 
 /// How often a blocking call looks for Ctrl-C and reports progress.
 const TICK: Duration = Duration::from_millis(200);

@@ -12,7 +12,6 @@
 
 mod asyncio;
 mod classifier;
-mod columns;
 mod convert;
 mod decision;
 mod error;

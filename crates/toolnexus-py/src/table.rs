@@ -13,7 +13,8 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use serde_json::{Map, Number, Value};
 use toolnexus::classifier::Questions;
 
-use crate::columns::{self, Outcome};
+// SPEC §24's flat result columns: one builder for Python and the command line.
+use toolnexus_table::{self as columns, Outcome};
 
 /// Where a row's state comes from.
 pub enum StateFrom {

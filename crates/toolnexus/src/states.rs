@@ -86,3 +86,59 @@ pub fn labelled_example(line: &str) -> Option<String> {
             .join(", ")
     })
 }
+
+/// The SHA-256 of a states file read in pieces, as
+/// [`Fingerprint::digest`](crate::classifier::Fingerprint::digest) spells it
+/// (`sha256:` and 64 hex digits): a batch's fingerprint names the file's
+/// bytes without holding them all.
+///
+/// ```
+/// use toolnexus::states::Digest;
+/// let mut d = Digest::new();
+/// d.update(b"{\"a\":1}\n");
+/// d.update(b"\"two\"\n");
+/// assert_eq!(d.finish(), toolnexus::classifier::Fingerprint::digest(b"{\"a\":1}\n\"two\"\n"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Digest(sha2::Sha256);
+
+impl Digest {
+    /// A digest of nothing yet.
+    ///
+    /// ```
+    /// assert!(toolnexus::states::Digest::new().finish().starts_with("sha256:e3b0c442"));
+    /// ```
+    pub fn new() -> Digest {
+        Digest::default()
+    }
+
+    /// Adds the next bytes of the file.
+    ///
+    /// ```
+    /// let mut d = toolnexus::states::Digest::new();
+    /// d.update(b"");
+    /// assert_eq!(d.finish(), toolnexus::classifier::Fingerprint::digest(b""));
+    /// ```
+    pub fn update(&mut self, bytes: &[u8]) {
+        use sha2::Digest as _;
+        self.0.update(bytes);
+    }
+
+    /// `sha256:` and the hex digest of every byte added.
+    ///
+    /// ```
+    /// let mut d = toolnexus::states::Digest::new();
+    /// d.update(b"abc");
+    /// assert!(d.finish().ends_with("f20015ad"));
+    /// ```
+    pub fn finish(self) -> String {
+        use sha2::Digest as _;
+        use std::fmt::Write as _;
+        let mut s = String::with_capacity(71);
+        s.push_str("sha256:");
+        for b in self.0.finalize() {
+            let _ = write!(s, "{b:02x}");
+        }
+        s
+    }
+}

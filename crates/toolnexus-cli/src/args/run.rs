@@ -81,6 +81,29 @@ pub struct EvalArgs {
     pub prices: PriceArgs,
 }
 
+/// Which columns of a states table make and name a state (SPEC §24).
+#[derive(Debug, Clone, Default, Args)]
+pub struct StateColumns {
+    /// The column that is the state: text, or the object a string holding a
+    /// JSON object spells (default: a table's only column, else "state").
+    #[arg(long, value_name = "COLUMN", conflicts_with = "state_columns")]
+    pub state_column: Option<String>,
+    /// The state is an object of these columns: {"a":..,"b":..}.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub state_columns: Vec<String>,
+    /// The column that names each row in results (default: its line or row number).
+    #[arg(long, value_name = "COLUMN")]
+    pub id_column: Option<String>,
+}
+
+impl StateColumns {
+    /// As the table reader takes them.
+    pub fn spec(&self) -> toolnexus_table::StateSpec {
+        let c = self.clone();
+        toolnexus_table::StateSpec::new(c.state_column, c.state_columns, c.id_column)
+    }
+}
+
 /// `toolnexus batch`.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = BATCH_AFTER_HELP)]
@@ -88,20 +111,23 @@ pub struct BatchArgs {
     /// Questions: a JSON file (or inline JSON) of key -> wire question.
     #[arg(long, value_name = "FILE|JSON")]
     pub questions: String,
-    /// Input: one JSON state per line (blank lines are skipped).
+    /// Input: one JSON state per line (blank lines are skipped), or a table by
+    /// its extension (.csv, .tsv, .parquet, .arrow/.feather, .arrows), read in
+    /// chunks, never whole.
     #[arg(long, value_name = "FILE")]
     pub states: PathBuf,
-    /// Output: a header line
-    /// {"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:..","questions":"sha256:..","style":"..","model":"..","stack":".."}},
-    /// then one result per line, {"line":n,"decision":{..},"cost":{..},"shape":{..}}
-    /// (what the call cost and where that came from; the request's shape) or
-    /// {"line":n,"error":".."}.
-    /// If it exists and its header matches this run, lines already in it are
-    /// skipped (resume); a file without the header, or written for other
-    /// states, questions, style or model, is refused and left untouched. The
-    /// file is locked while the run writes it. `-` (or any path that is not a
-    /// regular file, e.g. /dev/stdout) streams the result lines, without a
-    /// header, resume or lock. Required, except with --estimate.
+    #[command(flatten)]
+    pub columns: StateColumns,
+    /// Output: a header line {"toolnexus":"batch","version":1,"fingerprint":{..}},
+    /// then per input line {"line":n,"decision":{..},"cost":{..},"shape":{..}}
+    /// or {"line":n,"error":".."}. If its header matches this run, lines in it
+    /// are skipped (resume); another file, or one for other states, questions,
+    /// style or model, is refused and left untouched. It is locked while the
+    /// run writes it. `-` (or any path that is not a regular file) streams the
+    /// lines: no header, resume or lock. A table (.parquet, .csv, .tsv,
+    /// .arrow, .arrows) gets the input's columns and the flat result columns,
+    /// written from the out file FILE.jsonl beside it once every row has a
+    /// result. Required, except with --estimate.
     #[arg(
         long = "out",
         value_name = "FILE",

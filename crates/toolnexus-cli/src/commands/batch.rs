@@ -1,40 +1,18 @@
-//! `toolnexus batch`: every state of a JSONL file against one question set, with
-//! bounded concurrency, an optional requests-per-minute limit, progress, and
-//! resume.
+//! `toolnexus batch`: every state of a states file (JSONL, CSV, TSV,
+//! Parquet or Arrow, read in chunks by `toolnexus_table`, never whole)
+//! against one question set, with bounded concurrency, an optional
+//! requests-per-minute limit, progress, and resume.
 //!
-//! The out file (see [`toolnexus::assess::out`] for the format) is this command's own:
-//! - A regular out file starts with a header line,
-//!   `{"toolnexus":"batch","version":1,"fingerprint":{"states":"sha256:…","questions":"sha256:…","style":"…","model":"…","stack":"…"}}`:
-//!   the SHA-256 of the states file's bytes and of the canonical questions, the
-//!   style and the model. Readers of result lines skip it (it has no `"line"`).
-//!   A file without it is never truncated, appended to or replaced; nor is an
-//!   input of the run (`--out` naming `--states` is refused).
-//! - Each result line names its input line: `{"line":n,"decision":{..}}` or
-//!   `{"line":n,"error":".."}` (with `--thresholds`, decision lines also carry
-//!   `"verdicts"`, and with `--cache` a hit carries `"cached":true`); a
-//!   decision line also says what the call cost and where that came from
-//!   (`"cost":{"usd":…,"source":"reported"|"priced"|"local"|"cache"|"unknown"}`,
-//!   see `toolnexus::cost`) and its request's `"shape"` (what `cost fit`
-//!   fits on). Each line is
-//!   written with one `write` call, newline included, as soon as its state
-//!   finishes. A kill can therefore tear only the final line.
-//! - The file is locked for the whole run: a second run on it exits 2 at once.
-//! - On start every complete result line counts as done and is skipped; a torn
-//!   final line is truncated away and its state redone. So a run restarted with
-//!   the same arguments does no state twice and loses none. A run over changed
-//!   inputs (states, questions, style or model) is refused unless `--restart`.
-//! - A failed state (bad JSON on its line included) is written as an error line;
-//!   it never aborts the run. The run exits 3 while any line of the file is an
-//!   error, even when nothing was left to do; `--rerun-errors` removes them
-//!   (atomically: a temporary file beside it, then a rename) and asks again.
-//! - `--out -` writes results to standard output, and a path that is not a
-//!   regular file (`/dev/stdout`, a FIFO, a device) is a stream: no header, no
-//!   resume, no lock. The summary goes to stderr whenever results go to stdout.
-//! - Ctrl-C and SIGTERM stop starting states; what finished is written (exit 130).
-//! - `--max-cost`/`--max-tokens`/`--max-time` ([`caps`](super::caps)): once a
-//!   cap is reached no state starts; those in flight finish and are written,
-//!   the states refused are not written (a rerun asks them), exit 6.
-//! - `--estimate` sends nothing: see `commands::cost`.
+//! The out file ([`toolnexus::assess::out`] has the format and its rules:
+//! header and fingerprint, lock, resume, `--restart`, `--rerun-errors`) gets
+//! one line per input line, each in one write as its state finishes; a
+//! failed state is an error line, never the run's end, and the run exits 3
+//! while the file holds one. A table `--out` (`.parquet`, `.csv`, `.tsv`,
+//! `.arrow`, `.arrows`) is written, once every row has a result, from that
+//! out file kept beside it as `FILE.jsonl` (its journal, in row order): a
+//! crash loses no finished row, and resume and reruns work as for JSONL.
+//! Ctrl-C and SIGTERM stop starting states, what finished is written (exit
+//! 130); a cap ([`caps`](super::caps)) stops them too (exit 6).
 
 mod shadow;
 
@@ -59,6 +37,7 @@ use crate::args::{BatchArgs, StyleName};
 use crate::exit::{self, Exit};
 use crate::style::{self, Fallback};
 use crate::{input, render};
+use toolnexus_table::{Format, results_path};
 
 /// Runs `toolnexus batch`.
 pub async fn run(mut args: BatchArgs) -> Result<Exit> {
@@ -81,9 +60,10 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         input::refuse_overwrite("--shadow-out", path, &inputs)?;
     }
     let questions = Arc::new(input::read_questions(&args.questions)?);
-    let text = input::read_file("--states", &args.states)?;
-    let lines = input::state_lines("--states", &args.states, &text)?;
-    let last_line = text.split('\n').count();
+    let (states, survey) = input::open_states(&args.states, args.columns.spec())?;
+    // A table --out is written at the end from the journal the run appends to.
+    let journal = results_path(&args.out).map_err(|e| exit::usage(format!("--out {e}")))?;
+    input::refuse_overwrite("--out", &journal, &input_files(&args))?;
     if args.rpm.is_some() || args.tpm.is_some() {
         args.style.live.limiter = Some(Limiter::new(LimiterOptions {
             requests_per_minute: args.rpm,
@@ -112,13 +92,14 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             built.style.as_str()
         )));
     }
-    let fingerprint = out::Fingerprint::new(
-        text.as_bytes(),
+    let mut fingerprint = out::Fingerprint::new(
+        b"",
         &questions,
         built.style.as_str(),
         built.classifier.model(),
         built.classifier.fingerprint(),
     );
+    fingerprint.states = survey.digest.clone();
     let budget = built.budget.take();
     let bands = args
         .thresholds
@@ -144,11 +125,11 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     let plan = out::Plan {
         restart: args.restart,
         rerun_errors: args.rerun_errors,
-        last_line,
+        last_line: survey.last_line,
     };
-    let mut opened = out::open(&args.out, &fingerprint, plan)
+    let mut opened = out::open(&journal, &fingerprint, plan)
         .map_err(|e| crate::out_file::error(e, plan, crate::out_file::Reader::Run))?;
-    let shown = args.out.display();
+    let shown = journal.display();
     for note in &opened.notes {
         tell!("{}", crate::out_file::note(note, &shown.to_string()));
     }
@@ -169,48 +150,37 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     }
     // A cap holds for the job: what the out file records as spent counts.
     toolnexus_stack::carry(budget.as_ref(), std::mem::take(&mut opened.spent));
-    let pending: Vec<(usize, String)> = lines
-        .iter()
-        .filter(|(n, _)| !opened.done.contains(n))
-        .map(|(n, l)| (*n, l.to_string()))
-        .collect();
-    let skipped = lines.len() - pending.len();
-
-    let mut progress = Progress::new(pending.len() as u64, args.no_progress);
-    // A live style is paced by its limiter; recorded styles by the pacer.
-    let pacer = args
-        .rpm
-        .filter(|_| !live)
-        .map(|n| Arc::new(Pacer::per_minute(n)));
+    // The pending rows stream from the file: a chunk is read as they are asked.
+    let done = std::mem::take(&mut opened.done);
+    let skipped = done.len();
+    let read = || states.reader().map_err(input::states_error);
     // The shadow's file is opened only once the out file is ours.
     if let Some(s) = shadow.as_mut() {
-        s.open(&pending, built.shadow_model.as_deref())?;
+        let mine = read()?.rows().0.filter(|r| !done.contains(&r.n));
+        s.open(mine, built.shadow_model.as_deref())?;
     }
-    let call = built.call.clone();
-    let classifier = built.classifier.clone();
-    let mut results = futures::stream::iter(pending)
-        .map(|(n, line)| {
-            let (classifier, questions, pacer, call, bands, budget) = (
-                classifier.clone(),
-                questions.clone(),
-                pacer.clone(),
-                call.clone(),
-                bands.clone(),
-                budget.clone(),
-            );
-            async move {
-                let asked = Asked {
-                    classifier: &classifier,
-                    questions: &questions,
-                    pacer: pacer.as_deref(),
-                    bands: bands.as_deref(),
-                    call,
-                    budget: budget.as_ref(),
-                };
-                (n, asked.evaluate(n, &line).await)
-            }
-        })
-        .buffer_unordered(args.concurrency as usize);
+    let (rows, failure) = read()?.rows();
+    let pending = rows.filter(move |r| !done.contains(&r.n));
+    let mut progress = Progress::new(survey.rows.saturating_sub(skipped) as u64, args.no_progress);
+    let asked = Arc::new(Asked {
+        classifier: built.classifier.clone(),
+        questions: questions.clone(),
+        // A live style is paced by its limiter; recorded styles by the pacer.
+        pacer: args.rpm.filter(|_| !live).map(Pacer::per_minute),
+        bands: bands.clone(),
+        call: built.call.clone(),
+        budget: budget.clone(),
+    });
+    let asks = futures::stream::iter(pending).map(|row| {
+        let asked = asked.clone();
+        async move { (row.n, row.id, asked.evaluate(row.state).await) }
+    });
+    // A table's journal is kept in row order: one merge writes the table.
+    let (c, ordered) = (args.concurrency as usize, journal != args.out);
+    let mut results = match ordered {
+        true => asks.buffered(c).boxed_local(),
+        false => asks.buffer_unordered(c).boxed_local(),
+    };
 
     let write_failed =
         |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
@@ -222,7 +192,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             () = signals.recv() => break true,
             next = results.next() => next,
         };
-        let Some((n, result)) = next else {
+        let Some((n, id, result)) = next else {
             break false;
         };
         // Refused by a cap: not sent, not written; a rerun asks it.
@@ -230,9 +200,13 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             not_started += 1;
             continue;
         };
+        let id = id.map_or(String::new(), |v| format!(",\"id\":{v}"));
         let record = match &result {
-            Ok((fields, ..)) => format!("{{\"line\":{n},{fields}}}\n"),
-            Err(e) => format!("{{\"line\":{n},\"error\":{}}}\n", Value::from(e.as_str())),
+            Ok((fields, ..)) => format!("{{\"line\":{n}{id},{fields}}}\n"),
+            Err(e) => format!(
+                "{{\"line\":{n}{id},\"error\":{}}}\n",
+                Value::from(e.as_str())
+            ),
         };
         if let Err(e) = opened.sink.write(&record) {
             if opened.is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -258,6 +232,9 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         }
         return Err(write_failed(e));
     }
+    failure
+        .take()
+        .map_or(Ok(()), |e| Err(input::states_error(e)))?;
     let shadow_said = match shadow {
         Some(s) => Some(s.finish(!interrupted).await?),
         None => None,
@@ -307,10 +284,21 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         ),
         None => String::new(),
     };
+    // Every row has a result: the table is written from the journal.
+    if journal != args.out && skipped + ok + failed == survey.rows {
+        toolnexus_table::write_table(
+            &states,
+            &journal,
+            &questions,
+            &args.out,
+            Format::of(&args.out),
+        )
+        .map_err(|e| exit::io(format!("--out {e}")))?;
+    }
     let place = if opened.is_stdout && args.out.as_os_str() == "-" {
         "standard output".to_string()
     } else {
-        shown.to_string()
+        args.out.display().to_string()
     };
     // Every error line the file holds, this run's and earlier ones.
     let errors = opened.errors + failed;
@@ -351,38 +339,41 @@ fn count(n: usize, what: &str) -> String {
 }
 
 /// What every state of the batch is asked with.
-struct Asked<'a> {
-    classifier: &'a Classifier,
-    questions: &'a Questions,
-    pacer: Option<&'a Pacer>,
+struct Asked {
+    classifier: Classifier,
+    questions: Arc<Questions>,
+    pacer: Option<Pacer>,
     /// `--thresholds`: per-question bands the verdicts are read through.
-    bands: Option<&'a BTreeMap<String, Bands>>,
+    bands: Option<Arc<BTreeMap<String, Bands>>>,
     call: String,
     /// The run's caps: a state they refuse is not written.
-    budget: Option<&'a Budget>,
+    budget: Option<Budget>,
 }
 
-impl Asked<'_> {
-    /// One state: its line parsed, the rate limit honoured, then evaluated.
+impl Asked {
+    /// One state (or why its row has none): the rate limit honoured, then evaluated.
     /// The result line's fields come back as compact JSON (`"decision":…`,
     /// `"verdicts":…` with `--thresholds`, `"cached":true` for a cache hit,
     /// then `"cost"` and `"shape"`) with whether it was a hit and what it
     /// cost; a failure as its message. `None`: a cap refused it before it
     /// was sent.
-    async fn evaluate(self, n: usize, line: &str) -> Option<Result<(String, bool, Cost), String>> {
-        let state = match input::parse_line(n, line) {
+    async fn evaluate(
+        &self,
+        state: Result<Value, String>,
+    ) -> Option<Result<(String, bool, Cost), String>> {
+        let state = match state {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        if self.budget.is_some_and(|b| b.reached().is_some()) {
+        if self.budget.as_ref().is_some_and(|b| b.reached().is_some()) {
             return None;
         }
-        let shape = Shape::of(&state, self.questions);
-        if let Some(p) = self.pacer {
+        let shape = Shape::of(&state, &self.questions);
+        if let Some(p) = &self.pacer {
             p.wait().await;
         }
-        let ctx = EvalContext::new().with_call_name(self.call);
-        let request = EvalRequest::new(state, self.questions.clone());
+        let ctx = EvalContext::new().with_call_name(self.call.clone());
+        let request = EvalRequest::new(state, (*self.questions).clone());
         let done = match self.classifier.evaluate_request(ctx, request).await {
             Ok(done) => done,
             Err(e) if e.is_cap_reached() => return None,
@@ -390,7 +381,7 @@ impl Asked<'_> {
         };
         let d = &done.decision;
         let mut fields = format!("\"decision\":{}", d.to_value());
-        if let Some(b) = self.bands {
+        if let Some(b) = &self.bands {
             fields.push_str(&format!(",\"verdicts\":{}", render::verdicts_json(d, b)));
         }
         if done.cache_hit {

@@ -104,12 +104,12 @@ fn plural(n: usize) -> &'static str {
 /// The first `--max-states` states, each checked; an error names the line.
 fn read_states(args: &ProbeArgs) -> Result<Vec<Value>> {
     let path = args.states.display();
-    let text = input::read_file("--states", &args.states)?;
     let mut states = Vec::new();
-    let lines = input::state_lines("--states", &args.states, &text)?;
-    for (n, line) in lines.into_iter().take(args.max_states as usize) {
-        let state =
-            input::parse_line(n, line).map_err(|e| exit::usage(format!("--states {path}: {e}")))?;
+    let (file, _) = input::open_states(&args.states, Default::default())?;
+    let bad = |e: String| exit::usage(format!("--states {path}: {e}"));
+    let (rows, _) = file.reader().map_err(input::states_error)?.rows();
+    for row in rows.take(args.max_states as usize) {
+        let (n, state) = (row.n, row.state.map_err(bad)?);
         input::check_state(&state)
             .map_err(|e| exit::usage(format!("--states {path}: line {n}: {e}")))?;
         states.push(state);

@@ -54,15 +54,14 @@ pub async fn record(args: RecordArgs) -> Result<Exit> {
     let states: Vec<(String, Value)> = match (&args.state, &args.states) {
         (Some(s), _) => vec![("--state".to_string(), input::read_json_arg("--state", s)?)],
         (None, Some(path)) => {
-            let text = input::read_file("--states", path)?;
-            input::state_lines("--states", path, &text)?
-                .into_iter()
-                .map(|(n, l)| {
-                    input::parse_line(n, l)
-                        .map(|v| (format!("line {n}"), v))
-                        .map_err(|e| exit::usage(format!("--states {}: {e}", path.display())))
-                })
-                .collect::<Result<_>>()?
+            let (states, _) = input::open_states(path, Default::default())?;
+            let (rows, failure) = states.reader().map_err(input::states_error)?.rows();
+            let bad = |e: String| exit::usage(format!("--states {}: {e}", path.display()));
+            let read = rows.map(|r| r.state.map(|v| (format!("line {}", r.n), v)).map_err(bad));
+            let read = read.collect::<Result<_>>()?;
+            failure
+                .take()
+                .map_or(Ok(read), |e| Err(input::states_error(e)))?
         }
         (None, None) => return Err(exit::usage("--state or --states is required")),
     };

@@ -28,6 +28,7 @@ mod serve;
 mod serve_bounds;
 mod streams;
 mod support;
+mod tables;
 mod tape;
 mod tape_match;
 mod tls;

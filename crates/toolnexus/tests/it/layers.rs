@@ -195,7 +195,6 @@ const TOOLNEXUS_GUARD: &[Row] = &[
 const TOOLNEXUS_PY: &[Row] = &[
     ("runtime",    0, "the process's one tokio runtime"),
     ("error",      0, "the exception carries the library's error as it is"),
-    ("columns",    0, "the flat result columns are pure: decisions in, Arrow arrays out"),
     ("convert",    1, "JSON and questions from Python name their errors with the exception"),
     ("asyncio",    1, "the asyncio bridge runs calls on the runtime"),
     ("table",      1, "a table's states and its result columns beside the input's"),
@@ -203,6 +202,21 @@ const TOOLNEXUS_PY: &[Row] = &[
     ("options",    3, "keyword arguments build a stack, a custom callable or recorded decisions"),
     ("classifier", 4, "the classifier evaluates one state, from asyncio, or a table"),
     ("crate",      5, "the root registers the module's classes and functions: it is the face"),
+];
+
+/// Tables: the error, the formats, a cell's JSON and the flat result columns
+/// are leaves; the reader and the journal stand on them; the writer joins a
+/// reader's chunks with a journal's outcomes; the root only re-exports.
+#[rustfmt::skip]
+const TOOLNEXUS_TABLE: &[Row] = &[
+    ("error",   0, "what goes wrong names the file, the row and the column"),
+    ("format",  0, "a format is a path's extension"),
+    ("value",   0, "a cell's JSON is a pure function over an Arrow array"),
+    ("columns", 0, "the flat result columns are pure: decisions in, Arrow arrays out"),
+    ("read",    1, "the reader hands out chunks of states from a file"),
+    ("journal", 1, "the journal reads a run's result lines back in row order"),
+    ("write",   2, "the writer joins the reader's chunks with the journal's outcomes"),
+    ("crate",   3, "the root only declares modules and re-exports: it is the face"),
 ];
 
 /// The servers: the backend, the log, the signals and the wire are leaves;
@@ -228,6 +242,7 @@ const TABLES: &[(&str, &[Row], Option<&str>)] = &[
     ("toolnexus-server", TOOLNEXUS_SERVER, None),
     ("toolnexus-stack", TOOLNEXUS_STACK, None),
     ("toolnexus-py", TOOLNEXUS_PY, None),
+    ("toolnexus-table", TOOLNEXUS_TABLE, None),
 ];
 
 /// Today's violations, tolerated only while they exist: the change that fixes

@@ -196,19 +196,22 @@ impl Shadow {
     }
 
     /// Opens (truncates) `--shadow-out` and learns the lines this run asks
-    /// (`pending`, with their text); `model` is what the shadow's stack asks
-    /// for, as its report names it.
-    pub fn open(&mut self, pending: &[(usize, String)], model: Option<&str>) -> Result<()> {
+    /// (`pending`, read through once: the shadow holds every pending state's
+    /// canonical JSON to match its calls to lines); `model` is what the
+    /// shadow's stack asks for, as its report names it.
+    pub fn open(
+        &mut self,
+        pending: impl Iterator<Item = toolnexus_table::Row>,
+        model: Option<&str>,
+    ) -> Result<()> {
         if let Some(model) = model {
             self.name = format!("{} ({model})", self.name);
         }
         let mut lines: HashMap<String, VecDeque<usize>> = HashMap::new();
-        for (n, text) in pending {
-            if let Ok(state) = crate::input::parse_line(*n, text) {
-                lines
-                    .entry(canonical_json(&state))
-                    .or_default()
-                    .push_back(*n);
+        for row in pending {
+            if let Ok(state) = row.state {
+                let key = canonical_json(&state);
+                lines.entry(key).or_default().push_back(row.n);
             }
         }
         let file = File::create(&self.path).map_err(|e| {

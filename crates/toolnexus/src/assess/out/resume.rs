@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, ErrorKind, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -211,9 +211,9 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
     let mut notes = Vec::new();
     let mut file = open_locked(path, &mut notes)?;
     let is_stdout = same_file(path, Path::new("/dev/stdout"));
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(io(path, IoStep::Read))?;
+    // The header line only (the whole file when it has no newline): the
+    // result lines are read a line at a time, never held whole.
+    let bytes = head(&file).map_err(io(path, IoStep::Read))?;
     let write_header = |file: &mut File| {
         file.write_all(fingerprint.header().as_bytes())
             .map_err(io(path, IoStep::Write))
@@ -260,25 +260,13 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
         notes.push(Note::NoStack);
     }
 
-    let results = read_results(path, &bytes, plan.last_line)?;
-    let torn = (bytes.len() - results.end) as u64;
+    let results = read_results(path, &file, plan.last_line, true)?;
+    let torn = results.len - results.end;
     let mut done = results.done;
-    let spent = results
-        .lines
-        .iter()
-        .filter(|(line, _)| !line.is_error())
-        .map(|(line, _)| (line.spent(), line.usage()))
-        .collect();
+    let spent = results.spent;
     if plan.rerun_errors && !results.errors.is_empty() {
-        let mut body = Vec::with_capacity(results.end);
-        body.extend_from_slice(&bytes[..results.header_end]);
-        for (line, raw) in &results.lines {
-            if !line.is_error() {
-                body.extend_from_slice(raw);
-                body.push(b'\n');
-            }
-        }
-        let replaced = rewrite(path, &file, &body)?;
+        let end = results.end;
+        let replaced = rewrite(path, &file, |out| copy_decided(&file, &bytes, end, out))?;
         for n in &results.errors {
             done.remove(n);
         }
@@ -299,7 +287,7 @@ pub fn open(path: &Path, fingerprint: &Fingerprint, plan: Plan) -> Result<Opened
         });
     }
     if torn > 0 {
-        file.set_len(results.end as u64)
+        file.set_len(results.end)
             .map_err(io(path, IoStep::Truncate))?;
     }
     Ok(Opened {
@@ -341,7 +329,8 @@ pub fn already_done(
     if path.as_os_str() == "-" || !regular || plan.restart {
         return Ok(BTreeSet::new());
     }
-    let bytes = std::fs::read(path).map_err(io(path, IoStep::Read))?;
+    let file = File::open(path).map_err(io(path, IoStep::Read))?;
+    let bytes = head(&file).map_err(io(path, IoStep::Read))?;
     if bytes.is_empty() || is_torn_header(&bytes, fingerprint) {
         return Ok(BTreeSet::new());
     }
@@ -352,7 +341,7 @@ pub fn already_done(
             changes,
         });
     }
-    let results = read_results(path, &bytes, plan.last_line)?;
+    let results = read_results(path, &file, plan.last_line, false)?;
     let mut done = results.done;
     if plan.rerun_errors {
         for n in &results.errors {
@@ -445,85 +434,144 @@ pub(super) fn read_header(path: &Path, bytes: &[u8]) -> Result<Fingerprint, OutE
         .ok_or_else(|| OutError::Incomplete { path: path_buf() })
 }
 
-/// The result lines of our own out file.
-pub(super) struct Results<'a> {
-    /// Bytes of the header line, newline included.
-    header_end: usize,
+/// The file's first line, its newline included (the whole file when it has
+/// none), read from the start.
+fn head(file: &File) -> std::io::Result<Vec<u8>> {
+    let mut f = file;
+    f.seek(SeekFrom::Start(0))?;
+    let mut line = Vec::new();
+    BufReader::new(f).read_until(b'\n', &mut line)?;
+    Ok(line)
+}
+
+/// What our own out file's result lines say, read a line at a time.
+pub(super) struct Results {
     /// Bytes up to the end of the last complete line.
-    pub(super) end: usize,
-    /// Each result line, with its raw bytes (no newline).
-    lines: Vec<(OutLine, &'a [u8])>,
+    pub(super) end: u64,
+    /// Bytes in the file.
+    len: u64,
     pub(super) done: BTreeSet<usize>,
     /// Input lines answered with an error and by no decision line.
     pub(super) errors: BTreeSet<usize>,
+    /// What each decision line cost and the usage it reported (when asked).
+    spent: Vec<(Cost, ClassifierUsage)>,
 }
 
-/// Reads every complete result line after the header; a line that is not one
-/// is refused, and the file is left as it is.
-pub(super) fn read_results<'a>(
+/// Reads every complete result line after the header, one at a time; a line
+/// that is not one is refused, and the file is left as it is. A final line
+/// without its newline is a torn one: not read, left past `end`.
+pub(super) fn read_results(
     path: &Path,
-    bytes: &'a [u8],
+    file: &File,
     last_line: usize,
-) -> Result<Results<'a>, OutError> {
-    let header_end = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    with_spent: bool,
+) -> Result<Results, OutError> {
+    let mut f = file;
+    f.seek(SeekFrom::Start(0)).map_err(io(path, IoStep::Read))?;
+    let mut reader = BufReader::with_capacity(1 << 16, f);
+    let mut raw = Vec::new();
+    let read = |reader: &mut BufReader<&File>, raw: &mut Vec<u8>| {
+        raw.clear();
+        reader
+            .read_until(b'\n', raw)
+            .map_err(io(path, IoStep::Read))
+    };
+    let header = read(&mut reader, &mut raw)? as u64;
     let mut results = Results {
-        header_end,
-        end,
-        lines: Vec::new(),
+        end: if raw.last() == Some(&b'\n') {
+            header
+        } else {
+            0
+        },
+        len: header,
         done: BTreeSet::new(),
         errors: BTreeSet::new(),
+        spent: Vec::new(),
     };
-    if end <= header_end {
-        return Ok(results);
-    }
-    for (i, raw) in bytes[header_end..end - 1]
-        .split(|b| *b == b'\n')
-        .enumerate()
-    {
-        if raw.iter().all(u8::is_ascii_whitespace) {
+    let mut decided = BTreeSet::new();
+    let mut at = 1;
+    loop {
+        let got = read(&mut reader, &mut raw)? as u64;
+        if got == 0 {
+            break;
+        }
+        results.len += got;
+        if raw.last() != Some(&b'\n') {
+            break; // a torn final line
+        }
+        results.end = results.len;
+        at += 1;
+        let line = &raw[..raw.len() - 1];
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let at = i + 2;
-        let (value, line) = parse_line(raw).map_err(|fault| OutError::BadLine {
+        let (value, n) = parse_line(line).map_err(|fault| OutError::BadLine {
             path: path.to_path_buf(),
             at,
             fault,
         })?;
-        if line > last_line {
+        if n > last_line {
             return Err(OutError::BeyondStates {
                 path: path.to_path_buf(),
                 at,
-                line,
+                line: n,
                 last_line,
             });
         }
-        results.done.insert(line);
-        results.lines.push((OutLine { at, line, value }, raw));
+        results.done.insert(n);
+        let out = OutLine { at, line: n, value };
+        if out.is_error() {
+            results.errors.insert(n);
+        } else {
+            decided.insert(n);
+            if with_spent {
+                results.spent.push((out.spent(), out.usage()));
+            }
+        }
     }
     // A line answered by a decision somewhere in the file is no error to redo.
-    let decided: BTreeSet<usize> = results
-        .lines
-        .iter()
-        .filter(|(l, _)| !l.is_error())
-        .map(|(l, _)| l.line)
-        .collect();
-    results.errors = results
-        .lines
-        .iter()
-        .filter(|(l, _)| l.is_error() && !decided.contains(&l.line))
-        .map(|(l, _)| l.line)
-        .collect();
+    results.errors.retain(|n| !decided.contains(n));
     Ok(results)
 }
 
-/// Replaces the out file by `body` atomically: a temporary file beside it,
-/// locked, written and synced, then renamed over it. Returns the new file,
+/// Writes the header and every complete result line up to `end` that is not
+/// an error line to `out`, a line at a time: the body of a rewrite without
+/// error lines.
+fn copy_decided(file: &File, header: &[u8], end: u64, out: &mut File) -> std::io::Result<()> {
+    let mut f = file;
+    f.seek(SeekFrom::Start(header.len() as u64))?;
+    let mut reader = BufReader::with_capacity(1 << 16, f.take(end - header.len() as u64));
+    let mut writer = std::io::BufWriter::with_capacity(1 << 16, out);
+    writer.write_all(header)?;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        if reader.read_until(b'\n', &mut raw)? == 0 {
+            break;
+        }
+        let line = raw.strip_suffix(b"\n").unwrap_or(&raw);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if parse_line(line).is_ok_and(|(v, _)| v.get("decision").is_some()) {
+            writer.write_all(line)?;
+            writer.write_all(b"\n")?;
+        }
+    }
+    writer.flush()
+}
+
+/// Replaces the out file by what `body` writes, atomically: a temporary
+/// file beside it, locked, written and synced, then renamed over it. Returns the new file,
 /// open for appending. `old` is the locked file being replaced (its
 /// permissions are kept). It is its own atomic write, not the library's
 /// `judge::write_atomic`: the new file must be locked before the rename makes
 /// it visible, and the run keeps appending to that same handle.
-fn rewrite(path: &Path, old: &File, body: &[u8]) -> Result<File, OutError> {
+fn rewrite(
+    path: &Path,
+    old: &File,
+    body: impl FnOnce(&mut File) -> std::io::Result<()>,
+) -> Result<File, OutError> {
     let shown = path.to_path_buf();
     // Beside the file itself: a symbolic link named as the out file stays one.
     let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -566,7 +614,7 @@ fn rewrite(path: &Path, old: &File, body: &[u8]) -> Result<File, OutError> {
     if let Ok(meta) = old.metadata() {
         let _ = file.set_permissions(meta.permissions());
     }
-    file.write_all(body).map_err(|e| fail("writing", e))?;
+    body(&mut file).map_err(|e| fail("writing", e))?;
     file.sync_all().map_err(|e| fail("syncing", e))?;
     std::fs::rename(&temp, path).map_err(|e| fail("renaming", e))?;
     // The rename is durable once the directory is; a failure here loses nothing.

@@ -2,9 +2,8 @@
 //! decision's own fields and the row's error.
 //!
 //! Pure: questions and each row's outcome in, Arrow fields and arrays out.
-//! Nothing here knows Python; the command line's `batch` writes the same
-//! columns to Parquet, CSV and Arrow from this module once it moves to a
-//! crate both can use.
+//! Python's `evaluate_table` returns these columns and the command line's
+//! `batch` writes them to Parquet, CSV and Arrow: one builder for both.
 //!
 //! Per question key `k`: noul → `k.noul`; choice → `k.choice`,
 //! `k.confidence`, `k.near_uniform`, `k.p.<option>` per option in the
@@ -22,6 +21,11 @@ use arrow_schema::{DataType, Field};
 use toolnexus::classifier::{Decision, DecisionAnswer, Question, Questions};
 
 /// One row's outcome: its decision, or the message of its error.
+///
+/// ```
+/// let failed: toolnexus_table::Outcome = Err("timed out".into());
+/// assert!(failed.is_err());
+/// ```
 pub type Outcome = Result<Decision, String>;
 
 /// What one result column holds, and how a decision fills it.
@@ -86,6 +90,14 @@ fn cells(questions: &Questions) -> Vec<(String, Cell)> {
 }
 
 /// The result columns' fields, every one nullable (a failed row is null).
+///
+/// ```
+/// use toolnexus::judge::{noul, questions};
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let names: Vec<String> = toolnexus_table::fields(&qs).iter().map(|f| f.name().clone()).collect();
+/// assert_eq!(names, ["spam.noul", "model", "calibrated", "input_tokens", "output_tokens", "cost", "error"]);
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
 pub fn fields(questions: &Questions) -> Vec<Field> {
     cells(questions)
         .into_iter()
@@ -94,6 +106,16 @@ pub fn fields(questions: &Questions) -> Vec<Field> {
 }
 
 /// The result columns for `rows`, in the order of [`fields`].
+///
+/// ```
+/// use arrow_array::Array as _;
+/// use toolnexus::judge::{noul, questions};
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let cols = toolnexus_table::columns(&qs, &[Err("timed out".into())]);
+/// assert!(cols[0].is_null(0));
+/// assert_eq!(cols.last().unwrap().len(), 1);
+/// # Ok::<(), toolnexus::classifier::ClassifierError>(())
+/// ```
 pub fn columns(questions: &Questions, rows: &[Outcome]) -> Vec<ArrayRef> {
     cells(questions)
         .iter()
