@@ -170,10 +170,7 @@ impl Bert {
         };
         let p = |name: &str| format!("{prefix}{name}");
         let (h, eps) = (c.hidden_size, c.layer_norm_eps as f32);
-        let word = t.take(
-            &p("embeddings.word_embeddings.weight"),
-            &[c.vocab_size, h],
-        )?;
+        let word = t.take(&p("embeddings.word_embeddings.weight"), &[c.vocab_size, h])?;
         let position = t.take(
             &p("embeddings.position_embeddings.weight"),
             &[c.max_position_embeddings, h],
@@ -190,7 +187,8 @@ impl Bert {
         let layers = (0..c.num_hidden_layers)
             .map(|i| {
                 let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
-                let [qkv_t, out_t, up_t, down_t] = match prepared.as_mut().and_then(Iterator::next) {
+                let [qkv_t, out_t, up_t, down_t] = match prepared.as_mut().and_then(Iterator::next)
+                {
                     Some(four) => four.map(Some),
                     None => [None, None, None, None],
                 };

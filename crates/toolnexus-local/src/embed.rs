@@ -216,15 +216,12 @@ impl Embedder {
             None => Sha256Aside::start(Arc::clone(&bytes)),
         };
         let fresh = matches!(model_hash, Sha256Aside::Running(_));
-        let mut tensors =
-            Tensors::parse(bytes).map_err(|e| msg::weights(weights_path, e))?;
+        let mut tensors = Tensors::parse(bytes).map_err(|e| msg::weights(weights_path, e))?;
         // The linear layers already in the layout the products read, when a
         // file beside the weights was prepared from them as they are now:
         // then nothing is transposed or copied (see `weights::prepared`).
         let mut ready = match (&remembered, &stamp) {
-            (Some(sha), Some(stamp)) => {
-                prepared::open(weights_path, PREPARED_LAYOUT, stamp, sha)
-            }
+            (Some(sha), Some(stamp)) => prepared::open(weights_path, PREPARED_LAYOUT, stamp, sha),
             _ => None,
         };
         let (model, from_prepared) = Bert::load(&mut tensors, ready.as_mut(), &config)

@@ -31,12 +31,19 @@ fn tiny_tokenizer_json() -> (TempDir, Vec<u8>) {
 fn assert_same(bytes: &[u8]) {
     let (fast, longest) = read(bytes).expect("the fast read knows this file");
     let full = Tokenizer::from_bytes(bytes).unwrap();
-    let as_json = |t: &Tokenizer| serde_json::from_str::<Value>(&t.to_string(false).unwrap()).unwrap();
+    let as_json =
+        |t: &Tokenizer| serde_json::from_str::<Value>(&t.to_string(false).unwrap()).unwrap();
     assert_eq!(as_json(&fast), as_json(&full));
     assert_eq!(fast.get_vocab_size(true), full.get_vocab_size(true));
-    assert_eq!(fast.get_added_tokens_decoder(), full.get_added_tokens_decoder());
+    assert_eq!(
+        fast.get_added_tokens_decoder(),
+        full.get_added_tokens_decoder()
+    );
     let vocab = full.get_vocab(true);
-    assert_eq!(longest, crate::text::longest_token(vocab.keys().map(String::as_str)));
+    assert_eq!(
+        longest,
+        crate::text::longest_token(vocab.keys().map(String::as_str))
+    );
     for text in TEXTS {
         for special in [false, true] {
             let (a, b) = (
@@ -75,18 +82,33 @@ fn a_file_the_fast_read_does_not_know_is_left_to_the_library() {
     };
     let cases: [(&str, Vec<u8>); 6] = [
         ("not JSON", b"{not json".to_vec()),
-        ("another model", changed(&|v| v["model"]["type"] = json!("WordLevel"))),
-        ("no model type", changed(&|v| {
-            v["model"].as_object_mut().unwrap().remove("type");
-        })),
-        ("a model field it has no use for", changed(&|v| v["model"]["dropout"] = json!(0.1))),
-        ("an added token outside the vocabulary", changed(&|v| {
-            v["added_tokens"].as_array_mut().unwrap().push(json!({
-                "id": 60, "content": "<extra>", "single_word": false, "lstrip": false,
-                "rstrip": false, "normalized": false, "special": true
-            }));
-        })),
-        ("an unknown version", changed(&|v| v["version"] = json!("9.9"))),
+        (
+            "another model",
+            changed(&|v| v["model"]["type"] = json!("WordLevel")),
+        ),
+        (
+            "no model type",
+            changed(&|v| {
+                v["model"].as_object_mut().unwrap().remove("type");
+            }),
+        ),
+        (
+            "a model field it has no use for",
+            changed(&|v| v["model"]["dropout"] = json!(0.1)),
+        ),
+        (
+            "an added token outside the vocabulary",
+            changed(&|v| {
+                v["added_tokens"].as_array_mut().unwrap().push(json!({
+                    "id": 60, "content": "<extra>", "single_word": false, "lstrip": false,
+                    "rstrip": false, "normalized": false, "special": true
+                }));
+            }),
+        ),
+        (
+            "an unknown version",
+            changed(&|v| v["version"] = json!("9.9")),
+        ),
     ];
     for (why, bytes) in cases {
         assert!(read(&bytes).is_none(), "{why}");

@@ -161,7 +161,13 @@ fn plant_wrong_values(weights: &Path, meta: Option<(&Stamp, &str)>) {
     let doubled: Vec<(String, Vec<usize>, Vec<f32>)> = names
         .into_iter()
         .map(|(n, shape)| {
-            let v = t.take(&n, &shape).unwrap().values().iter().map(|v| v * 2.0).collect();
+            let v = t
+                .take(&n, &shape)
+                .unwrap()
+                .values()
+                .iter()
+                .map(|v| v * 2.0)
+                .collect();
             (n, shape, v)
         })
         .collect();
@@ -252,9 +258,16 @@ fn a_damaged_prepared_layout_is_ignored_and_written_again() {
         let names: Vec<_> = t.entries.keys().cloned().collect();
         for n in names {
             let shape = t.entries[&n].shape.clone();
-            shaped.push((n.clone(), shape.clone(), t.take(&n, &shape).unwrap().values().to_vec()));
+            shaped.push((
+                n.clone(),
+                shape.clone(),
+                t.take(&n, &shape).unwrap().values().to_vec(),
+            ));
         }
-        let (_, shape, _) = shaped.iter_mut().find(|(n, ..)| n == "layer.1.up.weight_t").unwrap();
+        let (_, shape, _) = shaped
+            .iter_mut()
+            .find(|(n, ..)| n == "layer.1.up.weight_t")
+            .unwrap();
         shape.reverse();
     }
     let damaged: Vec<(&str, Vec<u8>)> = vec![
@@ -294,7 +307,11 @@ fn a_damaged_prepared_layout_is_ignored_and_written_again() {
         let e = Embedder::load(dir.path()).unwrap();
         assert!(!e.reads_prepared_layout(), "{why}");
         assert_eq!(vectors(&e), truth, "{why}");
-        assert_eq!(content(&fs::read(&path).unwrap()), content(&good), "{why}: written again");
+        assert_eq!(
+            content(&fs::read(&path).unwrap()),
+            content(&good),
+            "{why}: written again"
+        );
     }
 }
 
@@ -388,8 +405,10 @@ fn f32_at_a_4_byte_boundary_is_read_in_place_and_anything_else_is_converted() {
         ("h", "F16", vec![4], halves),
     ];
     for shift in [0, 2] {
-        let mut t =
-            Tensors::parse(Arc::new(WeightBytes::Read(safetensors_bytes(&tensors, shift)))).unwrap();
+        let mut t = Tensors::parse(Arc::new(WeightBytes::Read(safetensors_bytes(
+            &tensors, shift,
+        ))))
+        .unwrap();
         let a = t.take("a", &[2, 2]).unwrap();
         assert_eq!(a.values(), values, "shift {shift}");
         assert_eq!(a.is_in_place(), shift == 0, "shift {shift}");
@@ -400,7 +419,8 @@ fn f32_at_a_4_byte_boundary_is_read_in_place_and_anything_else_is_converted() {
         let gone = t.take("a", &[2, 2]).err().unwrap().to_string();
         assert!(gone.contains("cannot find tensor a"), "{gone}");
     }
-    let mut t = Tensors::parse(Arc::new(WeightBytes::Read(safetensors_bytes(&tensors, 0)))).unwrap();
+    let mut t =
+        Tensors::parse(Arc::new(WeightBytes::Read(safetensors_bytes(&tensors, 0)))).unwrap();
     let e = t.take("a", &[4]).err().unwrap().to_string();
     assert!(
         e.contains("shape mismatch for a, expected [4], got [2, 2]"),

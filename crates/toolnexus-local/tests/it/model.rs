@@ -108,7 +108,10 @@ fn the_prepared_layout_gives_the_same_embeddings_bit_for_bit() {
     // transposes the linear layers and writes the prepared layout, the second
     // reads it in place.
     let src = model_dir(None, &EnvSource::process()).expect("a model directory");
-    let dir = std::env::temp_dir().join(format!("toolnexus-local-it-prepared-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "toolnexus-local-it-prepared-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     for f in [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE] {
