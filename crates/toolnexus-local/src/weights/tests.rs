@@ -240,6 +240,9 @@ fn a_prepared_layout_for_another_state_of_the_weights_is_ignored_and_written_aga
     );
 }
 
+/// A way of damaging the prepared file.
+type Damage<'a> = Box<dyn Fn() + 'a>;
+
 #[test]
 fn a_damaged_prepared_layout_is_ignored_and_written_again() {
     let (dir, weights) = model("prepared-damaged");
@@ -277,11 +280,11 @@ fn a_damaged_prepared_layout_is_ignored_and_written_again() {
         ("header cut", good[..good.len().min(40)].to_vec()),
         ("a byte more", [good.as_slice(), &[0]].concat()),
     ];
-    let mut cases: Vec<(&str, Box<dyn Fn()>)> = damaged
+    let mut cases: Vec<(&str, Damage<'_>)> = damaged
         .into_iter()
         .map(|(why, bytes)| {
             let path = path.clone();
-            let f: Box<dyn Fn()> = Box::new(move || fs::write(&path, &bytes).unwrap());
+            let f: Damage<'_> = Box::new(move || fs::write(&path, &bytes).unwrap());
             (why, f)
         })
         .collect();
