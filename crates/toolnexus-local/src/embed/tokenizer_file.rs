@@ -34,7 +34,37 @@ struct WordPieceModel {
     continuing_subword_prefix: String,
     max_input_chars_per_word: usize,
     /// The map WordPiece keeps, read as the library reads it.
+    #[serde(deserialize_with = "presized")]
     vocab: AHashMap<String, u32>,
+}
+
+/// Room made up front for a vocabulary: a JSON map gives no length, and a
+/// map grown entry by entry to BERT's 30,522 tokens is rehashed a dozen times.
+const VOCAB_ROOM: usize = 32_768;
+
+/// A vocabulary read into a map with [`VOCAB_ROOM`] made up front; entries
+/// go in as the library puts them (a token listed twice keeps its last id).
+fn presized<'de, D: serde::Deserializer<'de>>(d: D) -> Result<AHashMap<String, u32>, D::Error> {
+    struct Vocab;
+    impl<'de> serde::de::Visitor<'de> for Vocab {
+        type Value = AHashMap<String, u32>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of tokens to ids")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut vocab = AHashMap::with_capacity(map.size_hint().unwrap_or(VOCAB_ROOM));
+            while let Some((token, id)) = map.next_entry::<String, u32>()? {
+                vocab.insert(token, id);
+            }
+            Ok(vocab)
+        }
+    }
+    d.deserialize_map(Vocab)
 }
 
 /// The file's sections, the model's read in full and the others kept as
