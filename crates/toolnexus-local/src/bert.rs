@@ -4,15 +4,14 @@
 //! rows packed without padding, query, key and value as one product per
 //! layer, attention per (row, head), GELU with an exact-to-f32 erf.
 
-use std::collections::HashMap;
-
-use candle_core::Tensor;
 use serde::Deserialize;
 
 use crate::kernels::{
-    Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, gelu_rows, groups,
-    packed_starts, take,
+    Attend, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, gelu_rows, groups,
+    packed_starts,
 };
+use crate::weights::prepared::Part;
+use crate::weights::{F32s, Tensors};
 
 /// The parts of a BERT `config.json` the encoder needs; other fields are ignored.
 #[derive(Debug, Clone, Deserialize)]
@@ -73,8 +72,8 @@ impl Config {
 }
 
 pub(crate) struct Bert {
-    word: Tensor,
-    position: Tensor,
+    word: F32s,
+    position: F32s,
     /// The first token type's row: every text is one segment.
     token_type: Vec<f32>,
     norm: Norm,
@@ -95,69 +94,131 @@ struct Layer {
     down_norm: Norm,
 }
 
+/// The name of the layout [`Bert::prepared`] writes and [`Bert::load`] reads
+/// (see [`crate::weights::prepared`]): each layer's four linear matrices
+/// `[in, out]`, query, key and value side by side. A change to what is
+/// prepared or how is a new name.
+pub(crate) const PREPARED_LAYOUT: &str = "bert-linear-in-out/1";
+
+/// The four linear matrices of each layer, by their name in the prepared
+/// layout, and their `[in, out]` shape.
+fn prepared_names(layers: usize, h: usize, i: usize) -> Vec<[(String, [usize; 2]); 4]> {
+    (0..layers)
+        .map(|l| {
+            let n = |part: &str| format!("layer.{l}.{part}.weight_t");
+            [
+                (n("qkv"), [h, 3 * h]),
+                (n("out"), [h, h]),
+                (n("up"), [h, i]),
+                (n("down"), [i, h]),
+            ]
+        })
+        .collect()
+}
+
+/// Every layer's four linear matrices taken out of a prepared layout, or
+/// the first reason it does not fit `c`.
+fn take_prepared(p: &mut Tensors, c: &Config) -> candle_core::Result<Vec<[F32s; 4]>> {
+    prepared_names(c.num_hidden_layers, c.hidden_size, c.intermediate_size)
+        .into_iter()
+        .map(|names| {
+            let [qkv, out, up, down] = names.map(|(name, dims)| p.take(&name, &dims));
+            Ok([qkv?, out?, up?, down?])
+        })
+        .collect()
+}
+
+/// A linear layer out of the weights: its `[out, in]` matrix and bias taken
+/// (the shapes checked), the matrix read `[in, out]` from `prepared` when
+/// given, else transposed here.
 fn linear(
-    map: &mut HashMap<String, Tensor>,
+    t: &mut Tensors,
     name: &str,
     (out, inp): (usize, usize),
+    prepared: Option<F32s>,
 ) -> candle_core::Result<Lin> {
-    let b = take(map, &format!("{name}.bias"), &[out])?;
-    Lin::new(take(map, &format!("{name}.weight"), &[out, inp])?, Some(b))
+    let b = t.take(&format!("{name}.bias"), &[out])?;
+    let w = t.take(&format!("{name}.weight"), &[out, inp])?;
+    Ok(match prepared {
+        Some(wt) => Lin::prepared(wt, Some(b)),
+        None => Lin::transposed(w.values(), (out, inp), Some(b)),
+    })
+}
+
+/// `{name}.weight` and `{name}.bias` of `size`, taken out of the weights.
+fn take_norm(t: &mut Tensors, name: &str, size: usize, eps: f32) -> candle_core::Result<Norm> {
+    let w = t.take(&format!("{name}.weight"), &[size])?;
+    let b = t.take(&format!("{name}.bias"), &[size])?;
+    Ok(Norm::new(w, Some(b), eps))
 }
 
 impl Bert {
     /// The encoder from weights named as Hugging Face saves a `BertModel`
     /// (`embeddings.…`, `encoder.layer.N.…`), with or without a `bert.`
-    /// prefix, each f32 and contiguous, taken out of `map`.
-    pub(crate) fn load(map: &mut HashMap<String, Tensor>, c: &Config) -> candle_core::Result<Bert> {
-        let prefix = if map.contains_key("bert.embeddings.word_embeddings.weight") {
+    /// prefix, each taken out of `t` and read as f32. The linear matrices
+    /// come from `prepared` when it holds all of them in their shapes (the
+    /// second value says so), else they are transposed here.
+    pub(crate) fn load(
+        t: &mut Tensors,
+        prepared: Option<&mut Tensors>,
+        c: &Config,
+    ) -> candle_core::Result<(Bert, bool)> {
+        let prefix = if t.contains("bert.embeddings.word_embeddings.weight") {
             "bert."
         } else {
             ""
         };
         let p = |name: &str| format!("{prefix}{name}");
         let (h, eps) = (c.hidden_size, c.layer_norm_eps as f32);
-        let word = take(
-            map,
-            &p("embeddings.word_embeddings.weight"),
-            &[c.vocab_size, h],
-        )?;
-        let position = take(
-            map,
+        let word = t.take(&p("embeddings.word_embeddings.weight"), &[c.vocab_size, h])?;
+        let position = t.take(
             &p("embeddings.position_embeddings.weight"),
             &[c.max_position_embeddings, h],
         )?;
-        let types = take(
-            map,
+        let types = t.take(
             &p("embeddings.token_type_embeddings.weight"),
             &[c.type_vocab_size, h],
         )?;
-        let token_type = Held::of(&types)?.values()[..h].to_vec();
-        Held::of(&word)?;
-        Held::of(&position)?;
-        let norm = Norm::take(map, &p("embeddings.LayerNorm"), h, true, eps)?;
+        let token_type = types.values()[..h].to_vec();
+        let norm = take_norm(t, &p("embeddings.LayerNorm"), h, eps)?;
+        let prepared = prepared.and_then(|p| take_prepared(p, c).ok());
+        let used = prepared.is_some();
+        let mut prepared = prepared.map(Vec::into_iter);
         let layers = (0..c.num_hidden_layers)
             .map(|i| {
                 let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
+                let [qkv_t, out_t, up_t, down_t] = match prepared.as_mut().and_then(Iterator::next)
+                {
+                    Some(four) => four.map(Some),
+                    None => [None, None, None, None],
+                };
                 // Query, key and value as one product: `[q | k | v]` per token.
                 let mut w = Vec::with_capacity(3);
-                let mut b = Vec::with_capacity(3);
+                let mut b = Vec::with_capacity(3 * h);
                 for part in ["query", "key", "value"] {
                     let name = l(&format!("attention.self.{part}"));
-                    w.push(take(map, &format!("{name}.weight"), &[h, h])?);
-                    b.push(take(map, &format!("{name}.bias"), &[h])?);
+                    w.push(t.take(&format!("{name}.weight"), &[h, h])?);
+                    b.extend_from_slice(t.take(&format!("{name}.bias"), &[h])?.values());
                 }
-                let qkv = Lin::new(Tensor::cat(&w, 0)?, Some(Tensor::cat(&b, 0)?))?;
+                let b = Some(F32s::from(b));
+                let qkv = match qkv_t {
+                    Some(wt) => Lin::prepared(wt, b),
+                    None => {
+                        let w: Vec<f32> = w.iter().flat_map(|w| w.values()).copied().collect();
+                        Lin::transposed(&w, (3 * h, h), b)
+                    }
+                };
                 Ok(Layer {
                     qkv,
-                    out: linear(map, &l("attention.output.dense"), (h, h))?,
-                    out_norm: Norm::take(map, &l("attention.output.LayerNorm"), h, true, eps)?,
-                    up: linear(map, &l("intermediate.dense"), (c.intermediate_size, h))?,
-                    down: linear(map, &l("output.dense"), (h, c.intermediate_size))?,
-                    down_norm: Norm::take(map, &l("output.LayerNorm"), h, true, eps)?,
+                    out: linear(t, &l("attention.output.dense"), (h, h), out_t)?,
+                    out_norm: take_norm(t, &l("attention.output.LayerNorm"), h, eps)?,
+                    up: linear(t, &l("intermediate.dense"), (c.intermediate_size, h), up_t)?,
+                    down: linear(t, &l("output.dense"), (h, c.intermediate_size), down_t)?,
+                    down_norm: take_norm(t, &l("output.LayerNorm"), h, eps)?,
                 })
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
-        Ok(Bert {
+        let bert = Bert {
             word,
             position,
             token_type,
@@ -168,6 +229,35 @@ impl Bert {
             intermediate: c.intermediate_size,
             vocab: c.vocab_size,
             max_positions: c.max_position_embeddings,
+        };
+        Ok((bert, used))
+    }
+
+    /// The layout [`load`](Bert::load) reads from a prepared file: every
+    /// layer's linear matrices, `[in, out]`, by name and shape.
+    pub(crate) fn prepared(&self) -> Vec<Part<'_>> {
+        let names = prepared_names(self.layers.len(), self.hidden, self.intermediate);
+        names
+            .into_iter()
+            .zip(&self.layers)
+            .flat_map(|(names, layer)| {
+                let lins = [&layer.qkv, &layer.out, &layer.up, &layer.down];
+                names
+                    .into_iter()
+                    .zip(lins)
+                    .map(|((name, dims), lin)| (name, dims.to_vec(), lin.weight_t()))
+            })
+            .collect()
+    }
+
+    /// Whether every linear matrix is read in place (from a prepared layout)
+    /// rather than transposed into memory of its own.
+    #[cfg(test)]
+    pub(crate) fn reads_prepared_layout(&self) -> bool {
+        self.layers.iter().all(|l| {
+            [&l.qkv, &l.out, &l.up, &l.down]
+                .iter()
+                .all(|lin| lin.weight_is_in_place())
         })
     }
 
@@ -186,8 +276,7 @@ impl Bert {
         let (starts, n) = packed_starts(&lengths);
         let mut x = vec![0f32; n * h];
         {
-            let (word, position) = (Held::of(&self.word)?, Held::of(&self.position)?);
-            let (word, position) = (word.values(), position.values());
+            let (word, position) = (self.word.values(), self.position.values());
             let tokens = rows
                 .iter()
                 .flat_map(|r| r.iter().enumerate())

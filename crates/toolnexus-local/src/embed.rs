@@ -3,21 +3,19 @@
 //! mask, L2-normalise. And [`model_dir`]: where that directory is.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use candle_core::{DType, Device};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use toolnexus::classifier::EnvSource;
 
-use crate::bert::{Bert, Config};
+use crate::bert::{Bert, Config, PREPARED_LAYOUT};
 use crate::error::{LocalError, msg};
 use crate::pins::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 use crate::text::Cutter;
-use crate::weights::{self, WeightBytes};
+use crate::weights::{self, Tensors, WeightBytes, prepared};
 
 /// The environment variable naming the model directory.
 pub const MODEL_DIR_ENV: &str = "TOOLNEXUS_MODEL_DIR";
@@ -106,9 +104,8 @@ pub struct Embedder {
 
 struct Inner {
     model: Bert,
-    tokenizer: Tokenizer,
-    /// Where a long text can be cut before tokenisation (the same tokenizer
-    /// without truncation, and its cut rule).
+    /// The tokenizer, and where a long text can be cut before tokenisation
+    /// (the same tokenizer without truncation, and its cut rule).
     text: Cutter,
     max_tokens: usize,
     dimension: usize,
@@ -205,43 +202,48 @@ impl Embedder {
         let (config_path, tokenizer_path, weights_path) =
             (config.as_ref(), tokenizer.as_ref(), weights.as_ref());
         let config = read_config(config_path)?;
-        let tokenizer = read_tokenizer(tokenizer_path, &config)?;
+        let (tokenizer, longest) = read_tokenizer(tokenizer_path, &config)?;
         let (bytes, stamp) = weights::open(weights_path).map_err(|e| msg::read(weights_path, e))?;
         let bytes = Arc::new(bytes);
         // The digest remembered beside the weights for the file as it is now
         // spares the hash; else it takes about as long as the rest of the
-        // load: it runs beside it, and the last of the two to finish with the
-        // file's bytes frees them.
+        // load: it runs beside it.
         let remembered = stamp
             .as_ref()
             .and_then(|s| weights::remembered(weights_path, s));
-        let model_hash = match remembered {
-            Some(sha) => Sha256Aside::Done(sha),
+        let model_hash = match &remembered {
+            Some(sha) => Sha256Aside::Done(sha.clone()),
             None => Sha256Aside::start(Arc::clone(&bytes)),
         };
         let fresh = matches!(model_hash, Sha256Aside::Running(_));
-        let device = Device::Cpu;
-        let tensors = candle_core::safetensors::load_buffer(&bytes, &device)
-            .map_err(|e| msg::weights(weights_path, e))?;
-        drop(bytes);
-        let mut tensors = tensors
-            .into_iter()
-            .map(|(name, t)| Ok((name, t.to_dtype(DType::F32)?.contiguous()?)))
-            .collect::<candle_core::Result<HashMap<_, _>>>()
-            .map_err(|e| msg::weights(weights_path, e))?;
-        let model = Bert::load(&mut tensors, &config)
+        let mut tensors = Tensors::parse(bytes).map_err(|e| msg::weights(weights_path, e))?;
+        // The linear layers already in the layout the products read, when a
+        // file beside the weights was prepared from them as they are now:
+        // then nothing is transposed or copied (see `weights::prepared`).
+        let mut ready = match (&remembered, &stamp) {
+            (Some(sha), Some(stamp)) => prepared::open(weights_path, PREPARED_LAYOUT, stamp, sha),
+            _ => None,
+        };
+        let (model, from_prepared) = Bert::load(&mut tensors, ready.as_mut(), &config)
             .map_err(|e| msg::weights_mismatch(weights_path, e))?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
-        let (tokenizer, probe) = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
-        let text = Cutter::new(probe, max_tokens);
+        let tokenizer = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
+        let text = Cutter::new(tokenizer, max_tokens, longest);
         let model_hash = model_hash.finish();
-        if let (true, Some(stamp)) = (fresh, &stamp) {
-            weights::remember(weights_path, stamp, &model_hash);
+        if let Some(stamp) = &stamp {
+            if fresh {
+                weights::remember(weights_path, stamp, &model_hash);
+            }
+            // Best effort, as the record: a directory that cannot be written
+            // to keeps none, and the next load transposes again.
+            if !from_prepared {
+                let parts = model.prepared();
+                let _ = prepared::write(weights_path, PREPARED_LAYOUT, stamp, &model_hash, &parts);
+            }
         }
         Ok(Embedder {
             inner: Arc::new(Inner {
                 model,
-                tokenizer,
                 text,
                 max_tokens,
                 dimension: config.hidden_size,
@@ -297,7 +299,8 @@ impl Embedder {
         self.note_inputs(&inputs);
         let encodings = self
             .inner
-            .tokenizer
+            .text
+            .tokenizer()
             .encode_batch_fast(inputs, true)
             .map_err(msg::tokenize)?;
         let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
@@ -334,7 +337,8 @@ impl Embedder {
         self.note_inputs(&[&text]);
         let e = self
             .inner
-            .tokenizer
+            .text
+            .tokenizer()
             .encode_fast(text.as_ref(), true)
             .map_err(msg::tokenize)?;
         Ok(e.get_ids().to_vec())
@@ -400,6 +404,13 @@ impl Embedder {
     #[cfg(test)]
     pub(crate) fn largest_input(&self) -> usize {
         self.inner.text.largest_input()
+    }
+
+    /// Whether the encoder reads its linear layers in place from the
+    /// prepared layout beside the weights (tests only).
+    #[cfg(test)]
+    pub(crate) fn reads_prepared_layout(&self) -> bool {
+        self.inner.model.reads_prepared_layout()
     }
 
     /// The length of every embedding (384 for all-MiniLM-L6-v2).
@@ -497,9 +508,18 @@ fn read_config(path: &Path) -> Result<Config, LocalError> {
     Ok(config)
 }
 
-fn read_tokenizer(path: &Path, config: &Config) -> Result<Tokenizer, LocalError> {
+/// The tokenizer in `path`, checked against the config, and the longest
+/// token of its vocabulary when the read already knows it (see
+/// [`tokenizer_file::read`]).
+fn read_tokenizer(path: &Path, config: &Config) -> Result<(Tokenizer, Option<usize>), LocalError> {
     let bytes = fs::read(path).map_err(|e| msg::read(path, e))?;
-    let tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| msg::tokenizer_source(path, e))?;
+    let (tokenizer, longest) = match tokenizer_file::read(&bytes) {
+        Some((t, longest)) => (t, Some(longest)),
+        None => (
+            Tokenizer::from_bytes(&bytes).map_err(|e| msg::tokenizer_source(path, e))?,
+            None,
+        ),
+    };
     let size = tokenizer.get_vocab_size(true);
     if size > config.vocab_size {
         return Err(msg::tokenizer(
@@ -510,22 +530,17 @@ fn read_tokenizer(path: &Path, config: &Config) -> Result<Tokenizer, LocalError>
             ),
         ));
     }
-    Ok(tokenizer)
+    Ok((tokenizer, longest))
 }
 
 /// The tokenizer with its shipped padding removed (the encoder reads each
-/// text's own tokens, unpadded) and truncation at `max_tokens`; and the probe
-/// (no padding, no truncation).
+/// text's own tokens, unpadded) and truncation at `max_tokens`.
 fn fit_tokenizer(
     mut tokenizer: Tokenizer,
     path: &Path,
     max_tokens: usize,
-) -> Result<(Tokenizer, Tokenizer), LocalError> {
+) -> Result<Tokenizer, LocalError> {
     tokenizer.with_padding(None);
-    let mut probe = tokenizer.clone();
-    probe
-        .with_truncation(None)
-        .map_err(|e| msg::tokenizer_source(path, e))?;
     tokenizer
         .with_truncation(Some(TruncationParams {
             direction: TruncationDirection::Right,
@@ -534,7 +549,7 @@ fn fit_tokenizer(
             stride: 0,
         }))
         .map_err(|e| msg::tokenizer_source(path, e))?;
-    Ok((tokenizer, probe))
+    Ok(tokenizer)
 }
 
 /// A SHA-256 worked out on a thread of its own, or inline when no thread can
@@ -571,3 +586,6 @@ impl Sha256Aside {
 
 #[cfg(test)]
 mod tests;
+mod tokenizer_file;
+#[cfg(test)]
+mod tokenizer_file_tests;

@@ -18,8 +18,10 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use candle_core::{CpuStorage, CustomOp1, Device, Layout, Shape, Storage, StorageRef, Tensor};
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Storage, StorageRef, Tensor};
 use gemm::Parallelism;
+
+use crate::weights::F32s;
 
 mod bf16;
 
@@ -554,36 +556,65 @@ pub(crate) fn take(
     Ok(t)
 }
 
-/// A linear layer's weights, the matrix transposed at load to `[in, out]`:
-/// the layout the matrix product packs fastest.
+/// A linear layer's weights, the matrix in `[in, out]`, the layout the
+/// matrix product packs fastest: PyTorch's `[out, in]` transposed, at load
+/// or once into the prepared layout beside the weights
+/// ([`crate::weights::prepared`]) and read from there in place.
 pub(crate) struct Lin {
-    wt: Tensor,
-    b: Option<Tensor>,
+    wt: F32s,
+    b: Option<F32s>,
 }
 
 impl Lin {
     /// From PyTorch's `[out, in]` weight (f32, contiguous) and its bias.
     pub(crate) fn new(w: Tensor, b: Option<Tensor>) -> candle_core::Result<Lin> {
         let (out, inp) = w.dims2()?;
-        let wt = {
-            let held = Held::of(&w)?;
-            Tensor::from_vec(transpose(held.values(), out, inp), (inp, out), &Device::Cpu)?
-        };
-        if let Some(b) = &b {
-            Held::of(b)?;
+        let held = Held::of(&w)?;
+        let b = b
+            .as_ref()
+            .map(|b| Held::of(b).map(|b| F32s::from(b.values().to_vec())))
+            .transpose()?;
+        Ok(Lin::transposed(held.values(), (out, inp), b))
+    }
+
+    /// From PyTorch's `[out, in]` weight `w` (transposed here) and its bias.
+    pub(crate) fn transposed(w: &[f32], (out, inp): (usize, usize), b: Option<F32s>) -> Lin {
+        Lin {
+            wt: F32s::from(transpose(w, out, inp)),
+            b,
         }
-        Ok(Lin { wt, b })
+    }
+
+    /// From a weight already `[in, out]` and its bias.
+    pub(crate) fn prepared(wt: F32s, b: Option<F32s>) -> Lin {
+        Lin { wt, b }
+    }
+
+    /// The weight, `[in, out]` row-major.
+    pub(crate) fn weight_t(&self) -> &[f32] {
+        self.wt.values()
+    }
+
+    /// Whether the weight is read in place from a mapped file.
+    #[cfg(test)]
+    pub(crate) fn weight_is_in_place(&self) -> bool {
+        self.wt.is_in_place()
     }
 }
 
 /// A LayerNorm's weights and epsilon.
 pub(crate) struct Norm {
-    w: Tensor,
-    b: Option<Tensor>,
+    w: F32s,
+    b: Option<F32s>,
     eps: f32,
 }
 
 impl Norm {
+    /// A norm of weight `w`, bias `b` and epsilon `eps`.
+    pub(crate) fn new(w: F32s, b: Option<F32s>, eps: f32) -> Norm {
+        Norm { w, b, eps }
+    }
+
     /// `{name}.weight` (and `{name}.bias` when `bias`) of `size`, taken out of `map`.
     pub(crate) fn take(
         map: &mut HashMap<String, Tensor>,
@@ -592,12 +623,10 @@ impl Norm {
         bias: bool,
         eps: f32,
     ) -> candle_core::Result<Norm> {
-        let w = take(map, &format!("{name}.weight"), &[size])?;
-        Held::of(&w)?;
+        let owned = |t: Tensor| Held::of(&t).map(|h| F32s::from(h.values().to_vec()));
+        let w = owned(take(map, &format!("{name}.weight"), &[size])?)?;
         let b = if bias {
-            let b = take(map, &format!("{name}.bias"), &[size])?;
-            Held::of(&b)?;
-            Some(b)
+            Some(owned(take(map, &format!("{name}.bias"), &[size])?)?)
         } else {
             None
         };
@@ -607,59 +636,44 @@ impl Norm {
 
 /// A linear layer's weights, read in place for one pass.
 pub(crate) struct HeldLin<'a> {
-    wt: Held<'a>,
-    b: Option<Held<'a>>,
+    wt: &'a [f32],
+    b: Option<&'a [f32]>,
 }
 
 impl<'a> HeldLin<'a> {
     pub(crate) fn of(l: &'a Lin) -> candle_core::Result<HeldLin<'a>> {
         Ok(HeldLin {
-            wt: Held::of(&l.wt)?,
-            b: l.b.as_ref().map(Held::of).transpose()?,
+            wt: l.wt.values(),
+            b: l.b.as_ref().map(F32s::values),
         })
     }
 
     /// `out[i] (=|+=) x[i] · W + b` for `x`'s rows, `out` packed.
     pub(crate) fn apply(&self, x: Rows<'_>, out: &mut [f32], into: Out) {
-        let out_stride = self.wt.values().len() / x.cols;
-        linear(
-            x,
-            self.wt.values(),
-            self.b.as_ref().map(Held::values),
-            out,
-            out_stride,
-            into,
-        );
+        let out_stride = self.wt.len() / x.cols;
+        linear(x, self.wt, self.b, out, out_stride, into);
     }
 }
 
 /// A LayerNorm's weights, read in place for one pass.
 pub(crate) struct HeldNorm<'a> {
-    w: Held<'a>,
-    b: Option<Held<'a>>,
+    w: &'a [f32],
+    b: Option<&'a [f32]>,
     eps: f32,
 }
 
 impl<'a> HeldNorm<'a> {
     pub(crate) fn of(n: &'a Norm) -> candle_core::Result<HeldNorm<'a>> {
         Ok(HeldNorm {
-            w: Held::of(&n.w)?,
-            b: n.b.as_ref().map(Held::of).transpose()?,
+            w: n.w.values(),
+            b: n.b.as_ref().map(F32s::values),
             eps: n.eps,
         })
     }
 
     /// The norm of each row of `x` into `out`.
     pub(crate) fn apply(&self, x: &[f32], out: &mut [f32]) {
-        let w = self.w.values();
-        layer_norm(
-            x,
-            out,
-            w.len(),
-            w,
-            self.b.as_ref().map(Held::values),
-            self.eps,
-        );
+        layer_norm(x, out, self.w.len(), self.w, self.b, self.eps);
     }
 }
 

