@@ -22,25 +22,42 @@ mod read;
 
 pub use read::{Broken, Summary, Verified, summary, verify};
 
-/// Credentials as they appear in commands and files: replaced by `[redacted]`.
-fn secrets() -> &'static [Regex] {
-    static RES: OnceLock<Vec<Regex>> = OnceLock::new();
-    RES.get_or_init(|| {
-        [
-            r"AKIA[0-9A-Z]{16}",
-            r"(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{8,}",
-            r"gh[pousr]_[0-9A-Za-z]{20,}",
-            r"xox[abprs]-[0-9A-Za-z-]{10,}",
-            r"AIza[0-9A-Za-z_-]{20,}",
-            r"eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}",
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*",
-            r"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\b(?:\\?[\x22'])?\s*[:=]\s*(?:\\?[\x22'])?[^\s\x22'\\&,;]{4,}",
-            r"(?i)(?:postgres|postgresql|mysql|mongodb(?:\+srv)?|redis|amqp)://[^:/\s\x22']+:[^@\s\x22']+@",
-        ]
-        .iter()
-        .filter_map(|p| Regex::new(p).ok())
-        .collect()
-    })
+/// Credentials as they appear in commands and files, replaced by
+/// `[redacted]`: each expression with the ASCII needles one of which every
+/// match holds (lower case, for a text in lower case), so that an expression
+/// is compiled and run only for a text that could hold a match. A guard call
+/// writes one log line per process: compiling every expression for it cost
+/// more than the rest of the line.
+const SECRETS: [(&str, &[&str]); 9] = [
+    (r"AKIA[0-9A-Z]{16}", &["akia"]),
+    (
+        r"(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{8,}",
+        &["_live_", "_test_"],
+    ),
+    (r"gh[pousr]_[0-9A-Za-z]{20,}", &["gh"]),
+    (r"xox[abprs]-[0-9A-Za-z-]{10,}", &["xox"]),
+    (r"AIza[0-9A-Za-z_-]{20,}", &["aiza"]),
+    (
+        r"eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}",
+        &["eyj"],
+    ),
+    (r"-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*", &["-----begin "]),
+    (
+        r"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\b(?:\\?[\x22'])?\s*[:=]\s*(?:\\?[\x22'])?[^\s\x22'\\&,;]{4,}",
+        &["passw", "pwd", "secret", "token", "key"],
+    ),
+    (
+        r"(?i)(?:postgres|postgresql|mysql|mongodb(?:\+srv)?|redis|amqp)://[^:/\s\x22']+:[^@\s\x22']+@",
+        &["://"],
+    ),
+];
+
+/// The expression of [`SECRETS`]`[i]`, compiled on first use.
+fn secret(i: usize) -> Option<&'static Regex> {
+    static RES: [OnceLock<Option<Regex>>; 9] = [const { OnceLock::new() }; 9];
+    RES[i]
+        .get_or_init(|| Regex::new(SECRETS[i].0).ok())
+        .as_ref()
 }
 
 /// `text` with every credential replaced by `[redacted]`.
@@ -52,8 +69,18 @@ fn secrets() -> &'static [Regex] {
 /// ```
 pub fn redact(text: &str) -> String {
     let mut out = text.to_string();
-    for re in secrets() {
-        if re.is_match(&out) {
+    // Case-insensitive expressions also match non-ASCII letters that fold
+    // to ASCII (the Kelvin sign to `k`): needles are trusted on ASCII only.
+    let lower = text.is_ascii().then(|| text.to_ascii_lowercase());
+    for (i, (_, needles)) in SECRETS.iter().enumerate() {
+        if let Some(lower) = &lower
+            && !needles.iter().any(|n| lower.contains(n))
+        {
+            continue;
+        }
+        if let Some(re) = secret(i)
+            && re.is_match(&out)
+        {
             out = re.replace_all(&out, "[redacted]").into_owned();
         }
     }
@@ -390,5 +417,35 @@ mod tests {
         assert!(!t.contains("Winter2024"), "{t}");
         assert!(redact("postgres://app:Xk29!vLq@db:5432/x").contains("[redacted]"));
         assert_eq!(redact("cargo test"), "cargo test");
+    }
+
+    #[test]
+    fn the_needles_never_skip_an_expression_that_would_have_matched() {
+        let every = |text: &str| {
+            let mut out = text.to_string();
+            for (source, _) in SECRETS {
+                out = Regex::new(source)
+                    .unwrap()
+                    .replace_all(&out, "[redacted]")
+                    .into_owned();
+            }
+            out
+        };
+        for text in [
+            "curl -H 'Token: abcd1234efgh' https://x",
+            "export API_KEY=sk_live_abcdefgh123",
+            "git remote add o https://ghp_abcdefghijklmnopqrstuvwx@github.com/o/r",
+            "xoxb-1234567890-abc and AIzaSyA1234567890abcdefghij",
+            "Authorization: Bearer eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeKKF2Q",
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END",
+            "MONGODB+SRV://u:p4ss@h/db",
+            "PASSWD=hunter2hunter2",
+            // The Kelvin sign folds to `k` under (?i): no ASCII needle holds it.
+            "api_\u{212A}ey=abcd1234",
+            "cargo test --workspace",
+        ] {
+            assert_eq!(redact(text), every(text), "{text}");
+        }
+        assert!(redact("api_\u{212A}ey=abcd1234").contains("[redacted]"));
     }
 }

@@ -580,16 +580,45 @@ fn live_classifier(spec: &StackSpec, style: &str) -> Result<Classifier, StackErr
 /// The connection pool of a live style: the platform's certificate store
 /// (SSL_CERT_FILE/SSL_CERT_DIR when set) beside the bundled roots, the
 /// `ca_cert` file's certificates, and the proxy the environment names
-/// (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY).
+/// (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY). The platform's store is
+/// read only when TLS can be spoken ([`speaks_tls`]): reading it costs a
+/// plain-HTTP call to a local server (the guard's `--server`) more than the
+/// call itself.
 fn http_client(spec: &StackSpec) -> Result<toolnexus::http::HttpClient, StackError> {
-    let mut b = toolnexus::http::HttpClient::builder()
-        .platform_roots()
-        .proxy_from_env();
+    let proxies = [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .map(|name| std::env::var(name).unwrap_or_default());
+    let mut b = toolnexus::http::HttpClient::builder().proxy_from_env();
+    if speaks_tls(spec, &proxies) {
+        b = b.platform_roots();
+    }
     if let Some(pem) = ca_cert_pem(spec.ca_cert.as_deref())? {
         b = b.add_root_pem(pem);
     }
     b.build()
         .map_err(|e| StackError::new(format!("cannot set up HTTPS: {e}")))
+}
+
+/// Whether a live style's pool may speak TLS: an endpoint that is not plain
+/// `http://` (none given is the backend's own HTTPS root), or a proxy that
+/// is `https://`.
+fn speaks_tls(spec: &StackSpec, proxies: &[String]) -> bool {
+    let plain = |url: &str| {
+        url.get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+    };
+    !spec.base_url.as_deref().is_some_and(plain)
+        || !spec.fallback_base_urls.iter().all(|u| plain(u))
+        || proxies.iter().any(|p| {
+            p.get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        })
 }
 
 /// The most bytes of a `--ca-cert` file read.
@@ -619,5 +648,44 @@ pub fn ca_cert_pem(path: Option<&Path>) -> Result<Option<Vec<u8>>, StackError> {
         _ => Err(bad(
             "holds no PEM certificate (-----BEGIN CERTIFICATE----- …)".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_platform_store_is_read_only_where_tls_may_be_spoken() {
+        let spec = |base: Option<&str>, fallbacks: &[&str]| StackSpec {
+            base_url: base.map(str::to_string),
+            fallback_base_urls: fallbacks.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let none: [String; 0] = [];
+        assert!(!speaks_tls(
+            &spec(Some("http://127.0.0.1:8787/v1"), &[]),
+            &none
+        ));
+        assert!(!speaks_tls(
+            &spec(Some("HTTP://localhost/v1"), &["http://b/v1"]),
+            &none
+        ));
+        // The backend's own root, an HTTPS endpoint or fallback, an HTTPS proxy.
+        assert!(speaks_tls(&spec(None, &[]), &none));
+        assert!(speaks_tls(
+            &spec(Some("https://api.example/v1"), &[]),
+            &none
+        ));
+        assert!(speaks_tls(
+            &spec(Some("http://a/v1"), &["https://b/v1"]),
+            &none
+        ));
+        let proxy = ["https://proxy.corp:3128".to_string()];
+        assert!(speaks_tls(&spec(Some("http://a/v1"), &[]), &proxy));
+        assert!(!speaks_tls(
+            &spec(Some("http://a/v1"), &[]),
+            &["http://proxy:3128".to_string()]
+        ));
     }
 }
