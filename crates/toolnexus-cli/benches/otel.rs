@@ -16,14 +16,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use toolnexus::classifier::questions_wire;
-use toolnexus::judge::Tape;
 use toolnexus::testing::{Reply, Server as Receiver};
 
 #[path = "support/mod.rs"]
 mod support;
 
-use support::{BIN, env_usize, questions, start_serve, write_tape};
+use support::{BIN, Inputs, env_usize, start_serve, write_inputs};
 
 /// States per second of one batch run; `collector` turns the export on.
 fn batch(dir: &Path, args: &[&str], n: usize, collector: Option<&str>) -> f64 {
@@ -59,18 +57,11 @@ fn main() {
     let rounds = env_usize("OTEL_BENCH_ROUNDS", 5).max(1);
     let dir = std::env::temp_dir().join(format!("toolnexus-otel-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let tape = dir.join("bench.tape.json");
-    write_tape(&tape, n, "otel bench");
-    let q = dir.join("q.json");
-    std::fs::write(&q, questions_wire(&questions()).to_string()).expect("questions");
-    let states = dir.join("in.jsonl");
-    let text: String = Tape::load(&tape)
-        .expect("tape")
-        .entries()
-        .iter()
-        .map(|e| format!("{}\n", e.state))
-        .collect();
-    std::fs::write(&states, text).expect("states");
+    let Inputs {
+        tape,
+        questions: q,
+        states,
+    } = write_inputs(&dir, n, "otel bench");
 
     let serve = start_serve(&tape);
     let receiver = Receiver::builder()

@@ -26,7 +26,7 @@ use toolnexus::judge::Tape;
 #[path = "support/mod.rs"]
 mod support;
 
-use support::{BIN, env_usize, questions, start_serve as start_server, write_tape};
+use support::{BIN, Inputs, env_usize, questions, start_serve as start_server, write_inputs};
 
 const CONCURRENCY: usize = 16;
 const TIME_CAP: Duration = Duration::from_secs(120);
@@ -110,19 +110,11 @@ fn main() {
     let dir: PathBuf =
         std::env::temp_dir().join(format!("toolnexus-throughput-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let tape = dir.join("bench.tape.json");
-    write_tape(&tape, n, "throughput bench");
-    let q = dir.join("q.json");
-    let wire = toolnexus::classifier::questions_wire(&questions());
-    std::fs::write(&q, wire.to_string()).expect("questions");
-    let states = dir.join("in.jsonl");
-    let text: String = Tape::load(&tape)
-        .expect("tape")
-        .entries()
-        .iter()
-        .map(|e| format!("{}\n", e.state))
-        .collect();
-    std::fs::write(&states, text).expect("states");
+    let Inputs {
+        tape,
+        questions: q,
+        states,
+    } = write_inputs(&dir, n, "throughput bench");
 
     let server = start_server(&tape);
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -2,11 +2,11 @@
 //! `toolnexus serve` answering from it on 127.0.0.1.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::json;
-use toolnexus::classifier::{Decision, Questions, questions_from_wire};
+use toolnexus::classifier::{Decision, Questions, questions_from_wire, questions_wire};
 use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
@@ -54,6 +54,38 @@ pub fn write_tape(path: &Path, n: usize, note: &str) {
         });
     }
     tape.save(path).expect("save tape");
+}
+
+/// A batch's input files in a bench's directory.
+pub struct Inputs {
+    /// The tape of `n` recorded decisions ([`write_tape`]).
+    pub tape: PathBuf,
+    /// The questions file (wire JSON).
+    pub questions: PathBuf,
+    /// The states file: the tape's states, a JSON line each.
+    pub states: PathBuf,
+}
+
+/// Writes into `dir` a tape of `n` decisions under the note `note`, the
+/// questions file and the states file of the same `n` states.
+pub fn write_inputs(dir: &Path, n: usize, note: &str) -> Inputs {
+    let tape = dir.join("bench.tape.json");
+    write_tape(&tape, n, note);
+    let questions_file = dir.join("q.json");
+    std::fs::write(&questions_file, questions_wire(&questions()).to_string()).expect("questions");
+    let states = dir.join("in.jsonl");
+    let text: String = Tape::load(&tape)
+        .expect("tape")
+        .entries()
+        .iter()
+        .map(|e| format!("{}\n", e.state))
+        .collect();
+    std::fs::write(&states, text).expect("states");
+    Inputs {
+        tape,
+        questions: questions_file,
+        states,
+    }
 }
 
 /// A running `toolnexus serve` and its address; stopped when dropped.
