@@ -21,6 +21,7 @@ pub mod report;
 pub(crate) mod rng;
 mod run;
 mod samples;
+mod stream;
 mod summary;
 pub(crate) mod svg;
 pub mod synthetic;
@@ -40,9 +41,12 @@ pub use drift::{
     Answered, Change, Drift, DriftOptions, QuestionDrift, answer_shift, answer_text, drift,
 };
 pub use error::{AssessError, AssessErrorKind};
-pub use examples::{Example, Gold, parse_examples, read_examples};
+pub use examples::{Example, ExampleReader, Gold, check_examples, parse_examples, read_examples};
 pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, run_examples};
-pub use samples::{RunSample, RunSamples, fit_samples};
+pub use samples::{
+    RunSample, RunSamples, RunsFit, SampleCounts, fit_runs, fit_samples, read_fit_samples,
+};
+pub use stream::{FileRun, RunReader, run_examples_file, summarize_file};
 pub use summary::{
     AnsweredBy, CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt,
     QuestionSummary, Slice, SliceBy, Summary, SummaryOptions, summarize, table,

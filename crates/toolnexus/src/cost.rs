@@ -47,7 +47,7 @@ pub use crate::price::{
 };
 pub use estimate::{
     Coefficients, ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimate, Estimator, EstimatorError,
-    FitError, PricedEstimate, Sample, Shape, fit,
+    FitError, FitTally, Fitter, PricedEstimate, Sample, Shape, fit,
 };
 /// `inner` with every call's cost settled by `pricing` (see [`Evaluated::price_with`]):
 /// the layer that makes a cost known without changing any backend. Put it

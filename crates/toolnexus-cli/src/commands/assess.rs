@@ -162,19 +162,17 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
     let budget = built.budget.take();
     let questions = input::read_questions(&a.questions)?;
     style::check_cascade(&built, &questions);
-    let examples = read_examples(&a.examples, &questions).map_err(bad)?;
     // A cap holds for the job: what the run file's rows record as spent
-    // counts (a file that does not load is reported by the run below).
+    // counts (a file that does not read is reported by the run below).
     if let Some(b) = budget.as_ref()
         && !a.out.as_os_str().is_empty()
         && a.out.exists()
-        && let Ok(earlier) = toolnexus::assess::Run::load(&a.out)
+        && let Ok(earlier) = RunReader::open(&a.out)
     {
         toolnexus_stack::carry(
             Some(b),
             earlier
-                .rows
-                .iter()
+                .map_while(Result::ok)
                 .filter_map(|r| r.decision().map(|d| (r.cost.clone(), d.usage.clone()))),
         );
     }
@@ -185,7 +183,7 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
     options.call_name = Some(built.call.clone());
     let bar = progress_bar(a.no_progress);
     options.progress = bar.as_ref().map(|(p, _)| p.clone());
-    let run = run_examples(&built.classifier, &questions, &examples, &a.out, options)
+    let run = run_examples_file(&built.classifier, &questions, &a.examples, &a.out, options)
         .await
         .map_err(bad)?;
     if let Some(line) = run.torn_line {
@@ -197,28 +195,20 @@ async fn run_cmd(mut a: AssessRunArgs) -> Result<Exit> {
     if let Some((_, bar)) = bar {
         bar.finish_and_clear();
     }
-    let failed = run.rows.iter().filter(|r| r.decision().is_none()).count();
+    let (s, out) = (&run.summary, a.out.display());
+    let describe = style::describe(&built);
     tell!(
-        "{}: {} rows, {failed} failed ({})",
-        a.out.display(),
-        run.rows.len(),
-        style::describe(&built)
+        "{out}: {} rows, {} failed ({describe})",
+        s.rows,
+        s.failed_rows
     );
-    let ids: std::collections::HashSet<&str> = run.rows.iter().map(|r| r.id.as_str()).collect();
-    let not_started = examples
-        .iter()
-        .filter(|e| !ids.contains(e.id.as_str()))
-        .count();
-    put!("{}", table(&summarize(&run, &SummaryOptions::default())));
+    put!("{}", table(s));
     if let Some(b) = budget
         .as_ref()
-        .filter(|b| not_started > 0 && b.reached().is_some())
+        .filter(|b| run.not_started > 0 && b.reached().is_some())
     {
-        let done = format!(
-            "{} holds {} rows, {not_started} examples not asked",
-            a.out.display(),
-            run.rows.len()
-        );
+        let (rows, left) = (s.rows, run.not_started);
+        let done = format!("{out} holds {rows} rows, {left} examples not asked");
         tell!("{}", crate::caps::message("assess run", b, &a.caps, &done));
         return Ok(Exit::CapReached);
     }

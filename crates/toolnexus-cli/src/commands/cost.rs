@@ -2,7 +2,7 @@
 //! (the estimates themselves, `batch --estimate` and `assess run
 //! --estimate`, are in [`crate::spend`]).
 //!
-//! - `cost fit RUN…` reads batch out files (each decision line records its
+//! - `cost fit RUN…` reads batch out files, a line at a time (each decision line records its
 //!   request's `"shape"`) and assess run files (the header's questions and each
 //!   row's `state_len`), fits the estimator on their recorded
 //!   `usage.input_tokens` and prints the fit's error; `--out` writes the file
@@ -18,7 +18,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde_json::json;
-use toolnexus::assess::{RunSample, fit_samples};
+use toolnexus::assess::{AssessErrorKind, fit_runs};
 
 use crate::args::CostFitArgs;
 use crate::exit::{self, Exit};
@@ -36,58 +36,20 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
         let inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("RUN", r.as_path())).collect();
         input::refuse_overwrite("--out", out, &inputs)?;
     }
-    let mut samples = Vec::new();
-    let mut skipped = 0usize;
-    // The first answering model, and where it was seen.
-    let mut model: Option<(String, String)> = None;
-    for path in &a.runs {
-        let text = input::read_file("RUN", path)?;
-        let read =
-            fit_samples(&text, path, toolnexus_stack::is_local_style).map_err(exit::usage)?;
-        if read.samples.is_empty() {
-            return Err(exit::usage(if read.local > 0 {
-                format!(
-                    "{}: its {} answers were judged on this machine (cost source local): no billed usage to fit on; fit on runs of a billed style (systemone, llm, or a tape recorded from one)",
-                    path.display(),
-                    read.local
-                )
-            } else {
-                format!(
-                    "{}: no call in it recorded usage.input_tokens to fit on",
-                    path.display()
-                )
-            }));
-        }
-        for RunSample {
-            sample,
-            model: m,
-            at,
-        } in read.samples
-        {
-            match &model {
-                None => model = Some((m, at)),
-                Some((first, first_at)) if *first != m => {
-                    return Err(exit::usage(format!(
-                        "cost fit: {first_at} was answered by {first:?} and {at} by {m:?}: an estimator fits one model's billing; fit each model's runs apart"
-                    )));
-                }
-                Some(_) => {}
-            }
-            samples.push(sample);
-        }
-        skipped += read.left + read.local;
-    }
-    let est = toolnexus::cost::fit(&samples).map_err(|e| exit::usage(format!("cost fit: {e}")))?;
+    let fitted =
+        fit_runs(&a.runs, toolnexus_stack::is_local_style).map_err(|e| match e.kind() {
+            AssessErrorKind::Io => exit::usage(format!("RUN {e}")),
+            _ => exit::usage(e),
+        })?;
+    let (est, skipped, model) = (&fitted.estimator, fitted.skipped, &fitted.model);
     let f = est.fit.expect("a fit reports its error");
     let defaults = toolnexus::cost::Coefficients::default();
     // Which undetermined coefficients count something no request had.
     let occurs = |k: &str| {
-        samples.iter().any(|s| match k {
-            "per_described_option" => s.shape.described_options > 0,
-            "per_score_level" => s.shape.score_levels > 0,
-            "per_state_char" => s.shape.state_chars > 0,
-            _ => true,
-        })
+        !matches!(
+            k,
+            "per_described_option" | "per_score_level" | "per_state_char"
+        ) || fitted.fitter.occurs(k)
     };
     for k in &est.undetermined {
         let default = match *k {
@@ -130,7 +92,7 @@ pub fn fit(a: CostFitArgs) -> Result<Exit> {
             json!({
                 "requests": f.rows,
                 "skipped": skipped,
-                "model": model.as_ref().map(|(m, _)| m),
+                "model": model,
                 "runs": a.runs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
                 "coefficients": {
                     "per_request": c.per_request,

@@ -8,7 +8,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::path::Path;
+use std::fs::File;
+use std::hash::{Hash as _, Hasher as _};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -182,7 +185,8 @@ impl Example {
     }
 }
 
-/// Reads a labelled examples file (the format: [`parse_examples`]).
+/// Reads a labelled examples file (the format: [`parse_examples`]) whole; a
+/// large file is better read a line at a time with [`ExampleReader`].
 ///
 /// ```no_run
 /// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;
@@ -193,10 +197,7 @@ pub fn read_examples(
     path: impl AsRef<Path>,
     questions: &Questions,
 ) -> Result<Vec<Example>, AssessError> {
-    let path = path.as_ref();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| AssessError::io(path, "cannot read", e))?;
-    parse_examples(&text, path, questions)
+    ExampleReader::open(path, questions)?.collect()
 }
 
 /// Parses labelled examples from text; `source` names it in errors.
@@ -218,29 +219,212 @@ pub fn parse_examples(
     source: impl AsRef<Path>,
     questions: &Questions,
 ) -> Result<Vec<Example>, AssessError> {
-    let source = source.as_ref();
-    let mut out = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let line = raw.trim_end_matches('\r');
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let err = |e: AssessError| e.at_path(source);
-        let ex = parse_line(line, line_no, questions).map_err(err)?;
-        if let Some(first) = seen.insert(ex.id.clone(), line_no) {
-            return Err(AssessError::new(
-                AssessErrorKind::Invalid,
-                format!("duplicate id {:?} (first on line {first})", ex.id),
-            )
-            .at_path(source)
-            .at(line_no, None));
-        }
-        out.push(ex);
+    ExampleReader::new(text.as_bytes(), source, questions).collect()
+}
+
+/// Labelled examples read a line at a time: an iterator of
+/// `Result<Example, AssessError>` over any [`BufRead`], holding one line and
+/// (unless [`ExampleReader::unchecked_ids`]) the ids seen so far. Errors are
+/// the ones [`parse_examples`] gives, naming the source, line, column and key;
+/// the first error ends the iteration.
+///
+/// ```
+/// use toolnexus::assess::ExampleReader;
+/// use toolnexus::judge::{noul, questions};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let text = "{\"state\": \"a\", \"labels\": {\"spam\": true}}\n{\"state\": \"b\", \"labels\": {\"spam\": 1}}\n";
+/// let mut reader = ExampleReader::new(text.as_bytes(), "set.jsonl", &qs);
+/// assert_eq!(reader.next().unwrap()?.id, "L1");
+/// let e = reader.next().unwrap().unwrap_err();
+/// assert_eq!(e.to_string(), "set.jsonl:2:27: label \"spam\": noul question \"spam\" takes true or false, got 1");
+/// assert!(reader.next().is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ExampleReader<'q, R> {
+    input: R,
+    source: PathBuf,
+    questions: &'q Questions,
+    line_no: usize,
+    buf: String,
+    /// Each id read so far and its line, for the duplicate check.
+    seen: Option<HashMap<String, usize>>,
+    ended: bool,
+}
+
+impl<'q> ExampleReader<'q, BufReader<File>> {
+    /// Opens an examples file.
+    ///
+    /// ```no_run
+    /// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;
+    /// for example in toolnexus::assess::ExampleReader::open("labels.jsonl", &qs)? {
+    ///     println!("{}", example?.id);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(
+        path: impl AsRef<Path>,
+        questions: &'q Questions,
+    ) -> Result<ExampleReader<'q, BufReader<File>>, AssessError> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| AssessError::io(path, "cannot read", e))?;
+        Ok(ExampleReader::new(
+            BufReader::with_capacity(1 << 16, file),
+            path,
+            questions,
+        ))
     }
-    Ok(out)
+}
+
+impl<'q, R: BufRead> ExampleReader<'q, R> {
+    /// Reads examples from `input`; `source` names it in errors.
+    ///
+    /// ```
+    /// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;
+    /// let n = toolnexus::assess::ExampleReader::new(&b"# none yet\n"[..], "set.jsonl", &qs).count();
+    /// assert_eq!(n, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(input: R, source: impl AsRef<Path>, questions: &'q Questions) -> Self {
+        ExampleReader {
+            input,
+            source: source.as_ref().to_path_buf(),
+            questions,
+            line_no: 0,
+            buf: String::new(),
+            seen: Some(HashMap::new()),
+            ended: false,
+        }
+    }
+
+    /// The same reader without the duplicate-id check, so that it holds one
+    /// line whatever the file's size: for a file [`check_examples`] passed.
+    ///
+    /// ```
+    /// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;
+    /// let line = "{\"id\": \"a\", \"state\": 1, \"labels\": {\"q\": true}}\n";
+    /// let twice = line.repeat(2);
+    /// let r = toolnexus::assess::ExampleReader::new(twice.as_bytes(), "set.jsonl", &qs).unchecked_ids();
+    /// assert_eq!(r.count(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unchecked_ids(mut self) -> Self {
+        self.seen = None;
+        self
+    }
+
+    fn fail(&mut self, e: AssessError) -> Option<Result<Example, AssessError>> {
+        self.ended = true;
+        Some(Err(e))
+    }
+}
+
+impl<R: BufRead> Iterator for ExampleReader<'_, R> {
+    type Item = Result<Example, AssessError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.ended {
+            self.buf.clear();
+            match self.input.read_line(&mut self.buf) {
+                Ok(0) => self.ended = true,
+                Ok(_) => {}
+                Err(e) => {
+                    let e = AssessError::io(&self.source, "cannot read", e);
+                    return self.fail(e);
+                }
+            }
+            if self.ended {
+                break;
+            }
+            self.line_no += 1;
+            let line_no = self.line_no;
+            // As `str::lines` splits: one `\n`, then any `\r` before it.
+            let line = self.buf.strip_suffix('\n').unwrap_or(&self.buf);
+            let line = line.trim_end_matches('\r');
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let ex = match parse_line(line, line_no, self.questions) {
+                Ok(ex) => ex,
+                Err(e) => {
+                    let e = e.at_path(&self.source);
+                    return self.fail(e);
+                }
+            };
+            if let Some(seen) = &mut self.seen
+                && let Some(first) = seen.insert(ex.id.clone(), line_no)
+            {
+                let e = AssessError::new(
+                    AssessErrorKind::Invalid,
+                    format!("duplicate id {:?} (first on line {first})", ex.id),
+                )
+                .at_path(&self.source)
+                .at(line_no, None);
+                return self.fail(e);
+            }
+            return Some(Ok(ex));
+        }
+        None
+    }
+}
+
+/// A 64-bit digest of an example id: what the bounded readers keep of an id.
+pub(crate) fn id_hash(id: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
+/// Checks a whole examples file as [`read_examples`] would, holding 8 bytes
+/// per example (a digest of its id) instead of the examples; returns how many
+/// there are. The first error is the one [`read_examples`] gives: when two
+/// digests agree, the file is read again with the exact check, so a digest
+/// collision is never taken for a duplicate.
+///
+/// ```
+/// use toolnexus::assess::check_examples;
+/// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;
+/// let path = std::env::temp_dir().join(format!("tn-check-doc-{}.jsonl", std::process::id()));
+/// std::fs::write(&path, "{\"id\": \"a\", \"state\": 1, \"labels\": {\"q\": true}}\n{\"id\": \"a\", \"state\": 2, \"labels\": {\"q\": true}}\n")?;
+/// let e = check_examples(&path, &qs).unwrap_err();
+/// assert!(e.to_string().ends_with(":2: duplicate id \"a\" (first on line 1)"), "{e}");
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn check_examples(path: impl AsRef<Path>, questions: &Questions) -> Result<usize, AssessError> {
+    let path = path.as_ref();
+    let mut digests: Vec<u64> = Vec::new();
+    let mut first_error = None;
+    for ex in ExampleReader::open(path, questions)?.unchecked_ids() {
+        match ex {
+            Ok(ex) => digests.push(id_hash(&ex.id)),
+            Err(e) => {
+                first_error = Some(e);
+                break;
+            }
+        }
+    }
+    let n = digests.len();
+    digests.sort_unstable();
+    if digests.windows(2).any(|w| w[0] == w[1]) {
+        // A duplicate before the first error (or a collision): the exact
+        // check, which reports whichever comes first in the file.
+        drop(digests);
+        let mut exact = ExampleReader::open(path, questions)?;
+        let mut read = 0;
+        for ex in exact.by_ref() {
+            ex?;
+            read += 1;
+            if read == n {
+                break;
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(n),
+    }
 }
 
 /// The 1-based column of `needle` in `line` at or after byte `from`.

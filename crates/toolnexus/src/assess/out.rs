@@ -737,6 +737,161 @@ fn parse_line(raw: &[u8]) -> Result<(Value, usize), LineFault> {
     }
 }
 
+/// An out file's result lines read one at a time: an iterator of
+/// `Result<OutLine, OutError>` in file order, with [`OutFile::parse`]'s
+/// rules and errors (a line that is not UTF-8 is [`OutError::NotText`] when
+/// it is reached), holding one line.
+///
+/// ```
+/// use toolnexus::assess::out::OutLines;
+/// let path = std::env::temp_dir().join(format!("toolnexus-doc-out-lines-{}.jsonl", std::process::id()));
+/// std::fs::write(&path, "{\"toolnexus\":\"batch\",\"version\":1}\n{\"line\":1,\"error\":\"x\"}\n{\"line\":2,\"deci")?;
+/// let mut lines = OutLines::open(&path)?;
+/// assert_eq!(lines.header().unwrap().version, Some(1));
+/// assert_eq!(lines.next().unwrap()?.error(), Some("x"));
+/// assert!(lines.next().is_none());
+/// assert_eq!(lines.torn_line(), Some(3));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct OutLines {
+    input: std::io::BufReader<std::fs::File>,
+    path: PathBuf,
+    header: Option<Header>,
+    /// The first line, when it is not a header (read ahead to tell).
+    first: Option<Vec<u8>>,
+    buf: Vec<u8>,
+    at: usize,
+    offset: usize,
+    torn_line: Option<usize>,
+    ended: bool,
+}
+
+impl OutLines {
+    /// Opens an out file and reads its header, if it has one.
+    pub fn open(path: impl AsRef<Path>) -> Result<OutLines, OutError> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|source| OutError::Io {
+            path: path.to_path_buf(),
+            step: IoStep::Read,
+            source,
+        })?;
+        let mut lines = OutLines {
+            input: std::io::BufReader::with_capacity(1 << 16, file),
+            path: path.to_path_buf(),
+            header: None,
+            first: None,
+            buf: Vec::new(),
+            at: 0,
+            offset: 0,
+            torn_line: None,
+            ended: false,
+        };
+        if !lines.read_raw()? {
+            return Ok(lines);
+        }
+        let first = String::from_utf8_lossy(&lines.buf).into_owned();
+        let text = first.trim_end_matches(['\n', '\r']);
+        let head: Option<Value> =
+            serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(text)).ok();
+        match head.as_ref().and_then(|h| h.get("toolnexus")) {
+            Some(t) if t.as_str() == Some("batch") => {
+                lines.header = head.as_ref().map(|h| Header {
+                    version: h.get("version").and_then(Value::as_u64),
+                    fingerprint: h.get("fingerprint").and_then(Fingerprint::from_value),
+                });
+            }
+            Some(_) => {
+                return Err(OutError::OtherFile {
+                    path: path.to_path_buf(),
+                });
+            }
+            None => lines.first = Some(lines.buf.clone()),
+        }
+        Ok(lines)
+    }
+
+    /// The header, when the file has one.
+    pub fn header(&self) -> Option<&Header> {
+        self.header.as_ref()
+    }
+
+    /// The torn final line left out, once the lines are read to the end.
+    pub fn torn_line(&self) -> Option<usize> {
+        self.torn_line
+    }
+
+    /// Reads the next raw line (its newline kept) into `buf`, checked to be
+    /// text; `false` at the end.
+    fn read_raw(&mut self) -> Result<bool, OutError> {
+        use std::io::BufRead as _;
+        self.buf.clear();
+        let n = self
+            .input
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|source| OutError::Io {
+                path: self.path.clone(),
+                step: IoStep::Read,
+                source,
+            })?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.at += 1;
+        let start = self.offset;
+        self.offset += n;
+        match std::str::from_utf8(&self.buf) {
+            Ok(_) => Ok(true),
+            Err(e) => Err(OutError::NotText {
+                path: self.path.clone(),
+                offset: start + e.valid_up_to(),
+            }),
+        }
+    }
+
+    fn next_line(&mut self) -> Result<Option<OutLine>, OutError> {
+        loop {
+            match self.first.take() {
+                Some(first) => self.buf = first,
+                None if self.read_raw()? => {}
+                None => return Ok(None),
+            }
+            let raw = std::str::from_utf8(&self.buf).unwrap_or_default();
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let line = raw.trim_end();
+            let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+            let at = self.at;
+            return match parse_line(line.as_bytes()) {
+                Ok((value, line)) => Ok(Some(OutLine { at, line, value })),
+                Err(LineFault::NotJson(_)) if !raw.ends_with('\n') => {
+                    self.torn_line = Some(at);
+                    Ok(None)
+                }
+                Err(fault) => Err(OutError::BadLine {
+                    path: self.path.clone(),
+                    at,
+                    fault,
+                }),
+            };
+        }
+    }
+}
+
+impl Iterator for OutLines {
+    type Item = Result<OutLine, OutError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
+        let next = self.next_line().transpose();
+        self.ended = !matches!(next, Some(Ok(_)));
+        next
+    }
+}
+
 impl OutFile {
     /// Reads an out file (see [`OutFile::parse`]).
     ///

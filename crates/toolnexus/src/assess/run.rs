@@ -273,7 +273,7 @@ impl Run {
     }
 }
 
-fn header_line(questions: &Questions) -> String {
+pub(super) fn header_line(questions: &Questions) -> String {
     let mut h = Map::new();
     h.insert("format".into(), Value::from(RUN_FORMAT));
     h.insert("version".into(), Value::from(RUN_VERSION));
@@ -293,15 +293,7 @@ fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
             "empty: a run file starts with its header line",
         ));
     };
-    let header: Value = serde_json::from_str(first.trim_end()).map_err(|e| {
-        AssessError::new(
-            AssessErrorKind::Syntax,
-            format!("header is not JSON: {}", json_error_text(&e)),
-        )
-        .at(1, Some(e.column()))
-    })?;
-    let questions = read_header(&header)
-        .map_err(|m| AssessError::new(AssessErrorKind::Mismatch, m).at(1, None))?;
+    let questions = parse_header(first)?;
     let mut lines: Vec<(usize, &str)> = lines
         .map(|(i, raw)| (i + 1, raw))
         .filter(|(_, raw)| !raw.trim_end().is_empty())
@@ -373,6 +365,18 @@ fn parse_run(text: &str, _source: &Path) -> Result<Run, AssessError> {
     })
 }
 
+/// The questions of a run file's first line.
+pub(super) fn parse_header(first: &str) -> Result<Questions, AssessError> {
+    let header: Value = serde_json::from_str(first.trim_end()).map_err(|e| {
+        AssessError::new(
+            AssessErrorKind::Syntax,
+            format!("header is not JSON: {}", json_error_text(&e)),
+        )
+        .at(1, Some(e.column()))
+    })?;
+    read_header(&header).map_err(|m| AssessError::new(AssessErrorKind::Mismatch, m).at(1, None))
+}
+
 fn read_header(h: &Value) -> Result<Questions, String> {
     let format = h.get("format").and_then(Value::as_str);
     if format != Some(RUN_FORMAT) {
@@ -404,7 +408,7 @@ fn shown(v: &Value) -> String {
     }
 }
 
-fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
+pub(super) fn read_row(v: &Value, questions: &Questions) -> Result<Row, String> {
     let o = v
         .as_object()
         .ok_or_else(|| format!("a row is a JSON object, got {}", kind_of(v)))?;
@@ -598,47 +602,14 @@ pub async fn run_examples(
     let mut run = match std::fs::read_to_string(path) {
         Ok(text) if !text.is_empty() => {
             let run = Run::parse(&text, path)?;
-            if run.questions != *questions {
-                return Err(AssessError::new(
-                    AssessErrorKind::Mismatch,
-                    format!(
-                        "this run file was made for other questions ({}); use another file to run these",
-                        first_question_difference(&run.questions, questions)
-                    ),
-                )
-                .at_path(path));
-            }
-            // Cut a torn final line so appended rows start on a line of their
-            // own (its example is asked again; `Run::torn_line` says so). A
-            // whole last row that only lacks its newline is kept.
-            if run.torn_line.is_some() {
-                let keep = text.rfind('\n').map_or(0, |p| p + 1);
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| AssessError::io(path, "cannot open", e))?;
-                f.set_len(keep as u64)
-                    .map_err(|e| AssessError::io(path, "cannot trim a torn line", e))?;
-            } else if !text.ends_with('\n') {
-                let mut f = std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| AssessError::io(path, "cannot open for appending", e))?;
-                f.write_all(b"\n")
-                    .map_err(|e| AssessError::io(path, "cannot end the last line", e))?;
-            }
+            check_questions(&run.questions, questions, path)?;
+            // A whole last row that only lacks its newline is kept.
+            let keep = text.rfind('\n').map_or(0, |p| p as u64 + 1);
+            mend(path, run.torn_line.map(|_| keep), text.ends_with('\n'))?;
             run
         }
-        Ok(_) => {
-            std::fs::write(path, header_line(questions))
-                .map_err(|e| AssessError::io(path, "cannot write", e))?;
-            Run::new(questions.clone(), Vec::new())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::write(path, header_line(questions))
-                .map_err(|e| AssessError::io(path, "cannot write", e))?;
-            Run::new(questions.clone(), Vec::new())
-        }
+        Ok(_) => start_file(path, questions)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => start_file(path, questions)?,
         Err(e) => return Err(AssessError::io(path, "cannot read", e)),
     };
     let mut index: HashMap<String, usize> = run
@@ -655,6 +626,87 @@ pub async fn run_examples(
         })
         .collect();
     let total = todo.len();
+    ask(classifier, questions, todo, total, path, &options, |row| {
+        // Refused by the budget's cap: not asked, no row.
+        let Some(row) = row else { return };
+        match index.get(&row.id) {
+            Some(&i) => run.rows[i] = row,
+            None => {
+                index.insert(row.id.clone(), run.rows.len());
+                run.rows.push(row);
+            }
+        }
+    })
+    .await?;
+    Ok(run)
+}
+
+/// Refuses a run file made for other questions, naming the first difference.
+pub(super) fn check_questions(
+    was: &Questions,
+    now: &Questions,
+    path: &Path,
+) -> Result<(), AssessError> {
+    if was == now {
+        return Ok(());
+    }
+    Err(AssessError::new(
+        AssessErrorKind::Mismatch,
+        format!(
+            "this run file was made for other questions ({}); use another file to run these",
+            first_question_difference(was, now)
+        ),
+    )
+    .at_path(path))
+}
+
+/// A new run file: its header line only.
+pub(super) fn start_file(path: &Path, questions: &Questions) -> Result<Run, AssessError> {
+    std::fs::write(path, header_line(questions))
+        .map_err(|e| AssessError::io(path, "cannot write", e))?;
+    Ok(Run::new(questions.clone(), Vec::new()))
+}
+
+/// Makes an existing run file ready for appending: a torn final line is cut
+/// (the file kept to `torn_cut` bytes) so appended rows start on a line of
+/// their own (its example is asked again; `Run::torn_line` says so), and a
+/// last line without its newline gets one.
+pub(super) fn mend(
+    path: &Path,
+    torn_cut: Option<u64>,
+    ends_with_newline: bool,
+) -> Result<(), AssessError> {
+    if let Some(keep) = torn_cut {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| AssessError::io(path, "cannot open", e))?;
+        f.set_len(keep)
+            .map_err(|e| AssessError::io(path, "cannot trim a torn line", e))?;
+    } else if !ends_with_newline {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| AssessError::io(path, "cannot open for appending", e))?;
+        f.write_all(b"\n")
+            .map_err(|e| AssessError::io(path, "cannot end the last line", e))?;
+    }
+    Ok(())
+}
+
+/// Asks each example of `todo` (`total` of them, `options.concurrency` at a
+/// time, pulled from `todo` only as calls finish) and appends its row to the
+/// run file at `path`, flushed as it comes; `each` sees every row after it is
+/// written, and `None` for an example the budget's cap refused.
+pub(super) async fn ask<E: std::borrow::Borrow<Example>>(
+    classifier: &Classifier,
+    questions: &Questions,
+    todo: impl IntoIterator<Item = E>,
+    total: usize,
+    path: &Path,
+    options: &RunOptions,
+    mut each: impl FnMut(Option<Row>),
+) -> Result<(), AssessError> {
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(path)
@@ -668,6 +720,7 @@ pub async fn run_examples(
                 None => EvalContext::new(),
             };
             async move {
+                let ex: &Example = ex.borrow();
                 if budget.as_ref().is_some_and(|b| b.reached().is_some()) {
                     return None;
                 }
@@ -700,30 +753,25 @@ pub async fn run_examples(
         .buffer_unordered(options.concurrency.max(1));
     let mut done = 0;
     while let Some(row) = stream.next().await {
-        // Refused by the budget's cap: not asked, no row.
-        let Some(row) = row else { continue };
+        let Some(row) = row else {
+            each(None);
+            continue;
+        };
         let mut line = canonical_json(&row.to_value());
         line.push('\n');
         file.write_all(line.as_bytes())
             .map_err(|e| AssessError::io(path, "cannot append a row", e))?;
-        match index.get(&row.id) {
-            Some(&i) => run.rows[i] = row,
-            None => {
-                index.insert(row.id.clone(), run.rows.len());
-                run.rows.push(row);
-            }
-        }
+        each(Some(row));
         done += 1;
         if let Some(p) = &options.progress {
             p(done, total);
         }
     }
     file.sync_all()
-        .map_err(|e| AssessError::io(path, "cannot flush", e))?;
-    Ok(run)
+        .map_err(|e| AssessError::io(path, "cannot flush", e))
 }
 
-fn first_question_difference(was: &Questions, now: &Questions) -> String {
+pub(super) fn first_question_difference(was: &Questions, now: &Questions) -> String {
     for k in was.keys().chain(now.keys()) {
         match (was.get(k), now.get(k)) {
             (Some(_), None) => return format!("it has question {k:?}, which is not asked now"),

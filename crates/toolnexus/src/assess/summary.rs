@@ -47,36 +47,35 @@ pub(crate) struct Observed {
     pub near_uniform: Vec<bool>,
     /// Labelled rows whose evaluation failed, or whose decision lacks the key.
     pub failed: usize,
+    /// The models that answered the observed rows, in first-seen order.
+    pub models: Vec<String>,
 }
 
-/// Collects the observations of `key` over `rows` (all rows when `None`).
-pub(crate) fn observe(run: &Run, key: &str, rows: Option<&[usize]>) -> Observed {
-    let Some(question) = run.questions.get(key) else {
-        return Observed::default();
-    };
-    let mut o = Observed {
-        kind: question.kind(),
-        labels: match question {
-            Question::Choice(c) => c.criteria.keys().cloned().collect(),
-            Question::Score(s) => (0..s.criteria.len()).map(|i| i.to_string()).collect(),
-            _ => Vec::new(),
-        },
-        ..Default::default()
-    };
-    let all: Vec<usize>;
-    let rows = match rows {
-        Some(r) => r,
-        None => {
-            all = (0..run.rows.len()).collect();
-            &all
+impl Observed {
+    /// No observations yet of `question`.
+    pub(crate) fn of(question: &Question) -> Observed {
+        Observed {
+            kind: question.kind(),
+            labels: match question {
+                Question::Choice(c) => c.criteria.keys().cloned().collect(),
+                Question::Score(s) => (0..s.criteria.len()).map(|i| i.to_string()).collect(),
+                _ => Vec::new(),
+            },
+            ..Default::default()
         }
-    };
-    for &i in rows {
-        let row = &run.rows[i];
-        let Some(gold) = row.labels.get(key) else {
-            continue;
-        };
-        let answer = row.decision().and_then(|d| d.answers.get(key));
+    }
+
+    /// Adds row `i`, labelled `gold`, whose decision (by `model`) gave
+    /// `answer`: an observation when the answer fits the gold's kind, else a
+    /// failure.
+    pub(crate) fn push(
+        &mut self,
+        i: usize,
+        gold: &Gold,
+        answer: Option<&DecisionAnswer>,
+        model: Option<&str>,
+    ) {
+        let o = self;
         let ok = match (gold, answer) {
             (Gold::Noul(y), Some(DecisionAnswer::Noul(a))) => {
                 let p = a.noul;
@@ -131,9 +130,38 @@ pub(crate) fn observe(run: &Run, key: &str, rows: Option<&[usize]>) -> Observed 
         };
         if ok {
             o.rows.push(i);
+            if let Some(m) = model
+                && !o.models.iter().any(|x| x == m)
+            {
+                o.models.push(m.to_string());
+            }
         } else {
             o.failed += 1;
         }
+    }
+}
+
+/// Collects the observations of `key` over `rows` (all rows when `None`).
+pub(crate) fn observe(run: &Run, key: &str, rows: Option<&[usize]>) -> Observed {
+    let Some(question) = run.questions.get(key) else {
+        return Observed::default();
+    };
+    let mut o = Observed::of(question);
+    let mut add = |i: usize| {
+        let row = &run.rows[i];
+        if let Some(gold) = row.labels.get(key) {
+            let d = row.decision();
+            o.push(
+                i,
+                gold,
+                d.and_then(|d| d.answers.get(key)),
+                d.map(|d| d.model.as_str()),
+            );
+        }
+    };
+    match rows {
+        Some(rows) => rows.iter().for_each(|&i| add(i)),
+        None => (0..run.rows.len()).for_each(add),
     }
     o
 }
@@ -255,7 +283,7 @@ pub struct AnsweredBy {
 }
 
 /// Cost over the rows: known figures summed, unknown ones counted, never as $0.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CostSummary {
     /// Rows whose cost is known: reported, priced, local or a cache hit
     /// (see [`Summary::cost_sources`]).
@@ -421,54 +449,19 @@ impl Summary {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
-    let questions = summarize_questions(run, None, options);
-    let mut cost = CostSummary {
-        known_rows: 0,
-        unknown_rows: 0,
-        known_total: 0.0,
-    };
-    let mut cost_sources: BTreeMap<String, usize> = BTreeMap::new();
-    let mut latencies = Vec::new();
-    let mut failed_rows = 0;
-    let mut by_model: BTreeMap<&str, usize> = BTreeMap::new();
+    let observed: Vec<(String, Observed)> = run
+        .questions
+        .keys()
+        .map(|k| (k.clone(), observe(run, k, None)))
+        .collect();
+    let mut totals = Totals::default();
     for r in &run.rows {
-        match r.decision() {
-            Some(d) => {
-                *by_model.entry(d.model.as_str()).or_default() += 1;
-                match r.cost.usd {
-                    Some(c) => {
-                        cost.known_rows += 1;
-                        cost.known_total += c;
-                    }
-                    None => cost.unknown_rows += 1,
-                }
-                let source = r
-                    .cost
-                    .source
-                    .as_ref()
-                    .map_or("unknown".to_string(), |s| s.to_string());
-                *cost_sources.entry(source).or_default() += 1;
-            }
-            None => failed_rows += 1,
-        }
-        if let Some(ms) = r.latency_ms {
-            latencies.push(ms);
-        }
+        totals.push(r);
     }
-    let gate_keys = options
-        .gate_keys
-        .clone()
-        .unwrap_or_else(|| questions.iter().map(|q| q.key.clone()).collect());
-    let gate = gate_observations(run, &gate_keys, None).map(|(conf, hit)| GateSummary {
-        keys: gate_keys.clone(),
-        n: conf.len(),
-        accuracy: metrics::accuracy(&hit),
-        risk_coverage: thin(metrics::risk_coverage(&conf, &hit)),
-    });
-    let mut slices = Vec::new();
+    let mut s = summary_of(&observed, totals, options);
     for by in &options.slices {
         for (name, value, rows) in slice_rows(run, by) {
-            slices.push(Slice {
+            s.slices.push(Slice {
                 by: name,
                 value,
                 rows: rows.len(),
@@ -476,28 +469,136 @@ pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
             });
         }
     }
-    let answered = run.rows.len() - failed_rows;
-    let mut answered_by: Vec<AnsweredBy> = by_model
+    s
+}
+
+/// The row-level figures of a summary, added up a row at a time.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    rows: usize,
+    failed_rows: usize,
+    cost: CostSummary,
+    cost_sources: BTreeMap<String, usize>,
+    latencies: Vec<f64>,
+    by_model: BTreeMap<String, usize>,
+}
+
+impl Totals {
+    /// Adds one row (rows in run order).
+    pub(crate) fn push(&mut self, r: &super::run::Row) {
+        self.rows += 1;
+        match r.decision() {
+            Some(d) => {
+                match self.by_model.get_mut(d.model.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.by_model.insert(d.model.clone(), 1);
+                    }
+                }
+                match r.cost.usd {
+                    Some(c) => {
+                        self.cost.known_rows += 1;
+                        self.cost.known_total += c;
+                    }
+                    None => self.cost.unknown_rows += 1,
+                }
+                let source = r
+                    .cost
+                    .source
+                    .as_ref()
+                    .map_or("unknown".to_string(), |s| s.to_string());
+                *self.cost_sources.entry(source).or_default() += 1;
+            }
+            None => self.failed_rows += 1,
+        }
+        if let Some(ms) = r.latency_ms {
+            self.latencies.push(ms);
+        }
+    }
+}
+
+/// A summary (without slices) of each question's observations over the
+/// whole run and the run's row totals.
+pub(crate) fn summary_of(
+    observed: &[(String, Observed)],
+    totals: Totals,
+    options: &SummaryOptions,
+) -> Summary {
+    let questions: Vec<QuestionSummary> = observed
+        .iter()
+        .filter(|(_, o)| !(o.rows.is_empty() && o.failed == 0))
+        .map(|(key, o)| {
+            let bands = options
+                .bands
+                .as_ref()
+                .map(|(d, per)| per.get(key).copied().unwrap_or(*d));
+            question_summary(key, o, bands)
+        })
+        .collect();
+    let gate_keys = options
+        .gate_keys
+        .clone()
+        .unwrap_or_else(|| questions.iter().map(|q| q.key.clone()).collect());
+    let gated: Option<Vec<&Observed>> = gate_keys
+        .iter()
+        .map(|k| observed.iter().find(|(key, _)| key == k).map(|(_, o)| o))
+        .collect();
+    let gate = gated
+        .and_then(|g| gate_of(&g))
+        .map(|(conf, hit)| GateSummary {
+            keys: gate_keys.clone(),
+            n: conf.len(),
+            accuracy: metrics::accuracy(&hit),
+            risk_coverage: thin(metrics::risk_coverage(&conf, &hit)),
+        });
+    let answered = totals.rows - totals.failed_rows;
+    let mut answered_by: Vec<AnsweredBy> = totals
+        .by_model
         .into_iter()
         .map(|(model, rows)| AnsweredBy {
-            model: model.to_string(),
+            model,
             rows,
             share: rows as f64 / answered as f64,
         })
         .collect();
     answered_by.sort_by(|a, b| b.rows.cmp(&a.rows).then_with(|| a.model.cmp(&b.model)));
     Summary {
-        rows: run.rows.len(),
-        failed_rows,
+        rows: totals.rows,
+        failed_rows: totals.failed_rows,
         questions,
         gate,
         answered_by,
-        cost,
-        cost_sources,
-        latency_p50_ms: metrics::quantile(&latencies, 0.5),
-        latency_p95_ms: metrics::quantile(&latencies, 0.95),
-        slices,
+        cost: totals.cost,
+        cost_sources: totals.cost_sources,
+        latency_p50_ms: metrics::quantile(&totals.latencies, 0.5),
+        latency_p95_ms: metrics::quantile(&totals.latencies, 0.95),
+        slices: Vec::new(),
     }
+}
+
+/// Row-level confidences (the minimum over the questions) and hits (all
+/// right) of the rows observed on every one of `observed` (each over the
+/// whole run, so its rows ascend); `None` when there are none.
+fn gate_of(observed: &[&Observed]) -> Option<(Vec<f64>, Vec<bool>)> {
+    let (first, rest) = observed.split_first()?;
+    let mut at = vec![0usize; rest.len()];
+    let (mut conf, mut hit) = (Vec::new(), Vec::new());
+    'rows: for (j, &r) in first.rows.iter().enumerate() {
+        let (mut c, mut h) = (1.0f64.min(first.conf[j]), first.hit[j]);
+        for (o, k) in rest.iter().zip(at.iter_mut()) {
+            while *k < o.rows.len() && o.rows[*k] < r {
+                *k += 1;
+            }
+            if o.rows.get(*k) != Some(&r) {
+                continue 'rows;
+            }
+            c = c.min(o.conf[*k]);
+            h &= o.hit[*k];
+        }
+        conf.push(c);
+        hit.push(h);
+    }
+    (!conf.is_empty()).then_some((conf, hit))
 }
 
 /// `priced (toolnexus, checked 2026-12-05) 40, cache 2`: where the costs came from.
@@ -556,21 +657,14 @@ fn summarize_questions(
                 .bands
                 .as_ref()
                 .map(|(d, per)| per.get(key).copied().unwrap_or(*d));
-            Some(question_summary(run, key, &o, bands))
+            Some(question_summary(key, &o, bands))
         })
         .collect()
 }
 
-fn question_summary(run: &Run, key: &str, o: &Observed, bands: Option<Bands>) -> QuestionSummary {
+fn question_summary(key: &str, o: &Observed, bands: Option<Bands>) -> QuestionSummary {
     let n = o.rows.len();
-    let mut models: Vec<String> = Vec::new();
-    for &i in &o.rows {
-        if let Some(d) = run.rows[i].decision()
-            && !models.contains(&d.model)
-        {
-            models.push(d.model.clone());
-        }
-    }
+    let models = o.models.clone();
     let mut s = QuestionSummary {
         key: key.to_string(),
         kind: o.kind.to_string(),

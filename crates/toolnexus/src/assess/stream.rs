@@ -1,0 +1,473 @@
+//! Run files and examples files read a line at a time, so that a run of a
+//! million examples holds a million small figures, never a million rows.
+//!
+//! - [`RunReader`]: a run file's rows one at a time, with the errors
+//!   [`Run::parse`] gives.
+//! - [`summarize_file`]: [`summarize`](super::summarize)'s figures of a run
+//!   file, holding per row only what the metrics are computed from.
+//! - [`run_examples_file`]: [`run_examples`](super::run_examples) over an
+//!   examples file: the examples are checked in one pass, then read again and
+//!   asked as calls finish; what the run file already holds is kept as one
+//!   64-bit digest per id.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::error::{AssessError, AssessErrorKind};
+use super::examples::{ExampleReader, check_examples, id_hash, json_error_text};
+use super::run::{Row, RunOptions, ask, check_questions, mend, parse_header, read_row, start_file};
+use super::summary::{Observed, Summary, SummaryOptions, Totals, summary_of};
+use crate::classifier::{Classifier, Questions};
+
+/// A run file's rows read one at a time: an iterator of `Result<Row,
+/// AssessError>` in file order (an id that appears twice comes twice; the
+/// later row is the one that counts). Errors are [`Run::parse`]'s, naming
+/// the file and line; a torn final line (cut short by a crash: no newline,
+/// not JSON) ends the rows and is kept in [`RunReader::torn_line`].
+///
+/// [`Run::parse`]: super::Run::parse
+///
+/// ```
+/// use toolnexus::assess::{Outcome, Row, Run, RunReader};
+/// use toolnexus::judge::{noul, questions};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let failed = Outcome::Failed { kind: "timeout".into(), message: "slow".into() };
+/// let path = std::env::temp_dir().join(format!("tn-run-reader-doc-{}.jsonl", std::process::id()));
+/// let mut text = Run::new(qs.clone(), vec![Row::new("a", Default::default(), failed)]).to_jsonl();
+/// text.push_str("{\"id\":\"b\",\"lab");
+/// std::fs::write(&path, text)?;
+/// let mut reader = RunReader::open(&path)?;
+/// assert_eq!(reader.questions(), &qs);
+/// assert_eq!(reader.next().unwrap()?.id, "a");
+/// assert!(reader.next().is_none());
+/// assert_eq!(reader.torn_line(), Some(3));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RunReader {
+    input: BufReader<File>,
+    path: PathBuf,
+    questions: Questions,
+    buf: String,
+    line_no: usize,
+    /// Bytes read so far, and where the last line read starts.
+    offset: u64,
+    line_start: u64,
+    ends_with_newline: bool,
+    torn_line: Option<usize>,
+    ended: bool,
+}
+
+impl RunReader {
+    /// Opens a run file and reads its header.
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("tn-run-reader-open-{}.jsonl", std::process::id()));
+    /// std::fs::write(&path, "{\"format\": \"other\"}\n")?;
+    /// let e = toolnexus::assess::RunReader::open(&path).err().unwrap();
+    /// assert!(e.to_string().ends_with(":1: not a run file: \"format\" is \"other\", not \"toolnexus.assess-run\""));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<RunReader, AssessError> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| AssessError::io(path, "cannot read", e))?;
+        let mut input = BufReader::with_capacity(1 << 16, file);
+        let mut buf = String::new();
+        let n = input
+            .read_line(&mut buf)
+            .map_err(|e| AssessError::io(path, "cannot read", e))?;
+        if n == 0 {
+            return Err(AssessError::new(
+                AssessErrorKind::Mismatch,
+                "empty: a run file starts with its header line",
+            )
+            .at_path(path));
+        }
+        let questions = parse_header(&buf).map_err(|e| e.at_path(path))?;
+        Ok(RunReader {
+            input,
+            path: path.to_path_buf(),
+            questions,
+            ends_with_newline: buf.ends_with('\n'),
+            buf,
+            line_no: 1,
+            offset: n as u64,
+            line_start: 0,
+            torn_line: None,
+            ended: false,
+        })
+    }
+
+    /// The questions of the header.
+    pub fn questions(&self) -> &Questions {
+        &self.questions
+    }
+
+    /// The torn final line left out, once the rows are read to the end.
+    pub fn torn_line(&self) -> Option<usize> {
+        self.torn_line
+    }
+
+    /// The line of the row last read (1 is the header).
+    pub fn line(&self) -> usize {
+        self.line_no
+    }
+
+    /// Where a torn final line starts (what to cut the file to), and whether
+    /// the file ends with a newline: once the rows are read to the end.
+    fn end_state(&self) -> (Option<u64>, bool) {
+        (
+            self.torn_line.map(|_| self.line_start),
+            self.ends_with_newline,
+        )
+    }
+
+    fn fail(&mut self, e: AssessError) -> Option<Result<Row, AssessError>> {
+        self.ended = true;
+        Some(Err(e.at_path(&self.path)))
+    }
+}
+
+impl Iterator for RunReader {
+    type Item = Result<Row, AssessError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.ended {
+            self.buf.clear();
+            let n = match self.input.read_line(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.ended = true;
+                    return Some(Err(AssessError::io(&self.path, "cannot read", e)));
+                }
+            };
+            if n == 0 {
+                self.ended = true;
+                break;
+            }
+            self.line_no += 1;
+            self.line_start = self.offset;
+            self.offset += n as u64;
+            self.ends_with_newline = self.buf.ends_with('\n');
+            let line = self.buf.trim_end();
+            if line.is_empty() {
+                continue;
+            }
+            let line_no = self.line_no;
+            let v: Value = match serde_json::from_str(line) {
+                Ok(v) => v,
+                // The crash this format is built to survive: a last line
+                // without its newline that is not JSON is left out.
+                Err(_) if !self.ends_with_newline => {
+                    self.torn_line = Some(line_no);
+                    self.ended = true;
+                    break;
+                }
+                Err(e) => {
+                    let e = AssessError::new(
+                        AssessErrorKind::Syntax,
+                        format!("not JSON: {}", json_error_text(&e)),
+                    )
+                    .at(line_no, Some(e.column()));
+                    return self.fail(e);
+                }
+            };
+            return match read_row(&v, &self.questions) {
+                Ok(row) => Some(Ok(row)),
+                Err(m) => {
+                    let e = AssessError::new(AssessErrorKind::Invalid, m).at(line_no, None);
+                    self.fail(e)
+                }
+            };
+        }
+        None
+    }
+}
+
+/// Which rows of a run file count when an id appears more than once (the
+/// later row wins, in the place of the first).
+struct Winners {
+    /// Row positions (in file order) that do not count where they stand.
+    moved: HashSet<usize>,
+    /// The first position of each repeated id → the position of its last row.
+    last_of: HashMap<usize, usize>,
+}
+
+/// Reads the ids of a run file's rows as digests (8 bytes a row, for the
+/// time it takes): which rows win.
+fn winners(path: &Path) -> Result<Winners, AssessError> {
+    let mut digests: Vec<u64> = Vec::new();
+    for row in RunReader::open(path)? {
+        digests.push(id_hash(&row?.id));
+    }
+    let mut order: Vec<u32> = (0..digests.len() as u32).collect();
+    order.sort_by_key(|&i| digests[i as usize]);
+    let mut w = Winners {
+        moved: HashSet::new(),
+        last_of: HashMap::new(),
+    };
+    for group in order.chunk_by(|&a, &b| digests[a as usize] == digests[b as usize]) {
+        if let [first, .., last] = group {
+            w.last_of.insert(*first as usize, *last as usize);
+            w.moved.extend(group[1..].iter().map(|&i| i as usize));
+        }
+    }
+    Ok(w)
+}
+
+/// [`summarize`](super::summarize) of the run file at `path`, read a line at a
+/// time: what it holds per row is the figures the metrics are computed from
+/// (a question's probabilities, its gold, whether it was right, the row's
+/// latency), never the rows. The same file gives the same summary as
+/// [`Run::load`](super::Run::load) then `summarize`; slices, which group
+/// whole rows, are computed that way. Also returns the torn final line left
+/// out, if any.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use serde_json::json;
+/// use toolnexus::assess::*;
+/// use toolnexus::classifier::Decision;
+/// use toolnexus::judge::{noul, questions};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let row = |id: &str, p: f64, y: bool| Row::new(id, BTreeMap::from([("spam".to_string(), Gold::Noul(y))]),
+///     Outcome::Decided(Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": p}}})).unwrap()));
+/// let run = Run::new(qs, vec![row("a", 0.9, true), row("b", 0.2, false), row("c", 0.7, false)]);
+/// let path = std::env::temp_dir().join(format!("tn-summarize-file-doc-{}.jsonl", std::process::id()));
+/// run.save(&path)?;
+/// let (s, torn) = summarize_file(&path, &SummaryOptions::default())?;
+/// assert_eq!(s, summarize(&run, &SummaryOptions::default()));
+/// assert_eq!(torn, None);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn summarize_file(
+    path: impl AsRef<Path>,
+    options: &SummaryOptions,
+) -> Result<(Summary, Option<usize>), AssessError> {
+    let path = path.as_ref();
+    if !options.slices.is_empty() {
+        let run = super::Run::load(path)?;
+        return Ok((super::summarize(&run, options), run.torn_line));
+    }
+    let mut observed: Vec<(String, Observed)> = Vec::new();
+    let mut totals = Totals::default();
+    let mut slot = 0;
+    let (_, torn_line) = winning_rows(path, |questions, row| {
+        if observed.is_empty() {
+            observed = questions
+                .iter()
+                .map(|(k, q)| (k.clone(), Observed::of(q)))
+                .collect();
+        }
+        let d = row.decision();
+        for (key, o) in &mut observed {
+            if let Some(gold) = row.labels.get(key) {
+                o.push(
+                    slot,
+                    gold,
+                    d.and_then(|d| d.answers.get(key)),
+                    d.map(|d| d.model.as_str()),
+                );
+            }
+        }
+        totals.push(&row);
+        slot += 1;
+    })?;
+    Ok((summary_of(&observed, totals, options), torn_line))
+}
+
+/// The rows of the run file at `path` as [`Run::load`](super::Run::load)
+/// keeps them, one at a time: each id once, where it first appears, with its
+/// last row. `each` gets the header's questions too. Returns the questions
+/// and the torn final line left out, if any.
+pub(super) fn winning_rows(
+    path: &Path,
+    mut each: impl FnMut(&Questions, Row),
+) -> Result<(Questions, Option<usize>), AssessError> {
+    let w = winners(path)?;
+    // The later rows of repeated ids, read ahead (there are few: a rerun of
+    // the errors writes them).
+    let mut later: HashMap<usize, Row> = HashMap::new();
+    if !w.last_of.is_empty() {
+        let wanted: HashMap<usize, usize> = w.last_of.iter().map(|(f, l)| (*l, *f)).collect();
+        for (i, row) in RunReader::open(path)?.enumerate() {
+            if let Some(first) = wanted.get(&i) {
+                later.insert(*first, row?);
+            }
+        }
+    }
+    let mut reader = RunReader::open(path)?;
+    let questions = reader.questions().clone();
+    for (i, row) in reader.by_ref().enumerate() {
+        let row = row?;
+        if !w.moved.contains(&i) {
+            each(&questions, later.remove(&i).unwrap_or(row));
+        }
+    }
+    Ok((questions, reader.torn_line()))
+}
+
+/// What [`run_examples_file`] did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct FileRun {
+    /// The summary of the whole run file afterwards ([`summarize_file`]).
+    pub summary: Summary,
+    /// A torn final line cut from the run file before appending (its example
+    /// was asked again).
+    pub torn_line: Option<usize>,
+    /// Examples asked in this run.
+    pub asked: usize,
+    /// Examples that got no row: the budget's cap refused them.
+    pub not_started: usize,
+}
+
+/// Each id the run file holds, as a digest, and whether its row (the last
+/// one) has a decision: sorted, 8 bytes an id.
+struct Done(Vec<u64>);
+
+impl Done {
+    fn read(reader: &mut RunReader) -> Result<Done, AssessError> {
+        // The digest's low bit carries the outcome.
+        let mut all: Vec<u64> = Vec::new();
+        for row in reader.by_ref() {
+            let row = row?;
+            all.push((id_hash(&row.id) & !1) | u64::from(row.decision().is_some()));
+        }
+        // Stable: the later row of an id comes last in its group and wins.
+        all.sort_by_key(|d| d >> 1);
+        let mut done: Vec<u64> = Vec::with_capacity(all.len());
+        for d in all {
+            match done.last_mut() {
+                Some(last) if *last >> 1 == d >> 1 => *last = d,
+                _ => done.push(d),
+            }
+        }
+        done.shrink_to_fit();
+        Ok(Done(done))
+    }
+
+    /// `None` when the id has no row, else whether that row was decided.
+    fn outcome(&self, id: &str) -> Option<bool> {
+        let key = id_hash(id) >> 1;
+        let at = self.0.binary_search_by_key(&key, |d| d >> 1).ok()?;
+        Some(self.0[at] & 1 == 1)
+    }
+}
+
+/// [`run_examples`](super::run_examples) over the examples file at
+/// `examples`, reading it a line at a time: it is checked whole first (the
+/// errors [`read_examples`](super::read_examples) gives, before anything is
+/// asked), then read again and asked `options.concurrency` at a time. What
+/// the run file at `path` already holds is kept as a 64-bit digest per id (two
+/// different ids share one with odds of about n² / 2⁶⁴). Returns the summary
+/// of the whole run file afterwards.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolnexus::assess::{run_examples_file, RunOptions};
+/// use toolnexus::classifier::*;
+/// use toolnexus::judge::{noul, questions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let judge = create_classifier(ClassifierOptions {
+///     style: ClassifierStyle::Custom,
+///     evaluate: Some(Arc::new(|_ctx, _state, _qs| Box::pin(async {
+///         Decision::from_value(&json!({"model": "rule", "answers": {"spam": {"type": "noul", "noul": 0.9}}}))
+///             .map_err(|e| e.to_string())
+///     }))),
+///     ..Default::default()
+/// })?;
+/// let dir = std::env::temp_dir().join(format!("tn-run-file-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let (examples, out) = (dir.join("labels.jsonl"), dir.join("run.jsonl"));
+/// std::fs::write(&examples, "{\"id\": \"a\", \"state\": \"WIN\", \"labels\": {\"spam\": true}}\n")?;
+/// # let _ = std::fs::remove_file(&out);
+/// let first = run_examples_file(&judge, &qs, &examples, &out, RunOptions::default()).await?;
+/// assert_eq!((first.asked, first.summary.rows), (1, 1));
+/// // Running again asks nothing: every id is in the file.
+/// let again = run_examples_file(&judge, &qs, &examples, &out, RunOptions::default()).await?;
+/// assert_eq!((again.asked, again.summary.rows), (0, 1));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn run_examples_file(
+    classifier: &Classifier,
+    questions: &Questions,
+    examples: impl AsRef<Path>,
+    path: impl AsRef<Path>,
+    options: RunOptions,
+) -> Result<FileRun, AssessError> {
+    let (examples, path) = (examples.as_ref(), path.as_ref());
+    check_examples(examples, questions)?;
+    let existing = match std::fs::metadata(path) {
+        Ok(m) if m.len() > 0 => true,
+        Ok(_) => false,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(AssessError::io(path, "cannot read", e)),
+    };
+    let (done, torn_line) = if existing {
+        let mut reader = RunReader::open(path)?;
+        check_questions(reader.questions(), questions, path)?;
+        let done = Done::read(&mut reader)?;
+        let (torn_cut, ends_with_newline) = reader.end_state();
+        mend(path, torn_cut, ends_with_newline)?;
+        (done, reader.torn_line())
+    } else {
+        start_file(path, questions)?;
+        (Done(Vec::new()), None)
+    };
+    let wanted = |id: &str| match done.outcome(id) {
+        None => true,
+        Some(decided) => options.rerun_errors && !decided,
+    };
+    let mut total = 0;
+    for ex in ExampleReader::open(examples, questions)?.unchecked_ids() {
+        total += usize::from(wanted(&ex?.id));
+    }
+    let mut error = None;
+    let todo = ExampleReader::open(examples, questions)?
+        .unchecked_ids()
+        .map_while(|ex| ex.map_err(|e| error = Some(e)).ok())
+        .filter(|ex| wanted(&ex.id));
+    let (mut asked, mut not_started) = (0, 0);
+    ask(
+        classifier,
+        questions,
+        todo,
+        total,
+        path,
+        &options,
+        |row| match row {
+            Some(_) => asked += 1,
+            None => not_started += 1,
+        },
+    )
+    .await?;
+    if let Some(e) = error {
+        return Err(e);
+    }
+    drop(done);
+    let (summary, _) = summarize_file(path, &SummaryOptions::default())?;
+    Ok(FileRun {
+        summary,
+        torn_line,
+        asked,
+        not_started,
+    })
+}
+
+#[cfg(test)]
+mod tests;
