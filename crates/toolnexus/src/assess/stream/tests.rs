@@ -295,3 +295,85 @@ async fn a_bad_examples_file_asks_nothing() {
     assert!(!out.exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A FIFO at `path` whose writer writes `head`, then holds back `tail` until
+/// told to go (or a minute has passed, a safety net the test never waits on
+/// unless it fails): a reader that loaded the file whole could hand out
+/// nothing before the writer let go. `None` where there is no `mkfifo`.
+fn held_back(
+    path: &Path,
+    head: String,
+    tail: String,
+) -> Option<(
+    Arc<std::sync::atomic::AtomicBool>,
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+)> {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return None;
+    }
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let (path, r) = (path.to_path_buf(), released.clone());
+    let writer = std::thread::spawn(move || {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all(head.as_bytes()).unwrap();
+        f.flush().unwrap();
+        let _ = wait.recv_timeout(std::time::Duration::from_secs(60));
+        r.store(true, Ordering::SeqCst);
+        f.write_all(tail.as_bytes()).unwrap();
+    });
+    Some((released, go, writer))
+}
+
+#[test]
+fn a_run_file_is_read_a_row_at_a_time_not_whole() {
+    let d = dir("fifo-run");
+    let path = d.join("run.jsonl");
+    let rows = synthetic_run(&SyntheticOptions {
+        rows: 200,
+        ..Default::default()
+    });
+    let text = rows.to_jsonl();
+    let cut = text.match_indices('\n').nth(100).unwrap().0 + 1;
+    let (head, tail) = (text[..cut].to_string(), text[cut..].to_string());
+    let Some((released, go, writer)) = held_back(&path, head, tail) else {
+        return;
+    };
+    let mut reader = RunReader::open(&path).unwrap();
+    assert_eq!(reader.next().unwrap().unwrap().id, "s0");
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "the first row waited for the whole file"
+    );
+    go.send(()).unwrap();
+    assert_eq!(reader.map(|r| r.unwrap()).count(), 199);
+    writer.join().unwrap();
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn an_out_file_is_read_a_line_at_a_time_not_whole() {
+    let d = dir("fifo-out");
+    let path = d.join("out.jsonl");
+    let line = |i: usize| format!("{{\"line\":{i},\"error\":\"e{i}\"}}\n");
+    let head: String = std::iter::once("{\"toolnexus\":\"batch\",\"version\":1}\n".to_string())
+        .chain((1..=100).map(line))
+        .collect();
+    let Some((released, go, writer)) = held_back(&path, head, (101..=200).map(line).collect())
+    else {
+        return;
+    };
+    let mut lines = crate::assess::out::OutLines::open(&path).unwrap();
+    assert_eq!(lines.next().unwrap().unwrap().error(), Some("e1"));
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "the first line waited for the whole file"
+    );
+    go.send(()).unwrap();
+    assert_eq!(lines.map(|l| l.unwrap()).count(), 199);
+    writer.join().unwrap();
+    std::fs::remove_dir_all(&d).unwrap();
+}
