@@ -349,7 +349,7 @@ fn a_run_file_is_read_a_row_at_a_time_not_whole() {
         "the first row waited for the whole file"
     );
     go.send(()).unwrap();
-    assert_eq!(reader.map(|r| r.unwrap()).count(), 199);
+    assert_eq!(reader.collect::<Result<Vec<_>, _>>().unwrap().len(), 199);
     writer.join().unwrap();
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -373,7 +373,7 @@ fn an_out_file_is_read_a_line_at_a_time_not_whole() {
         "the first line waited for the whole file"
     );
     go.send(()).unwrap();
-    assert_eq!(lines.map(|l| l.unwrap()).count(), 199);
+    assert_eq!(lines.collect::<Result<Vec<_>, _>>().unwrap().len(), 199);
     writer.join().unwrap();
     std::fs::remove_dir_all(&d).unwrap();
 }
