@@ -393,12 +393,23 @@ pub(crate) fn id_hash(id: &str) -> u64 {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn check_examples(path: impl AsRef<Path>, questions: &Questions) -> Result<usize, AssessError> {
-    let path = path.as_ref();
+    check_each(path.as_ref(), questions, |_| {})
+}
+
+/// [`check_examples`], showing `each` every example as it is read.
+pub(crate) fn check_each(
+    path: &Path,
+    questions: &Questions,
+    mut each: impl FnMut(&Example),
+) -> Result<usize, AssessError> {
     let mut digests: Vec<u64> = Vec::new();
     let mut first_error = None;
     for ex in ExampleReader::open(path, questions)?.unchecked_ids() {
         match ex {
-            Ok(ex) => digests.push(id_hash(&ex.id)),
+            Ok(ex) => {
+                each(&ex);
+                digests.push(id_hash(&ex.id));
+            }
             Err(e) => {
                 first_error = Some(e);
                 break;

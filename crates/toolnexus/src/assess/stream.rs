@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::error::{AssessError, AssessErrorKind};
-use super::examples::{ExampleReader, check_examples, id_hash, json_error_text};
+use super::examples::{ExampleReader, check_each, id_hash, json_error_text};
 use super::run::{Row, RunOptions, ask, check_questions, mend, parse_header, read_row, start_file};
 use super::summary::{Observed, Summary, SummaryOptions, Totals, summary_of};
 use crate::classifier::{Classifier, Questions};
@@ -134,59 +134,106 @@ impl RunReader {
     }
 }
 
-impl Iterator for RunReader {
-    type Item = Result<Row, AssessError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        while !self.ended {
+impl RunReader {
+    /// Reads the next line that is not blank into `buf`; `false` at the end.
+    fn advance(&mut self) -> Result<bool, AssessError> {
+        loop {
             self.buf.clear();
-            let n = match self.input.read_line(&mut self.buf) {
-                Ok(n) => n,
-                Err(e) => {
-                    self.ended = true;
-                    return Some(Err(AssessError::io(&self.path, "cannot read", e)));
-                }
-            };
+            let n = self
+                .input
+                .read_line(&mut self.buf)
+                .map_err(|e| AssessError::io(&self.path, "cannot read", e))?;
             if n == 0 {
-                self.ended = true;
-                break;
+                return Ok(false);
             }
             self.line_no += 1;
             self.line_start = self.offset;
             self.offset += n as u64;
             self.ends_with_newline = self.buf.ends_with('\n');
-            let line = self.buf.trim_end();
-            if line.is_empty() {
-                continue;
+            if !self.buf.trim_end().is_empty() {
+                return Ok(true);
             }
-            let line_no = self.line_no;
-            let v: Value = match serde_json::from_str(line) {
-                Ok(v) => v,
-                // The crash this format is built to survive: a last line
-                // without its newline that is not JSON is left out.
-                Err(_) if !self.ends_with_newline => {
-                    self.torn_line = Some(line_no);
-                    self.ended = true;
-                    break;
-                }
-                Err(e) => {
-                    let e = AssessError::new(
-                        AssessErrorKind::Syntax,
-                        format!("not JSON: {}", json_error_text(&e)),
-                    )
-                    .at(line_no, Some(e.column()));
-                    return self.fail(e);
-                }
-            };
-            return match read_row(&v, &self.questions) {
-                Ok(row) => Some(Ok(row)),
-                Err(m) => {
-                    let e = AssessError::new(AssessErrorKind::Invalid, m).at(line_no, None);
-                    self.fail(e)
-                }
-            };
         }
-        None
+    }
+
+    /// The row of the line in `buf`, or the end (a torn last line), or the
+    /// line's error.
+    fn row(&mut self) -> Option<Result<Row, AssessError>> {
+        let line_no = self.line_no;
+        let v: Value = match serde_json::from_str(self.buf.trim_end()) {
+            Ok(v) => v,
+            // The crash this format is built to survive: a last line
+            // without its newline that is not JSON is left out.
+            Err(_) if !self.ends_with_newline => {
+                self.torn_line = Some(line_no);
+                self.ended = true;
+                return None;
+            }
+            Err(e) => {
+                let e = AssessError::new(
+                    AssessErrorKind::Syntax,
+                    format!("not JSON: {}", json_error_text(&e)),
+                )
+                .at(line_no, Some(e.column()));
+                return self.fail(e);
+            }
+        };
+        match read_row(&v, &self.questions) {
+            Ok(row) => Some(Ok(row)),
+            Err(m) => {
+                let e = AssessError::new(AssessErrorKind::Invalid, m).at(line_no, None);
+                self.fail(e)
+            }
+        }
+    }
+
+    /// The next row's id alone, read without building the row (a later
+    /// whole read checks it); a line that does not read so is read whole,
+    /// for the same end or error as [`Iterator::next`].
+    fn next_id(&mut self) -> Option<Result<String, AssessError>> {
+        #[derive(serde::Deserialize)]
+        struct Id {
+            id: String,
+        }
+        if self.ended {
+            return None;
+        }
+        match self.advance() {
+            Ok(true) => {}
+            Ok(false) => {
+                self.ended = true;
+                return None;
+            }
+            Err(e) => {
+                self.ended = true;
+                return Some(Err(e));
+            }
+        }
+        if let Ok(Id { id }) = serde_json::from_str(self.buf.trim_end()) {
+            return Some(Ok(id));
+        }
+        self.row().map(|r| r.map(|row| row.id))
+    }
+}
+
+impl Iterator for RunReader {
+    type Item = Result<Row, AssessError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
+        match self.advance() {
+            Ok(true) => self.row(),
+            Ok(false) => {
+                self.ended = true;
+                None
+            }
+            Err(e) => {
+                self.ended = true;
+                Some(Err(e))
+            }
+        }
     }
 }
 
@@ -203,8 +250,9 @@ struct Winners {
 /// time it takes): which rows win.
 fn winners(path: &Path) -> Result<Winners, AssessError> {
     let mut digests: Vec<u64> = Vec::new();
-    for row in RunReader::open(path)? {
-        digests.push(id_hash(&row?.id));
+    let mut reader = RunReader::open(path)?;
+    while let Some(id) = reader.next_id() {
+        digests.push(id_hash(&id?));
     }
     let mut order: Vec<u32> = (0..digests.len() as u32).collect();
     order.sort_by_key(|&i| digests[i as usize]);
@@ -411,37 +459,50 @@ pub async fn run_examples_file(
     options: RunOptions,
 ) -> Result<FileRun, AssessError> {
     let (examples, path) = (examples.as_ref(), path.as_ref());
-    check_examples(examples, questions)?;
     let existing = match std::fs::metadata(path) {
         Ok(m) if m.len() > 0 => true,
         Ok(_) => false,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(AssessError::io(path, "cannot read", e)),
     };
-    let (done, torn_line) = if existing {
+    // What the run file holds, read first (nothing is written yet) so that
+    // the examples' check counts what is left to ask; the examples' errors
+    // still come first, as they did when the examples were read whole.
+    let held = existing.then(|| -> Result<_, AssessError> {
         let mut reader = RunReader::open(path)?;
-        check_questions(reader.questions(), questions, path)?;
         let done = Done::read(&mut reader)?;
-        let (torn_cut, ends_with_newline) = reader.end_state();
-        mend(path, torn_cut, ends_with_newline)?;
-        (done, reader.torn_line())
-    } else {
-        start_file(path, questions)?;
-        (Done(Vec::new()), None)
+        Ok((done, reader))
+    });
+    let done_of = |held: &Option<Result<(Done, RunReader), AssessError>>, id: &str| match held {
+        Some(Ok((done, _))) => done.outcome(id),
+        _ => None,
     };
-    let wanted = |id: &str| match done.outcome(id) {
+    let wanted = |outcome: Option<bool>| match outcome {
         None => true,
         Some(decided) => options.rerun_errors && !decided,
     };
     let mut total = 0;
-    for ex in ExampleReader::open(examples, questions)?.unchecked_ids() {
-        total += usize::from(wanted(&ex?.id));
-    }
+    check_each(examples, questions, |ex| {
+        total += usize::from(wanted(done_of(&held, &ex.id)));
+    })?;
+    let (done, torn_line) = match held {
+        Some(held) => {
+            let (done, reader) = held?;
+            check_questions(reader.questions(), questions, path)?;
+            let (torn_cut, ends_with_newline) = reader.end_state();
+            mend(path, torn_cut, ends_with_newline)?;
+            (done, reader.torn_line())
+        }
+        None => {
+            start_file(path, questions)?;
+            (Done(Vec::new()), None)
+        }
+    };
     let mut error = None;
     let todo = ExampleReader::open(examples, questions)?
         .unchecked_ids()
         .map_while(|ex| ex.map_err(|e| error = Some(e)).ok())
-        .filter(|ex| wanted(&ex.id));
+        .filter(|ex| wanted(done.outcome(&ex.id)));
     let (mut asked, mut not_started) = (0, 0);
     ask(
         classifier,
