@@ -169,7 +169,7 @@ pub fn spec(
         (None, Some(_)) => Some(demo::DEMO_CALL.to_string()),
         (None, None) => None,
     };
-    spec.model_dir = args.model_dir.clone();
+    (spec.model_dir, spec.precision) = (args.model_dir.clone(), args.precision);
     spec.student = match &args.student {
         None => None,
         // The guard's own student is built in (what `toolnexus guard` runs).
@@ -181,8 +181,7 @@ pub fn spec(
         }
         Some(p) => Some(toolnexus_stack::StudentSource::File(p.clone())),
     };
-    spec.cascade = args.cascade;
-    spec.calibration = args.calibration.clone();
+    (spec.cascade, spec.calibration) = (args.cascade, args.calibration.clone());
     Ok((spec, style, offline_reason))
 }
 
@@ -287,13 +286,6 @@ pub fn check_cascade(
     );
     crate::warnings::warn(&text);
     Some(text)
-}
-
-/// The embedded model from `--model-dir`, `$TOOLNEXUS_MODEL_DIR` or the
-/// default directory; a missing model names the directory and, once, how to
-/// fetch it (the library's message carries the advice).
-pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder> {
-    toolnexus_stack::embedder(dir).map_err(|e| exit::usage(e.to_string()))
 }
 
 /// Where `toolnexus guard`'s judge comes from: `--server` (a warm serve, with

@@ -1,14 +1,15 @@
 //! Embedding speed on the real model: one short state, and batches of states.
 //! Prints medians; needs the model (scripts/fetch-model) and says so otherwise.
 //!
-//! `cargo bench -p toolnexus-local --bench embed`. Run by `cargo test` (without
-//! `--bench`), it only checks that it runs, on the tiny test model.
+//! `cargo bench -p toolnexus-local --bench embed` (`-- --precision bf16` for
+//! the encoder in bf16; `auto` too). Run by `cargo test` (without `--bench`),
+//! it only checks that it runs, on the tiny test model.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolnexus::classifier::{EnvSource, Questions, choice_over};
-use toolnexus_local::{Embedder, ZeroShot, model_dir, state_text};
+use toolnexus_local::{Embedder, Precision, ZeroShot, model_dir, state_text};
 
 fn median(mut runs: Vec<Duration>) -> Duration {
     runs.sort();
@@ -44,14 +45,26 @@ fn main() {
             return;
         }
     };
+    let args: Vec<String> = std::env::args().collect();
+    let precision = match args.iter().position(|a| a == "--precision") {
+        Some(i) => match args.get(i + 1).map(|p| p.parse::<Precision>()) {
+            Some(Ok(p)) => p,
+            _ => {
+                eprintln!("embed bench: --precision takes f32, bf16 or auto");
+                return;
+            }
+        },
+        None => Precision::F32,
+    };
     let started = Instant::now();
-    let e = match Embedder::load(&dir) {
+    let e = match Embedder::load_with(&dir, precision) {
         Ok(e) => e,
         Err(err) => {
             eprintln!("embed bench skipped: {err}");
             return;
         }
     };
+    println!("precision: {}", e.precision());
     println!("load: {}", ms(started.elapsed()));
 
     let state = state_text(&json!({"message": "I was charged twice, please refund one"}));

@@ -12,12 +12,13 @@ use serde_json::Value;
 use tokenizers::Tokenizer;
 use toolnexus::classifier::{
     BoxFuture, ChoiceAnswer, Classifier, ClassifierError, Content, Decision, DecisionAnswer,
-    EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions, ScoreAnswer,
+    EvalContext, EvalRequest, Evaluated, Evaluator, NoulAnswer, Question, Questions, ScoreAnswer,
     near_uniform, validate_questions,
 };
 
-use crate::engine::{self, EngineInfo, ModelDir, QuestionKinds, local_decision};
+use crate::engine::{self, EngineInfo, ModelDir, Precision, QuestionKinds, local_decision};
 use crate::error::{LocalError, msg};
+use crate::kernels::bf16;
 use crate::modernbert::{
     EncoderConfig, Fields, ModernBert, read_checkpoint_file, read_safetensors, read_tokenizer,
     regular_file, token_ids, token_ids_bounded,
@@ -86,6 +87,8 @@ struct Inner {
     sep: u32,
     mask: u32,
     dir: PathBuf,
+    /// What the encoder runs in: `F32` or `Bf16`.
+    precision: Precision,
 }
 
 impl std::fmt::Debug for DecisionTune {
@@ -165,6 +168,18 @@ impl DecisionTune {
     /// the SHA-256 its `manifest.json` lists (a missing manifest, an unlisted
     /// file or a mismatch is refused, naming the file).
     pub fn load(dir: impl AsRef<Path>) -> Result<DecisionTune, LocalError> {
+        DecisionTune::load_with(dir, Precision::F32)
+    }
+
+    /// [`load`](DecisionTune::load) with the encoder's matrix products in
+    /// `precision` (see [`Embedder::load_with`](crate::Embedder::load_with)):
+    /// in bf16 the encoder's linear layers and token embeddings are kept in
+    /// bf16 only; the head stays f32.
+    pub fn load_with(
+        dir: impl AsRef<Path>,
+        precision: Precision,
+    ) -> Result<DecisionTune, LocalError> {
+        let precision = bf16::resolve_precision(precision)?;
         let dir = dir.as_ref();
         verify(dir)?;
         let enc = EncoderConfig::read(&dir.join("config.json"))?;
@@ -178,7 +193,7 @@ impl DecisionTune {
         let (cls, sep, mask) = (id("[CLS]")?, id("[SEP]")?, id("[MASK]")?);
         let weights = dir.join("model.safetensors");
         let mut tensors = read_safetensors(&weights)?;
-        let encoder = ModernBert::load(&mut tensors, "", &enc)
+        let encoder = ModernBert::load(&mut tensors, "", &enc, precision == Precision::Bf16)
             .map_err(|e| msg::weights_mismatch(&weights, e))?;
         drop(tensors);
         let head_path = dir.join("head.safetensors");
@@ -199,6 +214,7 @@ impl DecisionTune {
                 sep,
                 mask,
                 dir: dir.to_path_buf(),
+                precision,
             }),
         })
     }
@@ -416,6 +432,17 @@ impl Evaluator for DecisionTune {
             move |r| me.decide(&r.state, &r.questions),
         )
     }
+
+    /// [`call`](Evaluator::call), the decision's extensions saying which
+    /// precision answered when it was not f32.
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        let (fut, precision) = (self.call(ctx, request), self.inner.precision);
+        Box::pin(async move { Ok(bf16::mark(precision, Evaluated::new(fut.await?))) })
+    }
 }
 
 /// A classifier that answers with [`DecisionTune`] (uncalibrated: no
@@ -425,7 +452,8 @@ impl Evaluator for DecisionTune {
 /// `manifest.json`, which pins every model file's SHA-256 (checked at load):
 /// a cache never serves one checkpoint's answer for another's.
 pub fn decisiontune(model: DecisionTune) -> Classifier {
-    let files = crate::modernbert::files_fingerprint(&model.inner.dir, &["manifest.json"]);
+    let files = crate::modernbert::files_fingerprint(&model.inner.dir, &["manifest.json"])
+        + bf16::fingerprint_part(model.inner.precision);
     let judge = Classifier::from_evaluator(DECISIONTUNE_MODEL, model)
         .with_fingerprint_part(DECISIONTUNE_STYLE, files);
     engine::marked_local(judge, DECISIONTUNE_STYLE, DECISIONTUNE_MODEL)

@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
-use toolnexus::classifier::EnvSource;
+use toolnexus::classifier::{EnvSource, Evaluated};
 
 use crate::bert::{Bert, Config, PREPARED_LAYOUT};
+use crate::engine::Precision;
 use crate::error::{LocalError, msg};
+use crate::kernels::bf16::{self, resolve_precision};
 use crate::pins::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 use crate::text::Cutter;
 use crate::weights::{self, Tensors, WeightBytes, prepared};
@@ -110,6 +112,8 @@ struct Inner {
     max_tokens: usize,
     dimension: usize,
     model_hash: String,
+    /// What the encoder's products run in: `F32` or `Bf16`, never `Auto`.
+    precision: Precision,
 }
 
 /// Embeddings with the number of tokens the model read for each text.
@@ -170,11 +174,40 @@ impl Embedder {
     /// # }
     /// ```
     pub fn load(dir: impl AsRef<Path>) -> Result<Embedder, LocalError> {
+        Embedder::load_with(dir, Precision::F32)
+    }
+
+    /// [`load`](Embedder::load) with the encoder's matrix products in
+    /// `precision` ([`resolve_precision`](crate::resolve_precision) says
+    /// what it runs in here; `bf16` on a CPU without a bf16 unit is an
+    /// error, [`LocalError::is_bad_spec`]). In bf16 the linear layers are
+    /// converted once at load and kept in bf16 only; embeddings stay within
+    /// a few thousandths of f32's.
+    ///
+    /// ```
+    /// use toolnexus_local::{Embedder, Precision};
+    ///
+    /// # fn main() -> Result<(), toolnexus_local::LocalError> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-load-with-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// let auto = Embedder::load_with(&dir, Precision::Auto)?;
+    /// assert_ne!(auto.precision(), Precision::Auto, "auto resolves to what runs");
+    /// let f32 = Embedder::load(&dir)?;
+    /// assert_eq!(f32.precision(), Precision::F32);
+    /// let (a, b) = (&auto.embed(&["late parcel"])?[0], &f32.embed(&["late parcel"])?[0]);
+    /// let gap = a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    /// assert!(gap < 2e-2, "{gap}");
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn load_with(dir: impl AsRef<Path>, precision: Precision) -> Result<Embedder, LocalError> {
         let dir = dir.as_ref();
-        Embedder::from_files(
+        Embedder::from_files_in(
             dir.join(CONFIG_FILE),
             dir.join(TOKENIZER_FILE),
             dir.join(WEIGHTS_FILE),
+            precision,
         )
     }
 
@@ -199,6 +232,18 @@ impl Embedder {
         tokenizer: impl AsRef<Path>,
         weights: impl AsRef<Path>,
     ) -> Result<Embedder, LocalError> {
+        Embedder::from_files_in(config, tokenizer, weights, Precision::F32)
+    }
+
+    /// [`from_files`](Embedder::from_files) in `precision`.
+    fn from_files_in(
+        config: impl AsRef<Path>,
+        tokenizer: impl AsRef<Path>,
+        weights: impl AsRef<Path>,
+        precision: Precision,
+    ) -> Result<Embedder, LocalError> {
+        let precision = resolve_precision(precision)?;
+        let bf16 = precision == Precision::Bf16;
         let (config_path, tokenizer_path, weights_path) =
             (config.as_ref(), tokenizer.as_ref(), weights.as_ref());
         let config = read_config(config_path)?;
@@ -224,7 +269,7 @@ impl Embedder {
             (Some(sha), Some(stamp)) => prepared::open(weights_path, PREPARED_LAYOUT, stamp, sha),
             _ => None,
         };
-        let (model, from_prepared) = Bert::load(&mut tensors, ready.as_mut(), &config)
+        let (model, from_prepared) = Bert::load(&mut tensors, ready.as_mut(), &config, bf16)
             .map_err(|e| msg::weights_mismatch(weights_path, e))?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
         let tokenizer = fit_tokenizer(tokenizer, tokenizer_path, max_tokens)?;
@@ -236,8 +281,7 @@ impl Embedder {
             }
             // Best effort, as the record: a directory that cannot be written
             // to keeps none, and the next load transposes again.
-            if !from_prepared {
-                let parts = model.prepared();
+            if !from_prepared && let Some(parts) = model.prepared() {
                 let _ = prepared::write(weights_path, PREPARED_LAYOUT, stamp, &model_hash, &parts);
             }
         }
@@ -248,6 +292,7 @@ impl Embedder {
                 max_tokens,
                 dimension: config.hidden_size,
                 model_hash,
+                precision,
             }),
         })
     }
@@ -464,6 +509,34 @@ impl Embedder {
         &self.inner.model_hash
     }
 
+    /// The precision the encoder's matrix products run in: `F32` or `Bf16`
+    /// (an `Auto` load says here what it resolved to).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), toolnexus_local::LocalError> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-precision-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// let embedder = toolnexus_local::Embedder::load(&dir)?;
+    /// assert_eq!(embedder.precision(), toolnexus_local::Precision::F32);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn precision(&self) -> Precision {
+        self.inner.precision
+    }
+
+    /// What a fingerprint adds for the precision (see
+    /// [`bf16::fingerprint_part`]).
+    pub(crate) fn precision_part(&self) -> &'static str {
+        bf16::fingerprint_part(self.inner.precision)
+    }
+
+    /// `e` marked with the precision that answered (see [`bf16::mark`]).
+    pub(crate) fn mark_precision(&self, e: Evaluated) -> Evaluated {
+        bf16::mark(self.inner.precision, e)
+    }
+
     /// Embeds one group of token id sequences: the mean of each text's
     /// last hidden states, scaled to unit length.
     fn forward(&self, batch: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
@@ -584,6 +657,8 @@ impl Sha256Aside {
     }
 }
 
+#[cfg(test)]
+mod precision_tests;
 #[cfg(test)]
 mod tests;
 mod tokenizer_file;

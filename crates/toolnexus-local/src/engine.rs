@@ -331,3 +331,70 @@ impl<E: LocalEvaluator> FullEvaluator for Wrapped<E> {
         })
     }
 }
+
+/// The arithmetic an encoder's matrix products run in: `f32` (the default,
+/// the reference's own), `bf16` (weights converted once at load and kept in
+/// bf16, activations rounded to bf16 on the way in, every product
+/// accumulated in f32: what torch's bf16 autocast does), or `auto` (bf16
+/// where the CPU multiplies bf16 itself, f32 elsewhere). Parsed from and
+/// shown as those three words.
+///
+/// ```
+/// use toolnexus_local::Precision;
+///
+/// assert_eq!(Precision::default(), Precision::F32);
+/// assert_eq!("bf16".parse::<Precision>(), Ok(Precision::Bf16));
+/// assert_eq!(Precision::Auto.to_string(), "auto");
+/// assert_eq!(
+///     "fp16".parse::<Precision>().unwrap_err(),
+///     "\"fp16\" is not a precision: use f32, bf16 or auto"
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Precision {
+    /// f32 throughout (the default).
+    #[default]
+    F32,
+    /// bf16 products with f32 accumulation; an error on a CPU without a bf16
+    /// unit (see [`resolve_precision`](crate::resolve_precision)).
+    Bf16,
+    /// bf16 where the CPU has a bf16 unit, f32 elsewhere.
+    Auto,
+}
+
+impl Precision {
+    /// The word that names it: `f32`, `bf16` or `auto`.
+    ///
+    /// ```
+    /// assert_eq!(toolnexus_local::Precision::Bf16.name(), "bf16");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::Auto => "auto",
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+
+    /// `f32`, `bf16` or `auto`; anything else is an error naming the value.
+    fn from_str(s: &str) -> Result<Precision, String> {
+        match s {
+            "f32" => Ok(Precision::F32),
+            "bf16" => Ok(Precision::Bf16),
+            "auto" => Ok(Precision::Auto),
+            other => Err(format!(
+                "{other:?} is not a precision: use f32, bf16 or auto"
+            )),
+        }
+    }
+}

@@ -184,6 +184,15 @@ pub(crate) mod msg {
         LocalError::new(Kind::Spec, format!("{engine} needs {what}"))
     }
 
+    /// bf16 was asked for on a CPU that cannot multiply bf16 itself.
+    pub(crate) fn no_bf16_unit() -> LocalError {
+        LocalError::new(
+            Kind::Spec,
+            "bf16 needs a CPU with AMX or AVX-512 BF16 and this one has neither; use f32 or auto"
+                .to_string(),
+        )
+    }
+
     /// A student that cannot run on this embedder (its message says why).
     pub(crate) fn student_misfit(e: impl StdError + Send + Sync + 'static) -> LocalError {
         LocalError::new(Kind::Spec, e.to_string()).caused_by(e)

@@ -23,7 +23,10 @@ use gemm::Parallelism;
 
 use crate::weights::F32s;
 
-mod bf16;
+pub(crate) mod bf16;
+
+pub(crate) use bf16::Bf16Weights;
+use bf16::matmul_bf16;
 
 /// Worker threads for the kernels: candle's own count (the cores, or
 /// `RAYON_NUM_THREADS`), worked out once per process. candle works it out
@@ -556,49 +559,85 @@ pub(crate) fn take(
     Ok(t)
 }
 
-/// A linear layer's weights, the matrix in `[in, out]`, the layout the
-/// matrix product packs fastest: PyTorch's `[out, in]` transposed, at load
-/// or once into the prepared layout beside the weights
-/// ([`crate::weights::prepared`]) and read from there in place.
+/// A linear layer's weights. In f32, the matrix in `[in, out]`, the layout
+/// the matrix product packs fastest: PyTorch's `[out, in]` transposed, at
+/// load or once into the prepared layout beside the weights
+/// ([`crate::weights::prepared`]) and read from there in place. In bf16,
+/// packed once for [`bf16::matmul_bf16`], and no f32 copy kept.
 pub(crate) struct Lin {
-    wt: F32s,
+    w: LinWeight,
     b: Option<F32s>,
 }
 
+/// A linear layer's matrix in the precision its encoder runs in.
+enum LinWeight {
+    /// `[in, out]` f32.
+    F32(F32s),
+    /// bf16, packed.
+    Bf16(Bf16Weights),
+}
+
 impl Lin {
-    /// From PyTorch's `[out, in]` weight (f32, contiguous) and its bias.
-    pub(crate) fn new(w: Tensor, b: Option<Tensor>) -> candle_core::Result<Lin> {
+    /// From PyTorch's `[out, in]` weight (f32, contiguous) and its bias, in
+    /// bf16 when `bf16`.
+    pub(crate) fn new(w: Tensor, b: Option<Tensor>, bf16: bool) -> candle_core::Result<Lin> {
         let (out, inp) = w.dims2()?;
         let held = Held::of(&w)?;
         let b = b
             .as_ref()
             .map(|b| Held::of(b).map(|b| F32s::from(b.values().to_vec())))
             .transpose()?;
-        Ok(Lin::transposed(held.values(), (out, inp), b))
+        Ok(match bf16 {
+            true => Lin::bf16(Bf16Weights::from_out_in(held.values(), out, inp), b),
+            false => Lin::transposed(held.values(), (out, inp), b),
+        })
     }
 
     /// From PyTorch's `[out, in]` weight `w` (transposed here) and its bias.
     pub(crate) fn transposed(w: &[f32], (out, inp): (usize, usize), b: Option<F32s>) -> Lin {
         Lin {
-            wt: F32s::from(transpose(w, out, inp)),
+            w: LinWeight::F32(F32s::from(transpose(w, out, inp))),
             b,
         }
     }
 
     /// From a weight already `[in, out]` and its bias.
     pub(crate) fn prepared(wt: F32s, b: Option<F32s>) -> Lin {
-        Lin { wt, b }
+        Lin {
+            w: LinWeight::F32(wt),
+            b,
+        }
     }
 
-    /// The weight, `[in, out]` row-major.
-    pub(crate) fn weight_t(&self) -> &[f32] {
-        self.wt.values()
+    /// From a weight already packed in bf16 and its bias.
+    pub(crate) fn bf16(w: Bf16Weights, b: Option<F32s>) -> Lin {
+        Lin {
+            w: LinWeight::Bf16(w),
+            b,
+        }
+    }
+
+    /// The weight, `[in, out]` row-major, when it is kept in f32.
+    pub(crate) fn weight_t(&self) -> Option<&[f32]> {
+        match &self.w {
+            LinWeight::F32(wt) => Some(wt.values()),
+            LinWeight::Bf16(_) => None,
+        }
+    }
+
+    /// Whether the weight is kept in bf16.
+    #[cfg(test)]
+    pub(crate) fn is_bf16(&self) -> bool {
+        matches!(self.w, LinWeight::Bf16(_))
     }
 
     /// Whether the weight is read in place from a mapped file.
     #[cfg(test)]
     pub(crate) fn weight_is_in_place(&self) -> bool {
-        self.wt.is_in_place()
+        match &self.w {
+            LinWeight::F32(wt) => wt.is_in_place(),
+            LinWeight::Bf16(_) => false,
+        }
     }
 }
 
@@ -636,22 +675,39 @@ impl Norm {
 
 /// A linear layer's weights, read in place for one pass.
 pub(crate) struct HeldLin<'a> {
-    wt: &'a [f32],
+    w: HeldWeight<'a>,
     b: Option<&'a [f32]>,
+}
+
+/// A linear layer's matrix as one pass reads it.
+enum HeldWeight<'a> {
+    /// `[in, out]` f32.
+    F32(&'a [f32]),
+    /// bf16, packed.
+    Bf16(&'a Bf16Weights),
 }
 
 impl<'a> HeldLin<'a> {
     pub(crate) fn of(l: &'a Lin) -> candle_core::Result<HeldLin<'a>> {
         Ok(HeldLin {
-            wt: l.wt.values(),
+            w: match &l.w {
+                LinWeight::F32(wt) => HeldWeight::F32(wt.values()),
+                LinWeight::Bf16(w) => HeldWeight::Bf16(w),
+            },
             b: l.b.as_ref().map(F32s::values),
         })
     }
 
-    /// `out[i] (=|+=) x[i] · W + b` for `x`'s rows, `out` packed.
+    /// `out[i] (=|+=) x[i] · W + b` for `x`'s rows, `out` packed: in f32 on
+    /// `gemm`, or in bf16 (f32 accumulation) when the weight is kept in bf16.
     pub(crate) fn apply(&self, x: Rows<'_>, out: &mut [f32], into: Out) {
-        let out_stride = self.wt.len() / x.cols;
-        linear(x, self.wt, self.b, out, out_stride, into);
+        match self.w {
+            HeldWeight::F32(wt) => {
+                let out_stride = wt.len() / x.cols;
+                linear(x, wt, self.b, out, out_stride, into);
+            }
+            HeldWeight::Bf16(w) => matmul_bf16(x, w, self.b, out, w.outputs(), into),
+        }
     }
 }
 

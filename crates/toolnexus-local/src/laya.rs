@@ -16,8 +16,9 @@ use toolnexus::classifier::{
     ScoreAnswer, near_uniform, validate_questions,
 };
 
-use crate::engine::{self, EngineInfo, ModelDir, QuestionKinds, local_decision};
+use crate::engine::{self, EngineInfo, ModelDir, Precision, QuestionKinds, local_decision};
 use crate::error::{LocalError, msg};
+use crate::kernels::bf16;
 use crate::kernels::{
     Attend, Gelu, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, groups, take,
 };
@@ -106,6 +107,8 @@ struct Inner {
     dir: PathBuf,
     /// The SHA-256 over [`LAYA_FILES`]' SHA-256s: the classifier's fingerprint.
     files: String,
+    /// What the encoder runs in: `F32` or `Bf16`.
+    precision: Precision,
 }
 
 /// The checkpoint files whose contents can change an answer.
@@ -165,6 +168,15 @@ impl Laya {
     /// encoder config this crate cannot run, special tokens the tokenizer does
     /// not have, a tensor of unknown name or shape.
     pub fn load(dir: impl AsRef<Path>) -> Result<Laya, LocalError> {
+        Laya::load_with(dir, Precision::F32)
+    }
+
+    /// [`load`](Laya::load) with the encoder's matrix products in
+    /// `precision` (see [`Embedder::load_with`](crate::Embedder::load_with)):
+    /// in bf16 the encoder's linear layers and token embeddings are kept in
+    /// bf16 only; the decision head stays f32.
+    pub fn load_with(dir: impl AsRef<Path>, precision: Precision) -> Result<Laya, LocalError> {
+        let precision = bf16::resolve_precision(precision)?;
         let dir = dir.as_ref();
         // The files' hashes, worked out on a thread of their own while the
         // checkpoint loads (the weights are read twice, once off the load's path).
@@ -276,7 +288,8 @@ impl Laya {
             }
         }
         let mut tensors = tensors;
-        let encoder = ModernBert::load(&mut tensors, "encoder.", &enc)
+        let bf16 = precision == Precision::Bf16;
+        let encoder = ModernBert::load(&mut tensors, "encoder.", &enc, bf16)
             .map_err(|e| msg::weights_mismatch(&weights_path, e))?;
         let head = Head::load(tensors, enc.hidden_size, head_layers, n_act)
             .map_err(|e| msg::weights_mismatch(&weights_path, e))?;
@@ -292,6 +305,7 @@ impl Laya {
                 by_options,
                 dir: dir.to_path_buf(),
                 files: hashing.finish(),
+                precision,
             }),
         })
     }
@@ -348,7 +362,7 @@ impl Laya {
         }
         Ok(per_state
             .into_iter()
-            .map(|rows| decode(&rows, questions))
+            .map(|rows| bf16::mark(self.inner.precision, decode(&rows, questions)))
             .collect())
     }
 
@@ -768,7 +782,7 @@ impl Head {
                 let mut lin = |n: &str, out: usize, inp: usize| {
                     let w = take(&mut map, &name(&format!("{n}.weight")), &[out, inp])?;
                     let b = take(&mut map, &name(&format!("{n}.bias")), &[out])?;
-                    Lin::new(w, Some(b))
+                    Lin::new(w, Some(b), false)
                 };
                 let (out, up, down) = (
                     lin("self_attn.out_proj", d, d)?,
@@ -778,6 +792,7 @@ impl Head {
                 let qkv = Lin::new(
                     take(&mut map, &name("self_attn.in_proj_weight"), &[3 * d, d])?,
                     Some(take(&mut map, &name("self_attn.in_proj_bias"), &[3 * d])?),
+                    false,
                 )?;
                 Ok(HeadLayer {
                     qkv,
@@ -948,7 +963,8 @@ impl FullEvaluator for Laya {
 /// weights, worked out beside the load), so a cache never serves one
 /// checkpoint's answer for another's.
 pub fn laya(model: Laya) -> Classifier {
-    let files = model.inner.files.clone();
+    let inner = &model.inner;
+    let files = format!("{}{}", inner.files, bf16::fingerprint_part(inner.precision));
     let judge =
         Classifier::from_evaluator(LAYA_MODEL, model).with_fingerprint_part(LAYA_STYLE, files);
     engine::marked_local(judge, LAYA_STYLE, LAYA_MODEL)

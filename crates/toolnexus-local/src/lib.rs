@@ -149,9 +149,11 @@ pub use decisiontune::{
 };
 pub use embed::{Embedder, Embeddings, MAX_TOKENS, MODEL_DIR_ENV, model_dir};
 pub use engine::{
-    EngineInfo, LocalEvaluator, ModelDir, QuestionKinds, local_classifier, refuse_unanswerable,
+    EngineInfo, LocalEvaluator, ModelDir, Precision, QuestionKinds, local_classifier,
+    refuse_unanswerable,
 };
 pub use error::LocalError;
+pub use kernels::bf16::resolve_precision;
 pub use laya::{
     LAYA_CONFIG_FILE, LAYA_ENGINE, LAYA_HUB_REPO, LAYA_HUB_REVISION, LAYA_MODEL, LAYA_STYLE,
     LAYA_TEMPERATURE_RANGE, Laya, LayaRow, laya,

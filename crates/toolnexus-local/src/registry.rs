@@ -10,7 +10,7 @@ use toolnexus::classifier::{Classifier, EnvSource};
 
 use crate::decisiontune::{DECISIONTUNE_ENGINE, DecisionTune, decisiontune};
 use crate::embed::{Embedder, model_dir};
-use crate::engine::{self, EngineInfo};
+use crate::engine::{self, EngineInfo, Precision};
 use crate::error::{LocalError, msg};
 use crate::laya::{LAYA_ENGINE, Laya, laya};
 use crate::student::{LocalStudent, STUDENT_ENGINE, Student, student};
@@ -40,6 +40,9 @@ pub struct EngineSpec<'a> {
     /// The embedded model, when the surface has loaded it already (a stack
     /// loads it once for an engine and the cascade in front of it).
     pub embedder: Option<&'a Embedder>,
+    /// What the encoder's matrix products run in (`--precision`; f32 by
+    /// default). An embedder already loaded keeps its own.
+    pub precision: Precision,
 }
 
 impl EngineSpec<'_> {
@@ -48,7 +51,7 @@ impl EngineSpec<'_> {
         if let Some(e) = self.embedder {
             return Ok(e.clone());
         }
-        Embedder::load(model_dir(self.model_dir, &self.env)?)
+        Embedder::load_with(model_dir(self.model_dir, &self.env)?, self.precision)
     }
 
     /// The checkpoint directory `engine` needs.
@@ -140,13 +143,16 @@ impl Registry {
                 },
                 Engine {
                     info: LAYA_ENGINE,
-                    build: |spec| Laya::load(spec.checkpoint(LAYA_ENGINE.name)?).map(laya),
+                    build: |spec| {
+                        Laya::load_with(spec.checkpoint(LAYA_ENGINE.name)?, spec.precision)
+                            .map(laya)
+                    },
                 },
                 Engine {
                     info: DECISIONTUNE_ENGINE,
                     build: |spec| {
-                        DecisionTune::load(spec.checkpoint(DECISIONTUNE_ENGINE.name)?)
-                            .map(decisiontune)
+                        let dir = spec.checkpoint(DECISIONTUNE_ENGINE.name)?;
+                        DecisionTune::load_with(dir, spec.precision).map(decisiontune)
                     },
                 },
             ],

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use toolnexus::classifier::{
     BoxFuture, ChoiceAnswer, Classifier, ClassifierError, Content, Decision, DecisionAnswer,
-    EvalContext, EvalRequest, Evaluator, NoulAnswer, Question, Questions, ScoreAnswer,
+    EvalContext, EvalRequest, Evaluated, Evaluator, NoulAnswer, Question, Questions, ScoreAnswer,
     choice_confidence, near_uniform, score_confidence, validate_questions,
 };
 
@@ -364,6 +364,20 @@ impl Evaluator for ZeroShot {
             move |r| me.decide(&r.state, &r.questions),
         )
     }
+
+    /// [`call`](Evaluator::call), the decision's extensions saying which
+    /// precision answered when it was not f32.
+    fn call_full(
+        &self,
+        ctx: EvalContext,
+        request: EvalRequest,
+    ) -> BoxFuture<Result<Evaluated, ClassifierError>> {
+        let (fut, me) = (self.call(ctx, request), self.clone());
+        Box::pin(async move {
+            let d = fut.await?;
+            Ok(me.inner.embedder.mark_precision(Evaluated::new(d)))
+        })
+    }
 }
 
 /// A classifier that answers with [`ZeroShot`]: the Custom style around the
@@ -423,7 +437,11 @@ impl Evaluator for ZeroShot {
 pub fn zero_shot(embedder: Embedder) -> Classifier {
     // The weights' hash, worked out at load: another model directory is
     // another fingerprint, so a cache keeps their answers apart.
-    let weights = format!("weights=sha256:{}", embedder.model_hash());
+    let weights = format!(
+        "weights=sha256:{}{}",
+        embedder.model_hash(),
+        embedder.precision_part()
+    );
     let judge = Classifier::from_evaluator(ZERO_SHOT_MODEL, ZeroShot::new(embedder))
         .with_fingerprint_part("zero-shot", weights);
     engine::marked_local(judge, ZERO_SHOT_STYLE, ZERO_SHOT_MODEL)

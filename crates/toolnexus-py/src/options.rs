@@ -37,6 +37,7 @@ pub const KEYWORDS: &[&str] = &[
     "tape_match",
     "call",
     "model_dir",
+    "precision",
     "student",
     "cascade",
     "cascade_threshold",
@@ -156,6 +157,9 @@ fn stack_spec<'py>(
                 parsed("chat_style", e.detail().to_string())
             },
         )?);
+    }
+    if let Some(p) = text("precision")? {
+        spec.precision = p.parse().map_err(|e| parsed("precision", e))?;
     }
     if let Some(m) = text("tape_match")? {
         spec.tape_match = Some(m.parse().map_err(

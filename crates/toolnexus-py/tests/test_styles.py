@@ -179,6 +179,20 @@ def test_local_judges_on_the_embedded_model(model_dir):
     assert d.calibrated is False
 
 
+def test_precision_is_a_keyword_of_the_local_engines(model_dir):
+    # auto: bf16 where the CPU has a bf16 unit, f32 elsewhere; same answer.
+    plain = tn.create_classifier(style="local", model_dir=model_dir)
+    auto = tn.create_classifier(style="local", model_dir=model_dir, precision="auto")
+    state = "my parcel is late"
+    assert auto.evaluate(state, QS).choice("desk").choice == plain.evaluate(state, QS).choice("desk").choice
+    with pytest.raises(tn.ClassifierError) as e:
+        tn.create_classifier(style="local", model_dir=model_dir, precision="fp16")
+    assert e.value.kind == "config" and "precision=" in str(e.value)
+    with pytest.raises(tn.ClassifierError) as e:
+        tn.create_classifier(style="systemone", precision="bf16")
+    assert "--precision bf16" in str(e.value)
+
+
 def test_student_and_cascade_on_the_embedded_model(model_dir, repo, stub):
     student = repo / "crates/toolnexus-guard/data/guard.student.json"
     questions = json.loads((repo / "crates/toolnexus-guard/data/guard.questions.json").read_text())

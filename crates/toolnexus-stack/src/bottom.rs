@@ -10,7 +10,7 @@ use toolnexus::client::{ClientOptions, create_client};
 use toolnexus::cost::Pricing;
 use toolnexus::judge::{Tape, TapeOutcome};
 
-use toolnexus_local::{Engine, EngineSpec, ModelDir, Registry};
+use toolnexus_local::{Engine, EngineSpec, ModelDir, Precision, Registry};
 
 use crate::error::{StackError, bad};
 use crate::spec::{StackSpec, StudentSource, TapeSource};
@@ -105,6 +105,12 @@ pub fn build(spec: &StackSpec) -> Result<Stack, StackError> {
         return bad(format!(
             "--tape {}: only --style tape or static read a tape{hint}",
             t.display()
+        ));
+    }
+    if spec.precision != Precision::F32 && !spec.cascade && registry(spec).get(&style).is_none() {
+        return bad(format!(
+            "--precision {}: --style {style} runs no encoder on this machine (it goes with a local engine or --cascade)",
+            spec.precision
         ));
     }
     let call = || spec.call.clone().unwrap_or_else(|| "cli".to_string());
@@ -317,9 +323,27 @@ pub fn key_env(spec: &StackSpec) -> String {
 /// The embedded model from `dir`, `$TOOLNEXUS_MODEL_DIR` or the default
 /// directory; a missing model names the directory and how to fetch it.
 pub fn embedder(dir: Option<&Path>) -> Result<toolnexus_local::Embedder, StackError> {
+    embedder_in(dir, Precision::F32)
+}
+
+/// [`embedder`], its encoder running in `precision`; bf16 on a CPU without
+/// a bf16 unit is refused naming `--precision`.
+///
+/// ```
+/// use toolnexus_local::Precision;
+/// let nowhere = std::env::temp_dir().join("toolnexus-stack-doc-no-model");
+/// assert!(toolnexus_stack::embedder_in(Some(&nowhere), Precision::Auto).is_err());
+/// ```
+pub fn embedder_in(
+    dir: Option<&Path>,
+    precision: Precision,
+) -> Result<toolnexus_local::Embedder, StackError> {
     let dir = toolnexus_local::model_dir(dir, &toolnexus::classifier::EnvSource::process())
         .map_err(|e| StackError::new(format!("--model-dir: {e}")))?;
-    toolnexus_local::Embedder::load(&dir).map_err(|e| StackError::new(e.to_string()))
+    toolnexus_local::Embedder::load_with(&dir, precision).map_err(|e| match e.is_bad_spec() {
+        true => StackError::new(format!("--precision {precision}: {e}")),
+        false => StackError::new(e.to_string()),
+    })
 }
 
 /// The registry a spec builds its engines from: its own, else the built-in one.
@@ -344,6 +368,7 @@ fn open_engine(
         model_dir,
         student: student.as_ref().map(|(s, _)| s),
         embedder,
+        precision: spec.precision,
         ..Default::default()
     };
     let misfit = |e: toolnexus_local::LocalError| match &student {
@@ -363,7 +388,7 @@ fn open_engine(
             Ok((built, None))
         }
         ModelDir::Embedded => {
-            let e = embedder(spec.model_dir.as_deref())?;
+            let e = embedder_in(spec.model_dir.as_deref(), spec.precision)?;
             let built = engine.open(&on(Some(&e), None)).map_err(misfit)?;
             Ok((built, Some(e)))
         }
@@ -401,7 +426,7 @@ fn local_student(
     };
     let embedder = match loaded {
         Some(e) => e,
-        None => embedder(dir)?,
+        None => embedder_in(dir, spec.precision)?,
     };
     toolnexus_local::student::LocalStudent::new(embedder, student)
         .map_err(|e| StackError::new(format!("--student {shown}: {e}")))

@@ -45,8 +45,8 @@ mod spec;
 mod stack;
 
 pub use bottom::{
-    ca_cert_pem, embedder, first_connection_flag, is_local_style, key_env, library_retries,
-    style_names, style_summary,
+    ca_cert_pem, embedder, embedder_in, first_connection_flag, is_local_style, key_env,
+    library_retries, style_names, style_summary,
 };
 pub use error::StackError;
 pub use layers::{carry, share};

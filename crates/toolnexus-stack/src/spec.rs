@@ -61,6 +61,11 @@ pub struct StackSpec {
     pub call: Option<String>,
     /// A local engine's model directory (the embedded model's, or a checkpoint's).
     pub model_dir: Option<PathBuf>,
+    /// What a local engine's encoder (and a cascade's student's embedded
+    /// model) runs its matrix products in: f32 by default, bf16, or auto
+    /// (bf16 where the CPU has a bf16 unit). Refused by name for a style
+    /// that runs no encoder here.
+    pub precision: toolnexus_local::Precision,
     /// The student of `--style student` or of a cascade.
     pub student: Option<StudentSource>,
     /// Put the student in front of the style.

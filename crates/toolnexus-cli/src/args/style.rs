@@ -167,6 +167,9 @@ pub struct StyleArgs {
     /// default embedded-model directory).
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
+    /// What a local engine's encoder multiplies in: f32, bf16 (AVX-512 BF16 or AMX; exit 2 without), or auto.
+    #[arg(long, value_name = "f32|bf16|auto", default_value = "f32")]
+    pub precision: toolnexus_local::Precision,
     /// A student file (from `toolnexus distill`) for --style student or
     /// --cascade; `builtin:guard` is the guard's built-in student.
     #[arg(long, value_name = "FILE")]

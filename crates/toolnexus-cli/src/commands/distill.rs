@@ -12,7 +12,7 @@ use toolnexus_local::student::{Teacher, TeacherError, TrainOptions, distill, tea
 
 use crate::args::DistillArgs;
 use crate::exit::{self, Exit};
-use crate::{input, style};
+use crate::input;
 
 /// Runs `toolnexus distill`.
 pub fn run(a: DistillArgs) -> Result<Exit> {
@@ -51,7 +51,9 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
             ));
         }
     };
-    let embedder = style::embedder(a.model_dir.as_deref())?;
+    // A missing model names the directory and how to fetch it.
+    let embedder = toolnexus_stack::embedder(a.model_dir.as_deref())
+        .map_err(|e| exit::usage(e.to_string()))?;
     tell!(
         "distill: embedding {} states from {source}; heads start from {}",
         items.len(),

@@ -285,3 +285,58 @@ fn a_question_with_nothing_to_read_is_refused_by_its_key() {
     let out = eval_local(&dir, &model, desk, r#"{"message": "my parcel is late"}"#);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+/// `--precision`: auto answers as f32 does (bf16 where the CPU has a unit);
+/// bf16 answers, or exits 2 saying the CPU has no bf16 unit; a style with no
+/// encoder here, or a bad value, is bad usage (exit 2) naming the flag.
+#[test]
+fn precision_picks_the_encoders_arithmetic_and_bad_usage_exits_2() {
+    let dir = TempDir::new("local-precision");
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    let model = model.display().to_string();
+    let questions = r#"{"desk":{"type":"choice","instructions":"Which desk?","criteria":{"billing":"money moved","shipping":"a parcel is late"}}}"#;
+    let run = |extra: &[&str]| {
+        let mut args = vec!["eval", "--model-dir", &model, "--questions", questions];
+        args.extend_from_slice(&["--state", r#""my parcel is late""#, "--json"]);
+        args.extend_from_slice(extra);
+        tn(dir.path(), &args)
+    };
+    let choice = |out: &Out| {
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        v["answers"]["desk"]["choice"].as_str().unwrap().to_string()
+    };
+    let plain = run(&["--style", "local"]);
+    assert_eq!(plain.code, 0, "{plain:?}");
+    let auto = run(&["--style", "local", "--precision", "auto"]);
+    assert_eq!(auto.code, 0, "{auto:?}");
+    assert_eq!(choice(&auto), choice(&plain));
+    let bf16 = run(&["--style", "local", "--precision", "bf16"]);
+    match bf16.code {
+        0 => assert_eq!(choice(&bf16), choice(&plain)),
+        _ => {
+            assert_eq!(bf16.code, 2, "{bf16:?}");
+            assert!(
+                bf16.stderr
+                    .contains("--precision bf16: local: bf16 needs a CPU"),
+                "{}",
+                bf16.stderr
+            );
+        }
+    }
+    let tape = run(&["--style", "tape", "--precision", "bf16"]);
+    assert_eq!(tape.code, 2, "{tape:?}");
+    assert!(
+        tape.stderr
+            .contains("--precision bf16: --style tape runs no encoder"),
+        "{}",
+        tape.stderr
+    );
+    let bad = run(&["--style", "local", "--precision", "fp16"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("\"fp16\" is not a precision"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -32,14 +32,14 @@
 //! threads that write disjoint columns; and the detection's `xgetbv` and
 //! `arch_prctl` system call, which touch no memory of ours.
 
-// The encoders switch to these kernels in a following change; until then only
-// the tests and the bench call them.
-#![allow(dead_code)]
-
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Out, PARALLEL_PRODUCT, Rows, threads};
+use toolnexus::classifier::Evaluated;
+
+use crate::engine::Precision;
+use crate::error::{LocalError, msg};
 
 /// Output columns in one packed panel: two 16-lane vectors.
 const PANEL: usize = 32;
@@ -116,6 +116,67 @@ impl Bf16Unit {
 pub(crate) fn unit() -> Bf16Unit {
     static UNIT: OnceLock<Bf16Unit> = OnceLock::new();
     *UNIT.get_or_init(detect)
+}
+
+/// The precision an encoder asked for `asked` runs in on this machine:
+/// `f32` as asked; `bf16` where the CPU has a bf16 unit, else an error that
+/// says so; `auto` as `bf16` where there is a unit, else `f32` (one debug
+/// line, no more: falling back is what `auto` is for). Never `Auto`.
+///
+/// ```
+/// use toolnexus_local::{Precision, resolve_precision};
+///
+/// assert_eq!(resolve_precision(Precision::F32)?, Precision::F32);
+/// let auto = resolve_precision(Precision::Auto)?;
+/// assert_ne!(auto, Precision::Auto);
+/// # Ok::<(), toolnexus_local::LocalError>(())
+/// ```
+pub fn resolve_precision(asked: Precision) -> Result<Precision, LocalError> {
+    resolve_on(unit(), asked)
+}
+
+/// [`resolve_precision`] for a given unit (the tests try each).
+pub(crate) fn resolve_on(unit: Bf16Unit, asked: Precision) -> Result<Precision, LocalError> {
+    match asked {
+        Precision::F32 => Ok(Precision::F32),
+        Precision::Bf16 if unit.in_hardware() => Ok(Precision::Bf16),
+        Precision::Bf16 => Err(msg::no_bf16_unit()),
+        Precision::Auto if unit.in_hardware() => Ok(Precision::Bf16),
+        Precision::Auto => {
+            tracing::debug!("precision auto: no bf16 unit, running f32");
+            Ok(Precision::F32)
+        }
+    }
+}
+
+/// `e` with what its decision's extensions say of the precision that
+/// answered, under every answer key: nothing for f32 (its output stays as it
+/// was), `precision: "bf16"` and the unit that ran the products
+/// (`precision_unit`) for bf16.
+pub(crate) fn mark(precision: Precision, mut e: Evaluated) -> Evaluated {
+    if precision == Precision::Bf16 {
+        let extra = serde_json::Map::from_iter([
+            ("precision".to_string(), "bf16".into()),
+            ("precision_unit".to_string(), unit().name().into()),
+        ]);
+        for key in e.decision.answers.keys() {
+            e.extensions
+                .entry(key.clone())
+                .or_default()
+                .extend(extra.clone());
+        }
+    }
+    e
+}
+
+/// What a classifier's fingerprint part adds for the precision that answers:
+/// nothing for f32 (so every f32 fingerprint, and every cache entry keyed on
+/// one, stays as it was), ` precision=bf16` for bf16.
+pub(crate) fn fingerprint_part(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Bf16 => " precision=bf16",
+        _ => "",
+    }
 }
 
 /// Whether a tile kernel exists. Until one does, an AMX machine runs the
@@ -227,6 +288,7 @@ pub(crate) struct Bf16Weights {
 
 impl Bf16Weights {
     /// From `[inputs, outputs]` row-major: the layout [`super::linear`] takes.
+    #[cfg(test)]
     pub(crate) fn from_in_out(w: &[f32], inputs: usize, outputs: usize) -> Bf16Weights {
         assert_eq!(w.len(), inputs * outputs, "weight does not fit its shape");
         Bf16Weights::from_out_rows(outputs, inputs, |j, row| {
@@ -292,6 +354,7 @@ impl Bf16Weights {
     }
 
     /// Inputs per row (the `k` of the product).
+    #[cfg(test)]
     pub(crate) fn inputs(&self) -> usize {
         self.inputs
     }
@@ -302,6 +365,7 @@ impl Bf16Weights {
     }
 
     /// Bytes the packed weight holds.
+    #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
         self.lines.len() * size_of::<Line>()
     }
@@ -318,6 +382,7 @@ impl Bf16Weights {
     }
 
     /// The weight as `[inputs, outputs]` f32, every value as bf16 holds it.
+    #[cfg(test)]
     pub(crate) fn to_f32(&self) -> Vec<f32> {
         let mut w = vec![0f32; self.inputs * self.outputs];
         for k in 0..self.inputs {
@@ -414,12 +479,16 @@ pub(crate) fn matmul_bf16_on(
     if t == 1 {
         work(&mut scratch[..words]);
     } else {
-        std::thread::scope(|s| {
+        // On rayon's pool, which stays up between products: a scoped thread
+        // of its own per product cost 40–115 µs to start and join on a
+        // shared machine, more than a short text's whole product. The
+        // calling thread works too, in place.
+        rayon::in_place_scope(|s| {
             let work = &work;
             let mut parts = scratch[..t * words].chunks_mut(words);
             let mine = parts.next();
             for a in parts {
-                s.spawn(move || work(a));
+                s.spawn(move |_| work(a));
             }
             if let Some(a) = mine {
                 work(a);

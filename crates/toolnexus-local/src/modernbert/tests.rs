@@ -26,7 +26,7 @@ fn attention_in_blocks_matches_attention_whole() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decisiontune");
     let c = EncoderConfig::read(&dir.join("config.json")).unwrap();
     let mut map = read_safetensors(&dir.join("model.safetensors")).unwrap();
-    let model = ModernBert::load(&mut map, "", &c).unwrap();
+    let model = ModernBert::load(&mut map, "", &c, false).unwrap();
     let a: Vec<u32> = (0..70).map(|i| (i * 7 % 490) as u32).collect();
     let b: Vec<u32> = (0..41).map(|i| (i * 13 % 490) as u32).collect();
     let whole = model.forward_in_blocks(&[&a, &b], 512, 4096).unwrap();

@@ -42,8 +42,12 @@ impl toolnexus::classifier::FullEvaluator for Cascade {
     > {
         use std::sync::atomic::Ordering;
         use toolnexus::cost::{Cost, CostSource};
-        let (teacher, threshold, stats) =
-            (self.teacher.clone(), self.threshold, self.stats.clone());
+        let (teacher, threshold, stats, student) = (
+            self.teacher.clone(),
+            self.threshold,
+            self.stats.clone(),
+            self.local.clone(),
+        );
         // A student that never serves (no cut kept the target) is not asked.
         let local = threshold
             .is_finite()
@@ -58,7 +62,7 @@ impl toolnexus::classifier::FullEvaluator for Cascade {
                     stats.local.fetch_add(1, Ordering::Relaxed);
                     // A field of the call's one span, not a span of its own.
                     toolnexus::classifier::record_cascade_stage("student");
-                    let mut e = toolnexus::classifier::Evaluated::new(d);
+                    let mut e = student.mark_precision(toolnexus::classifier::Evaluated::new(d));
                     e.cost = Cost::new(0.0, CostSource::Local);
                     Ok(e)
                 }

@@ -154,6 +154,22 @@ impl toolnexus::classifier::Evaluator for LocalStudent {
         let fut = self.decide_blocking(request);
         Box::pin(async move { fut.await.map(|(d, _)| d) })
     }
+
+    /// [`call`](toolnexus::classifier::Evaluator::call), the decision's
+    /// extensions saying which precision answered when it was not f32.
+    fn call_full(
+        &self,
+        _ctx: toolnexus::classifier::EvalContext,
+        request: toolnexus::classifier::EvalRequest,
+    ) -> toolnexus::classifier::BoxFuture<
+        Result<toolnexus::classifier::Evaluated, toolnexus::classifier::ClassifierError>,
+    > {
+        let (fut, me) = (self.decide_blocking(request), self.clone());
+        Box::pin(async move {
+            let (d, _) = fut.await?;
+            Ok(me.mark_precision(toolnexus::classifier::Evaluated::new(d)))
+        })
+    }
 }
 
 /// The `student` style: every asked question answered by its head (a question
@@ -176,9 +192,18 @@ impl LocalStudent {
     /// reads embeddings from: what a `student` or cascade fingerprint names.
     pub(super) fn fingerprint(&self) -> String {
         format!(
-            "{} weights=sha256:{}",
+            "{} weights=sha256:{}{}",
             toolnexus::classifier::Fingerprint::digest(self.student.to_json()),
-            self.embedder.model_hash()
+            self.embedder.model_hash(),
+            self.embedder.precision_part()
         )
+    }
+
+    /// `e` marked with the precision its embeddings ran in (nothing for f32).
+    pub(super) fn mark_precision(
+        &self,
+        e: toolnexus::classifier::Evaluated,
+    ) -> toolnexus::classifier::Evaluated {
+        self.embedder.mark_precision(e)
     }
 }

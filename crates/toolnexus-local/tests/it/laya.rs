@@ -344,3 +344,95 @@ async fn the_classifiers_answer_through_the_library_with_laya_extras() {
     let d = dt.evaluate(Value::from("refund me"), &qs).await.unwrap();
     assert!(!d.calibrated && (0.0..=1.0).contains(&d.noul("refund").unwrap().noul));
 }
+
+/// Laya and DecisionTune in bf16 on the tiny fixtures: the same token ids,
+/// every probability near f32's and the same answer (argmax), and the
+/// decisions saying which precision answered. Skipped where the CPU has no
+/// bf16 unit (bf16 is then refused, which the unit tests cover).
+#[tokio::test]
+async fn laya_and_decisiontune_in_bf16_stay_near_f32_on_the_tiny_fixtures() {
+    use toolnexus_local::{Precision, resolve_precision};
+    if resolve_precision(Precision::Auto).ok() != Some(Precision::Bf16) {
+        eprintln!("skipped: this CPU has no bf16 unit");
+        return;
+    }
+    let argmax = |p: &[f64]| (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
+    let mut gap = 0f64;
+    let (f32, bf16) = (
+        Laya::load(fixture("laya")).unwrap(),
+        Laya::load_with(fixture("laya"), Precision::Bf16).unwrap(),
+    );
+    for case in cases("laya") {
+        let (states, request) = match case.get("request_batch") {
+            Some(r) => (r["states"].as_array().unwrap().clone(), r),
+            None => (vec![case["request"]["state"].clone()], &case["request"]),
+        };
+        let qs = questions(request);
+        let (a, b) = (
+            f32.trace(&states, &qs).unwrap(),
+            bf16.trace(&states, &qs).unwrap(),
+        );
+        for (a, b) in a.iter().zip(&b) {
+            assert_eq!(a.ids, b.ids);
+            for (x, y) in a.probabilities.iter().zip(&b.probabilities) {
+                gap = gap.max((x - y).abs());
+            }
+            assert_eq!(
+                argmax(&a.probabilities),
+                argmax(&b.probabilities),
+                "{}",
+                a.key
+            );
+        }
+    }
+    let (f32, bf16) = (
+        DecisionTune::load(fixture("decisiontune")).unwrap(),
+        DecisionTune::load_with(fixture("decisiontune"), Precision::Bf16).unwrap(),
+    );
+    for case in cases("decisiontune")
+        .iter()
+        .filter(|c| c.get("error").is_none())
+    {
+        let request = &case["request"];
+        let qs = questions(request);
+        let (a, b) = (
+            f32.trace(&request["state"], &qs).unwrap(),
+            bf16.trace(&request["state"], &qs).unwrap(),
+        );
+        for (a, b) in a.iter().zip(&b) {
+            assert_eq!(a.ids, b.ids);
+            for (x, y) in a.probabilities.iter().zip(&b.probabilities) {
+                gap = gap.max((x - y).abs());
+            }
+            assert_eq!(
+                argmax(&a.probabilities),
+                argmax(&b.probabilities),
+                "{}",
+                a.key
+            );
+        }
+    }
+    eprintln!("tiny Laya and DecisionTune: largest probability gap bf16 vs f32 {gap:.2e}");
+    assert!(gap < 2e-2, "{gap}");
+
+    // The decision says so; the fingerprint too, f32's unchanged.
+    let qs = questions_from_wire(&serde_json::json!({
+        "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}
+    }))
+    .unwrap();
+    let plain = toolnexus_local::laya(Laya::load(fixture("laya")).unwrap());
+    let fast = toolnexus_local::laya(Laya::load_with(fixture("laya"), Precision::Bf16).unwrap());
+    let request = toolnexus::classifier::EvalRequest::new(Value::from("refund me"), qs);
+    let done = fast
+        .evaluate_request(toolnexus::classifier::EvalContext::new(), request)
+        .await
+        .unwrap();
+    let extra = &done.extensions["refund"];
+    assert_eq!(extra["precision"], "bf16");
+    assert!(extra["answer_confidence"].is_number());
+    let (p, f) = (
+        &plain.fingerprint().parts()[0].1,
+        &fast.fingerprint().parts()[0].1,
+    );
+    assert_eq!(f, &format!("{p} precision=bf16"));
+}

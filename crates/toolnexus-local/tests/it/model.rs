@@ -21,7 +21,7 @@ const REQUIRE: &str = "TOOLNEXUS_REQUIRE_MODEL";
 
 /// The real model, loaded once; `None` (after a note) when it is absent and
 /// not required.
-fn model() -> Option<&'static Embedder> {
+pub(crate) fn model() -> Option<&'static Embedder> {
     static MODEL: OnceLock<Option<Embedder>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
@@ -269,7 +269,7 @@ async fn zero_shot_routes_clearly_topical_states() {
 
 /// The project-written routing set (`examples/routing/`: 80 questions to four
 /// topical boards, 20 each) and its question.
-fn routing() -> (Questions, Vec<toolnexus::assess::Example>) {
+pub(crate) fn routing() -> (Questions, Vec<toolnexus::assess::Example>) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/routing");
     let wire: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("routing.questions.json")).unwrap(),
@@ -283,7 +283,7 @@ fn routing() -> (Questions, Vec<toolnexus::assess::Example>) {
 
 /// Runs `judge` over `examples` as `toolnexus assess run` does (every example
 /// asked once through `assess::run_examples`) and summarises the run.
-async fn assess(
+pub(crate) async fn assess(
     judge: &toolnexus::classifier::Classifier,
     questions: &Questions,
     examples: &[toolnexus::assess::Example],

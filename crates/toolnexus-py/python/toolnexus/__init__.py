@@ -246,7 +246,9 @@ def create_classifier(style: Optional[str] = None, model: Optional[str] = None, 
     mirror the library's (snake case): ``base_url``, ``backend``,
     ``api_key_env``, ``chat_style``, ``logprobs``, ``timeout_ms``,
     ``retries``, ``ca_cert``, ``tape``, ``tape_match``, ``call``,
-    ``model_dir``, ``student``, ``cascade``, ``cascade_threshold``,
+    ``model_dir``, ``precision`` (``"f32"``, ``"bf16"`` or ``"auto"``: what a
+    local engine's encoder multiplies in), ``student``, ``cascade``,
+    ``cascade_threshold``,
     ``calibration``, ``fallback`` (base URLs), ``cache`` (True for memory, or
     a SQLite file), ``alias_ttl_s``, ``max_cost``, ``max_tokens``,
     ``max_time_s``, ``rpm``, ``tpm``, ``concurrency``, ``decisions`` (static:

@@ -242,6 +242,73 @@ fn bf16_stays_within_its_rounding_of_the_f32_product() {
 }
 
 #[test]
+fn precision_resolves_to_what_the_unit_can_run() {
+    use crate::engine::Precision::{Auto, Bf16, F32};
+    for unit in [Bf16Unit::Amx, Bf16Unit::Avx512, Bf16Unit::Portable] {
+        assert_eq!(resolve_on(unit, F32).unwrap(), F32, "{unit:?}");
+    }
+    for unit in [Bf16Unit::Amx, Bf16Unit::Avx512] {
+        assert_eq!(resolve_on(unit, Bf16).unwrap(), Bf16, "{unit:?}");
+        assert_eq!(resolve_on(unit, Auto).unwrap(), Bf16, "{unit:?}");
+    }
+    // Without a unit, auto falls back and bf16 is refused, saying why.
+    assert_eq!(resolve_on(Bf16Unit::Portable, Auto).unwrap(), F32);
+    let e = resolve_on(Bf16Unit::Portable, Bf16).unwrap_err();
+    assert!(e.is_bad_spec());
+    assert_eq!(
+        e.to_string(),
+        "local: bf16 needs a CPU with AMX or AVX-512 BF16 and this one has neither; use f32 or auto"
+    );
+    // What this machine resolves to is what its unit can run.
+    let here = crate::resolve_precision(Auto).unwrap();
+    assert_eq!(here == Bf16, unit().in_hardware());
+}
+
+#[test]
+fn a_linear_layer_in_bf16_answers_as_its_f32_twin_within_bf16_rounding() {
+    use super::super::{HeldLin, Lin};
+    use crate::weights::F32s;
+    // PyTorch's [out, in] weight, a bias, rows of input; one layer kept in
+    // f32 (transposed) and one packed in bf16 from the same values.
+    let (rows, inp, out) = (5, 37, 70);
+    let (w, b, x) = (
+        numbers(out * inp, 11),
+        numbers(out, 12),
+        numbers(rows * inp, 13),
+    );
+    let f32_lin = Lin::transposed(&w, (out, inp), Some(F32s::from(b.clone())));
+    let bf16_lin = Lin::bf16(
+        Bf16Weights::from_out_in(&w, out, inp),
+        Some(F32s::from(b.clone())),
+    );
+    assert!(bf16_lin.is_bf16() && bf16_lin.weight_t().is_none());
+    assert!(!f32_lin.is_bf16() && f32_lin.weight_t().is_some());
+    for into in [Out::Overwrite, Out::Add] {
+        let (mut a, mut h) = (vec![0.5f32; rows * out], vec![0.5f32; rows * out]);
+        HeldLin::of(&f32_lin)
+            .unwrap()
+            .apply(Rows::packed(&x, rows, inp), &mut a, into);
+        HeldLin::of(&bf16_lin)
+            .unwrap()
+            .apply(Rows::packed(&x, rows, inp), &mut h, into);
+        for i in 0..rows {
+            for j in 0..out {
+                // bf16 keeps 8 bits of mantissa: each product is off by at
+                // most 2⁻⁸ of its size (both operands rounded).
+                let bound: f32 = (0..inp)
+                    .map(|k| (x[i * inp + k] * w[j * inp + k]).abs())
+                    .sum();
+                let gap = (a[i * out + j] - h[i * out + j]).abs();
+                assert!(
+                    gap <= bound / 128.0 + 1e-6,
+                    "({i}, {j}): {gap} > {bound}/128"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn the_unit_reports_what_the_cpu_has() {
     let u = unit();
     assert_eq!(u, detect(), "detected once, the same every time");
