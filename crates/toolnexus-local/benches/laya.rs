@@ -15,14 +15,15 @@
 //!
 //! Run by `cargo test` (without `--bench`) it only checks that it runs, with
 //! 2 timed requests and no batch. `TOOLNEXUS_LAYA_BENCH_RUNS=N` times N
-//! requests instead.
+//! requests instead. `TOOLNEXUS_LAYA_BENCH_PRECISION=bf16` (or `auto`) runs
+//! the encoder in that precision (default `f32`).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolnexus::classifier::{Questions, questions_from_wire};
-use toolnexus_local::Laya;
+use toolnexus_local::{Laya, Precision};
 
 const STATE: &str = "Ticket 4711 from a gold customer in Lisbon: I was charged twice for the same order last \
 Tuesday and my parcel has still not arrived. The tracking page has not changed in a week, \
@@ -152,7 +153,11 @@ fn main() {
     };
     let rss_before = peak_rss_mib();
     let t = Instant::now();
-    let laya = Laya::load(&dir).expect("the bench checkpoint loads");
+    let precision: Precision = std::env::var("TOOLNEXUS_LAYA_BENCH_PRECISION")
+        .map_or(Ok(Precision::F32), |p| p.parse())
+        .unwrap_or_else(|e| panic!("TOOLNEXUS_LAYA_BENCH_PRECISION: {e}"));
+    println!("precision: {precision}");
+    let laya = Laya::load_with(&dir, precision).expect("the bench checkpoint loads");
     let load = t.elapsed();
     let rss_loaded = peak_rss_mib();
     // The reference bench's own request and batch when the directory has
