@@ -25,15 +25,11 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
-use opentelemetry::trace::{
-    Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId,
-    TraceState, Tracer as _, TracerProvider as _,
-};
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::trace::SpanKind;
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use serde_json::Value;
 
 use crate::classifier::{
@@ -43,6 +39,7 @@ use crate::classifier::{
 
 mod attributes;
 mod delivery;
+mod spans;
 
 pub use attributes::{CallRecord, evaluation_events, guard_attributes, span_attributes};
 pub use delivery::undelivered_spans;
@@ -119,11 +116,9 @@ pub fn configured_by_env() -> bool {
 
 /// The export the classifiers call into (see `classifier::CallExport`).
 struct Export {
-    tracer: SdkTracer,
+    spans: Arc<spans::Spans>,
     instruments: Instruments,
     content: bool,
-    /// The spans handed to the queue and settled by the collector.
-    counts: Arc<delivery::Counts>,
 }
 
 struct Instruments {
@@ -142,7 +137,7 @@ struct Instruments {
 #[must_use = "dropping the guard ends the export"]
 pub struct OtelGuard {
     export: Arc<dyn CallExport>,
-    tracers: SdkTracerProvider,
+    spans: Arc<spans::Spans>,
     meters: SdkMeterProvider,
     counts: Arc<delivery::Counts>,
     /// The collector, redacted, for the warning when it does not answer in time.
@@ -202,25 +197,25 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| "http://localhost:4318".into());
     let counts = Arc::new(delivery::Counts::default());
-    let tracers = SdkTracerProvider::builder()
-        .with_batch_exporter(delivery::Warned::new(spans, &collector, counts.clone()))
-        .with_resource(resource.clone())
-        .build();
+    let spans = Arc::new(spans::Spans::new(
+        delivery::Warned::new(spans, &collector, counts.clone()),
+        &resource,
+        counts.clone(),
+    ));
     let meters = SdkMeterProvider::builder()
         .with_periodic_exporter(metrics)
         .with_resource(resource)
         .build();
     let export = Export {
-        tracer: tracers.tracer("toolnexus"),
+        spans: spans.clone(),
         instruments: Instruments::new(&meters),
         content: options.content,
-        counts: counts.clone(),
     };
     let export: Arc<dyn CallExport> = Arc::new(export);
     crate::classifier::set_call_export(export.clone());
     Ok(OtelGuard {
         export,
-        tracers,
+        spans,
         meters,
         counts,
         collector: crate::redact::redact_url(&collector),
@@ -275,15 +270,13 @@ impl OtelGuard {
         // SDK's own bound on the traces is set past ours, so that a collector
         // that never answers is always seen here, as ours running out.
         let (tx, rx) = std::sync::mpsc::channel::<bool>();
-        let tracers = self.tracers.clone();
+        let spans = self.spans.clone();
         let meters = self.meters.clone();
         let in_time = |r: opentelemetry_sdk::error::OTelSdkResult| {
             !matches!(r, Err(opentelemetry_sdk::error::OTelSdkError::Timeout(_)))
         };
         let jobs: [Box<dyn FnOnce() -> bool + Send>; 2] = [
-            Box::new(move || {
-                in_time(tracers.shutdown_with_timeout(budget + Duration::from_secs(1)))
-            }),
+            Box::new(move || in_time(spans.shutdown(budget + Duration::from_secs(1)))),
             Box::new(move || in_time(meters.shutdown())),
         ];
         let mut waiting = jobs.len();
@@ -328,8 +321,7 @@ impl Drop for OtelGuard {
 /// span: when it started, the model asked for, the trace it continues, and
 /// the content when opted in.
 struct Watch {
-    tracer: SdkTracer,
-    counts: Arc<delivery::Counts>,
+    spans: Arc<spans::Spans>,
     started: SystemTime,
     asked: String,
     parent: Option<TraceParent>,
@@ -337,62 +329,19 @@ struct Watch {
     instructions: Vec<(String, String)>,
 }
 
-/// A span built and not yet started: its name, times, attributes and events.
+/// A call's span, built when the call ended and sent when it is exported.
 struct Ended {
-    tracer: SdkTracer,
-    counts: Arc<delivery::Counts>,
-    name: String,
-    kind: SpanKind,
-    started: SystemTime,
-    ended: SystemTime,
-    parent: Option<TraceParent>,
-    attributes: Vec<KeyValue>,
-    events: Vec<Vec<KeyValue>>,
-    error: Option<&'static str>,
-}
-
-/// The context a span starts in: the incoming request's trace, or none.
-fn parent_context(parent: Option<TraceParent>) -> Context {
-    match parent {
-        Some(p) => Context::new().with_remote_span_context(SpanContext::new(
-            TraceId::from_bytes(p.trace_id),
-            SpanId::from_bytes(p.span_id),
-            if p.sampled {
-                TraceFlags::SAMPLED
-            } else {
-                TraceFlags::default()
-            },
-            true,
-            TraceState::default(),
-        )),
-        None => Context::new(),
-    }
+    spans: Arc<spans::Spans>,
+    draft: spans::Draft,
 }
 
 impl EndedCall for Ended {
-    fn export(mut self: Box<Self>, guard: Option<&GuardVerdict>) {
+    fn export(self: Box<Self>, guard: Option<&GuardVerdict>) {
+        let Ended { spans, mut draft } = *self;
         if let Some(v) = guard {
-            self.attributes.extend(guard_attributes(v));
+            draft.attributes.extend(guard_attributes(v));
         }
-        let tracer = &self.tracer;
-        let mut span = tracer
-            .span_builder(self.name)
-            .with_kind(self.kind)
-            .with_start_time(self.started)
-            .with_attributes(self.attributes)
-            .start_with_context(tracer, &parent_context(self.parent));
-        for attrs in self.events {
-            span.add_event_with_timestamp("gen_ai.evaluation.result", self.ended, attrs);
-        }
-        if let Some(kind) = self.error {
-            span.set_status(Status::error(kind));
-        }
-        // A span the sampler dropped (a caller's unsampled trace) never
-        // reaches the queue: only the others wait to be delivered.
-        if span.span_context().is_sampled() {
-            self.counts.queued();
-        }
-        span.end_with_timestamp(self.ended);
+        spans.send(draft);
     }
 }
 
@@ -410,8 +359,7 @@ impl CallExport for Export {
             (None, Vec::new())
         };
         Box::new(Watch {
-            tracer: self.tracer.clone(),
-            counts: self.counts.clone(),
+            spans: self.spans.clone(),
             started: SystemTime::now(),
             asked: asked.to_string(),
             parent: crate::classifier::current_trace_parent(),
@@ -425,19 +373,16 @@ impl CallExport for Export {
     }
 
     fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
-        let ended = Ended {
-            tracer: self.tracer.clone(),
-            counts: self.counts.clone(),
-            name: format!("guard {}", verdict.tool),
+        self.spans.send(spans::Draft {
+            name: format!("guard {}", verdict.tool).into(),
             kind: SpanKind::Internal,
             started,
             ended: started + took,
             parent: crate::classifier::current_trace_parent(),
-            attributes: Vec::new(),
+            attributes: guard_attributes(verdict),
             events: Vec::new(),
             error: None,
-        };
-        Box::new(ended).export(Some(verdict));
+        });
     }
 }
 
@@ -453,17 +398,19 @@ impl CallWatch for Watch {
             cascade_stage: end.cascade_stage,
             state: self.state.as_deref(),
         };
-        Box::new(Ended {
-            name: format!("evaluate {}", self.asked),
+        let draft = spans::Draft {
+            attributes: span_attributes(&record),
+            events: evaluation_events(&record, &self.instructions),
+            error: end.result.as_ref().err().map(|e| e.kind().as_str()),
+            name: format!("evaluate {}", self.asked).into(),
             kind: SpanKind::Client,
             started: self.started,
             ended: self.started + end.duration,
             parent: self.parent,
-            attributes: span_attributes(&record),
-            events: evaluation_events(&record, &self.instructions),
-            error: end.result.as_ref().err().map(|e| e.kind().as_str()),
-            tracer: self.tracer,
-            counts: self.counts,
+        };
+        Box::new(Ended {
+            spans: self.spans,
+            draft,
         })
     }
 }
@@ -517,8 +464,8 @@ impl Instruments {
         i.requests.add(
             1,
             &[
-                KeyValue::new("style", e.style.clone()),
-                KeyValue::new("model", e.model.clone()),
+                KeyValue::new("style", attributes::shared(&e.style)),
+                KeyValue::new("model", attributes::shared(&e.model)),
                 KeyValue::new("outcome", outcome),
             ],
         );

@@ -2,7 +2,8 @@
 //! client span's and each `gen_ai.evaluation.result` event's. Pure, so it is
 //! tested without a collector.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
 
@@ -61,24 +62,23 @@ pub struct CallRecord<'a> {
 /// ```
 pub fn span_attributes(r: &CallRecord<'_>) -> Vec<KeyValue> {
     let id = r.identity;
-    let mut a = vec![
-        KeyValue::new("gen_ai.operation.name", "evaluate"),
-        KeyValue::new("gen_ai.provider.name", id.style.clone()),
-        KeyValue::new("gen_ai.request.model", r.asked.to_string()),
-        KeyValue::new("toolnexus.style", id.style.clone()),
-        KeyValue::new("toolnexus.local", id.local),
-    ];
+    // Room for every attribute a call can carry, and a guard's five: the
+    // vector is never grown.
+    let mut a = Vec::with_capacity(24);
+    let style = shared(&id.style);
+    a.push(KeyValue::new("gen_ai.operation.name", "evaluate"));
+    a.push(KeyValue::new("gen_ai.provider.name", style.clone()));
+    a.push(KeyValue::new("gen_ai.request.model", shared(r.asked)));
+    a.push(KeyValue::new("toolnexus.style", style));
+    a.push(KeyValue::new("toolnexus.local", id.local));
     if let Some((host, port)) = id.endpoint.as_deref().and_then(host_and_port) {
-        a.push(KeyValue::new("server.address", host));
+        a.push(KeyValue::new("server.address", shared(host)));
         if let Some(port) = port {
             a.push(KeyValue::new("server.port", i64::from(port)));
         }
     }
     if !r.call_name.is_empty() {
-        a.push(KeyValue::new(
-            "toolnexus.call_name",
-            r.call_name.to_string(),
-        ));
+        a.push(KeyValue::new("toolnexus.call_name", shared(r.call_name)));
     }
     if let Some(stage) = r.cascade_stage {
         a.push(KeyValue::new("toolnexus.cascade_stage", stage));
@@ -89,10 +89,7 @@ pub fn span_attributes(r: &CallRecord<'_>) -> Vec<KeyValue> {
     match r.result {
         Ok(e) => {
             let d = &e.decision;
-            a.push(KeyValue::new(
-                "gen_ai.response.model",
-                r.answered.to_string(),
-            ));
+            a.push(KeyValue::new("gen_ai.response.model", shared(r.answered)));
             let (input, output) = if e.cache_hit {
                 (0, 0)
             } else {
@@ -102,27 +99,32 @@ pub fn span_attributes(r: &CallRecord<'_>) -> Vec<KeyValue> {
             a.push(KeyValue::new("gen_ai.usage.output_tokens", output));
             a.push(KeyValue::new("toolnexus.calibrated", d.calibrated));
             a.push(KeyValue::new("toolnexus.cache_hit", e.cache_hit));
-            let cost = if e.cache_hit {
-                crate::price::Cost::cache_hit()
+            if e.cache_hit {
+                let hit = crate::price::Cost::cache_hit();
+                cost_attributes(&hit, &mut a);
             } else {
-                e.cost.clone()
-            };
-            if let Some(usd) = cost.usd {
-                a.push(KeyValue::new("toolnexus.cost_usd", usd));
-            }
-            match cost.source {
-                Some(crate::price::CostSource::Priced { table, checked }) => {
-                    a.push(KeyValue::new("toolnexus.cost_source", "priced"));
-                    a.push(KeyValue::new("toolnexus.cost_table", table));
-                    a.push(KeyValue::new("toolnexus.cost_checked", checked));
-                }
-                Some(source) => a.push(KeyValue::new("toolnexus.cost_source", source.as_str())),
-                None => {}
+                cost_attributes(&e.cost, &mut a);
             }
         }
         Err(e) => a.push(KeyValue::new("error.type", e.kind().as_str())),
     }
     a
+}
+
+/// The cost's figure and where it came from.
+fn cost_attributes(cost: &crate::price::Cost, a: &mut Vec<KeyValue>) {
+    if let Some(usd) = cost.usd {
+        a.push(KeyValue::new("toolnexus.cost_usd", usd));
+    }
+    match &cost.source {
+        Some(crate::price::CostSource::Priced { table, checked }) => {
+            a.push(KeyValue::new("toolnexus.cost_source", "priced"));
+            a.push(KeyValue::new("toolnexus.cost_table", shared(table)));
+            a.push(KeyValue::new("toolnexus.cost_checked", shared(checked)));
+        }
+        Some(source) => a.push(KeyValue::new("toolnexus.cost_source", source.as_str())),
+        None => {}
+    }
 }
 
 /// A guard's verdict as span attributes: `toolnexus.guard.verdict`, `.rule`
@@ -144,14 +146,13 @@ pub fn span_attributes(r: &CallRecord<'_>) -> Vec<KeyValue> {
 ///     && kv.value.as_str() == "force-push"));
 /// ```
 pub fn guard_attributes(v: &GuardVerdict) -> Vec<KeyValue> {
-    let mut a = vec![
-        KeyValue::new("toolnexus.guard.verdict", v.verdict),
-        KeyValue::new("toolnexus.guard.decided_by", v.decided_by),
-        KeyValue::new("toolnexus.guard.tool", v.tool.clone()),
-        KeyValue::new("toolnexus.guard.judge_asked", v.judge_asked),
-    ];
+    let mut a = Vec::with_capacity(5);
+    a.push(KeyValue::new("toolnexus.guard.verdict", v.verdict));
+    a.push(KeyValue::new("toolnexus.guard.decided_by", v.decided_by));
+    a.push(KeyValue::new("toolnexus.guard.tool", shared(&v.tool)));
+    a.push(KeyValue::new("toolnexus.guard.judge_asked", v.judge_asked));
     if let Some(rule) = &v.rule {
-        a.push(KeyValue::new("toolnexus.guard.rule", rule.clone()));
+        a.push(KeyValue::new("toolnexus.guard.rule", shared(rule)));
     }
     a
 }
@@ -176,21 +177,19 @@ pub fn evaluation_events(
     let Ok(e) = r.result else {
         return Vec::new();
     };
-    let given: BTreeMap<&str, &str> = instructions
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
     e.decision
         .answers
         .iter()
         .map(|(key, answer)| {
-            let mut a = vec![
-                KeyValue::new("gen_ai.evaluation.name", key.clone()),
-                KeyValue::new("toolnexus.answer_type", answer.answer_type()),
-            ];
+            // The most an answer carries: name, type, value, label, labels,
+            // probabilities, confidence, near_uniform, instructions.
+            let mut a = Vec::with_capacity(9);
+            a.push(KeyValue::new("gen_ai.evaluation.name", shared(key)));
+            a.push(KeyValue::new("toolnexus.answer_type", answer.answer_type()));
             answer_attributes(answer, &mut a);
-            if let Some(text) = given.get(key.as_str()) {
-                a.push(KeyValue::new("toolnexus.instructions", text.to_string()));
+            // Only given with content export on: a handful of questions.
+            if let Some((_, text)) = instructions.iter().find(|(k, _)| k == key) {
+                a.push(KeyValue::new("toolnexus.instructions", text.clone()));
             }
             a
         })
@@ -213,7 +212,7 @@ fn answer_attributes(answer: &DecisionAnswer, a: &mut Vec<KeyValue>) {
             a.push(KeyValue::new("gen_ai.evaluation.score.value", p));
             a.push(KeyValue::new(
                 "gen_ai.evaluation.score.label",
-                c.choice.clone(),
+                shared(&c.choice),
             ));
             probabilities(&c.probabilities, a);
             a.push(KeyValue::new("toolnexus.confidence", c.confidence));
@@ -224,7 +223,7 @@ fn answer_attributes(answer: &DecisionAnswer, a: &mut Vec<KeyValue>) {
             let level = s.score.round().max(0.0) as i64;
             a.push(KeyValue::new(
                 "gen_ai.evaluation.score.label",
-                level.to_string(),
+                level_label(level),
             ));
             probabilities(&s.probabilities, a);
             a.push(KeyValue::new("toolnexus.confidence", s.confidence));
@@ -243,10 +242,19 @@ fn answer_attributes(answer: &DecisionAnswer, a: &mut Vec<KeyValue>) {
     }
 }
 
+/// A score's level as its label: the first levels without allocating.
+fn level_label(level: i64) -> StringValue {
+    const LEVELS: [&str; 11] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
+    match usize::try_from(level).ok().and_then(|l| LEVELS.get(l)) {
+        Some(l) => StringValue::from(*l),
+        None => StringValue::from(level.to_string()),
+    }
+}
+
 /// The distribution as two parallel arrays: `toolnexus.labels` (option ids or
 /// level indices) and `toolnexus.probabilities`.
 fn probabilities(p: &BTreeMap<String, f64>, a: &mut Vec<KeyValue>) {
-    let labels: Vec<StringValue> = p.keys().map(|k| k.clone().into()).collect();
+    let labels: Vec<StringValue> = p.keys().map(|k| shared(k)).collect();
     a.push(KeyValue::new(
         "toolnexus.labels",
         OtelValue::Array(Array::String(labels)),
@@ -255,6 +263,31 @@ fn probabilities(p: &BTreeMap<String, f64>, a: &mut Vec<KeyValue>) {
         "toolnexus.probabilities",
         OtelValue::Array(Array::F64(p.values().copied().collect())),
     ));
+}
+
+/// How many distinct strings [`shared`] keeps; past them a string is
+/// copied as it would be without sharing. Models, styles, hosts, call names,
+/// question keys and option ids of one process are far fewer.
+const SHARED_MAX: usize = 4096;
+
+/// The strings already shared, by text.
+static SHARED: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+
+/// `text` as an attribute value shared by every span that carries it: the
+/// same models, keys and option ids come back call after call, and a shared
+/// value costs one reference count where a copy costs an allocation on the
+/// call (and another when the exporter copies the span).
+pub(super) fn shared(text: &str) -> StringValue {
+    // A poisoned lock holds a set of whole strings either way.
+    let mut set = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = set.get(text) {
+        return StringValue::from(s.clone());
+    }
+    let s: Arc<str> = Arc::from(text);
+    if set.len() < SHARED_MAX {
+        set.insert(s.clone());
+    }
+    StringValue::from(s)
 }
 
 /// A question's instructions as text: plain text as is, structured content
@@ -274,7 +307,7 @@ pub(crate) fn instructions_text(q: &Question) -> String {
 
 /// The host (and port, when given) of an endpoint URL; never its user,
 /// password, path or query.
-fn host_and_port(url: &str) -> Option<(String, Option<u16>)> {
+fn host_and_port(url: &str) -> Option<(&str, Option<u16>)> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next()?;
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
@@ -284,15 +317,15 @@ fn host_and_port(url: &str) -> Option<(String, Option<u16>)> {
     if let Some(v6) = host_port.strip_prefix('[') {
         let (host, after) = v6.split_once(']')?;
         let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
-        return Some((host.to_string(), port));
+        return Some((host, port));
     }
     match host_port.rsplit_once(':') {
-        Some((h, p)) => Some((h.to_string(), p.parse().ok())),
-        None => Some((host_port.to_string(), None)),
+        Some((h, p)) => Some((h, p.parse().ok())),
+        None => Some((host_port, None)),
     }
 }
 
 #[cfg(test)]
 pub(super) fn host_and_port_for_tests(url: &str) -> Option<(String, Option<u16>)> {
-    host_and_port(url)
+    host_and_port(url).map(|(h, p)| (h.to_string(), p))
 }

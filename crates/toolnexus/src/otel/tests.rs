@@ -220,3 +220,68 @@ fn a_guard_verdict_maps_to_guard_attributes() {
     });
     assert!(get(&judged, "toolnexus.guard.rule").is_none());
 }
+
+/// A span exporter that keeps what it is sent.
+#[derive(Debug, Clone, Default)]
+struct Kept(Arc<std::sync::Mutex<Vec<opentelemetry_sdk::trace::SpanData>>>);
+
+impl opentelemetry_sdk::trace::SpanExporter for Kept {
+    async fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.lock().expect("not poisoned").extend(batch);
+        Ok(())
+    }
+}
+
+fn draft(parent: Option<TraceParent>) -> spans::Draft {
+    let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    spans::Draft {
+        name: "evaluate jev-1".into(),
+        kind: SpanKind::Client,
+        started,
+        ended: started + Duration::from_millis(40),
+        parent,
+        attributes: vec![KeyValue::new("gen_ai.operation.name", "evaluate")],
+        events: vec![vec![KeyValue::new("gen_ai.evaluation.name", "spam")]],
+        error: Some("timeout"),
+    }
+}
+
+#[test]
+fn a_span_goes_to_the_exporter_as_the_tracer_built_it() {
+    let kept = Kept::default();
+    let counts = Arc::new(delivery::Counts::default());
+    let resource = opentelemetry_sdk::Resource::builder().build();
+    let exporter = delivery::Warned::new(kept.clone(), "http://127.0.0.1:4318", counts.clone());
+    let spans = spans::Spans::new(exporter, &resource, counts.clone());
+    let parent = |sampled| TraceParent {
+        trace_id: [7; 16],
+        span_id: [9; 8],
+        sampled,
+    };
+    spans.send(draft(None));
+    spans.send(draft(Some(parent(true))));
+    // The caller's unsampled trace is not exported, nor counted as waiting.
+    spans.send(draft(Some(parent(false))));
+    spans.shutdown(Duration::from_secs(5)).expect("flushed");
+    assert_eq!(counts.give_up(), 0, "every queued span settled");
+    let got = kept.0.lock().expect("not poisoned");
+    assert_eq!(got.len(), 2, "{got:?}");
+    let (own, child) = (&got[0], &got[1]);
+    assert!(own.span_context.is_sampled());
+    assert!(!own.parent_span_is_remote);
+    assert_eq!(own.name, "evaluate jev-1");
+    assert_eq!(own.span_kind, SpanKind::Client);
+    assert_eq!(own.end_time, own.start_time + Duration::from_millis(40));
+    assert_eq!(own.status, opentelemetry::trace::Status::error("timeout"));
+    assert_eq!(own.events.len(), 1);
+    assert_eq!(own.events[0].name, "gen_ai.evaluation.result");
+    assert_eq!(own.events[0].timestamp, own.end_time);
+    assert_eq!(own.instrumentation_scope.name(), "toolnexus");
+    assert_eq!(child.span_context.trace_id().to_bytes(), [7; 16]);
+    assert_eq!(child.parent_span_id.to_bytes(), [9; 8]);
+    assert!(child.parent_span_is_remote);
+    assert_ne!(child.span_context.span_id().to_bytes(), [9; 8]);
+}
