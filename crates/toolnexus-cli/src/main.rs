@@ -61,10 +61,17 @@ fn main() -> ExitCode {
     // Before the runtime and after it: the export's own threads send what the
     // calls queue, and dropping the guard sends the rest (a bounded wait).
     let otel = otel::start(&cli.otel, &cli.command);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // The hook (`guard` with no subcommand) answers one call and exits: it
+    // runs on this thread alone, with no worker threads to start for it. A
+    // judge that loads a model or runs one does so on the blocking pool in
+    // either runtime, so the budget's timer still fires while it works.
+    let mut runtime = match &cli.command {
+        args::Command::Guard(g) if g.command.is_none() => {
+            tokio::runtime::Builder::new_current_thread()
+        }
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tell!("toolnexus: error: cannot start the async runtime: {e}");
