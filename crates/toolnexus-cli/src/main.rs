@@ -61,10 +61,8 @@ fn main() -> ExitCode {
     // Before the runtime and after it: the export's own threads send what the
     // calls queue, and dropping the guard sends the rest (a bounded wait).
     let otel = otel::start(&cli.otel, &cli.command);
-    // The hook (`guard` with no subcommand) answers one call and exits: it
-    // runs on this thread alone, with no worker threads to start for it. A
-    // judge that loads a model or runs one does so on the blocking pool in
-    // either runtime, so the budget's timer still fires while it works.
+    // The hook answers one call and exits: no worker threads to start. A judge
+    // runs on the blocking pool either way, so the budget's timer still fires.
     let mut runtime = match &cli.command {
         args::Command::Guard(g) if g.command.is_none() => {
             tokio::runtime::Builder::new_current_thread()
