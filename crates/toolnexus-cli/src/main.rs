@@ -61,10 +61,15 @@ fn main() -> ExitCode {
     // Before the runtime and after it: the export's own threads send what the
     // calls queue, and dropping the guard sends the rest (a bounded wait).
     let otel = otel::start(&cli.otel, &cli.command);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // The hook answers one call and exits: no worker threads to start. A judge
+    // runs on the blocking pool either way, so the budget's timer still fires.
+    let mut runtime = match &cli.command {
+        args::Command::Guard(g) if g.command.is_none() => {
+            tokio::runtime::Builder::new_current_thread()
+        }
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tell!("toolnexus: error: cannot start the async runtime: {e}");

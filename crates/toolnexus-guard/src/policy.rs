@@ -276,8 +276,14 @@ impl Policy {
             }
         }
 
-        let default: Value = serde_json::from_str(DEFAULT_POLICY)
-            .map_err(|e| err("", format!("the built-in policy is not JSON: {e}")))?;
+        // The built-in policy read as the user's is the same value: a hook
+        // that reads it (every call) reads it once.
+        let default: Value = if text == DEFAULT_POLICY {
+            Value::Object(user.clone())
+        } else {
+            serde_json::from_str(DEFAULT_POLICY)
+                .map_err(|e| err("", format!("the built-in policy is not JSON: {e}")))?
+        };
         let default_version = default.get("version").and_then(Value::as_u64).unwrap_or(1);
         let get = |k: &str| user.get(k).or_else(|| default.get(k)).cloned();
 
@@ -511,7 +517,11 @@ impl Policy {
             effective: Value::Object(effective),
             warnings,
         };
-        check::fail_open(&policy)?;
+        // The built-in policy passes these checks (a test runs them on it):
+        // a hook on it does not run them again on every call.
+        if text != DEFAULT_POLICY {
+            check::fail_open(&policy)?;
+        }
         Ok(policy)
     }
 }

@@ -70,6 +70,11 @@ pub struct Pattern {
     /// Found on first use, like the automaton.
     needles: OnceLock<Option<Vec<Vec<u8>>>>,
     compiled: OnceLock<Option<Regex>>,
+    /// A `tools` list without a `*`: the names its expression matches whole,
+    /// compared as they are. A hook checks every rule's tools against the
+    /// call's tool; building an automaton for each cost more than the rest of
+    /// reading the policy.
+    exact: Option<Vec<Vec<u8>>>,
 }
 
 impl Clone for Pattern {
@@ -78,6 +83,7 @@ impl Clone for Pattern {
             source: self.source.clone(),
             needles: self.needles.clone(),
             compiled: OnceLock::new(),
+            exact: self.exact.clone(),
         }
     }
 }
@@ -90,6 +96,9 @@ impl Pattern {
 
     /// Whether it matches; `None` when it cannot be built (over the size limit).
     pub fn matches(&self, text: &[u8]) -> Option<bool> {
+        if let Some(names) = &self.exact {
+            return Some(names.iter().any(|n| n == text));
+        }
         if let Some(needles) = self
             .needles
             .get_or_init(|| builtin_needles(&self.source).unwrap_or_else(|| needles(&self.source)))
@@ -159,6 +168,7 @@ pub(crate) fn regex(
             source: s.clone(),
             needles: OnceLock::new(),
             compiled: OnceLock::new(),
+            exact: None,
         })),
         Some(Value::String(s)) => {
             regex_syntax::ParserBuilder::new()
@@ -175,6 +185,7 @@ pub(crate) fn regex(
                 source: s.clone(),
                 needles: OnceLock::new(),
                 compiled: OnceLock::new(),
+                exact: None,
             }))
         }
         Some(v) => Err(err(
@@ -222,7 +233,15 @@ fn tools_matcher(
                 })
                 .collect();
             let source = format!("^(?:{})$", alternatives.join("|"));
-            regex(key, Some(&Value::String(source)), check)
+            let mut pattern = regex(key, Some(&Value::String(source)), check)?;
+            // `^(?:a|b)$` over bytes matches a text equal to one name and
+            // nothing else: no automaton is needed to say so.
+            if let Some(p) = &mut pattern
+                && !names.iter().any(|n| n.contains('*'))
+            {
+                p.exact = Some(names.iter().map(|n| n.as_bytes().to_vec()).collect());
+            }
+            Ok(pattern)
         }
         _ => regex(key, v, check),
     }
@@ -619,6 +638,43 @@ mod tests {
         }
         assert!(seen > 60, "{seen}");
         assert_eq!(builtin_needles("not (a built-in) expression"), None);
+    }
+
+    #[test]
+    fn a_tools_list_is_compared_by_name_exactly_as_its_expression_matches() {
+        let list = json!(["Bash", "mcp__x__run", "Read.me", "Wr(i)te", "Édit"]);
+        let p = tools_matcher("tools", Some(&list), true).unwrap().unwrap();
+        assert!(p.exact.is_some());
+        let re = build(p.as_str()).unwrap();
+        for text in [
+            "Bash",
+            "bash",
+            "Bash\n",
+            " Bash",
+            "BashX",
+            "mcp__x__run",
+            "mcp__x__runs",
+            "Read.me",
+            "ReadXme",
+            "Wr(i)te",
+            "Write",
+            "Édit",
+            "",
+            "Bash|Read.me",
+        ] {
+            assert_eq!(
+                p.matches(text.as_bytes()),
+                Some(re.is_match(text.as_bytes())),
+                "{text:?}"
+            );
+        }
+        assert!(p.compiled.get().is_none(), "nothing was compiled");
+        // A `*` keeps the expression.
+        let glob = tools_matcher("tools", Some(&json!(["mcp__*"])), true)
+            .unwrap()
+            .unwrap();
+        assert!(glob.exact.is_none());
+        assert_eq!(glob.matches(b"mcp__a__b"), Some(true));
     }
 
     #[test]

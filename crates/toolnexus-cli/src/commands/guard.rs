@@ -201,14 +201,8 @@ pub async fn run(args: GuardArgs) -> Result<Exit> {
         Err(e) => fail_closed(&format!("{e:#}")),
     };
     let policy = guard.policy();
-    ON_ERROR.store(
-        if policy.on_error == Permission::Deny {
-            2
-        } else {
-            1
-        },
-        Ordering::Relaxed,
-    );
+    let deny = policy.on_error == Permission::Deny;
+    ON_ERROR.store(1 + u8::from(deny), Ordering::Relaxed);
     let hook = match read_hook(&bytes) {
         Ok(x) => x,
         Err(e) => {
