@@ -178,14 +178,20 @@ fn laya_in_bf16_answers_the_bench_request_within_2e_3_of_f32() {
     let state = &request["request"]["state"];
     let decide = |precision| {
         let laya = toolnexus_local::Laya::load_with(dir, precision).expect("the bench model");
-        laya.decide(state, &questions).expect("an answer").to_value()
+        laya.decide(state, &questions)
+            .expect("an answer")
+            .to_value()
     };
     let (f32, bf16) = (decide(Precision::F32), decide(Precision::Bf16));
     let mut gap = 0f64;
     for ((key, x, px), (_, y, py)) in answers(&f32).into_iter().zip(answers(&bf16)) {
         assert_eq!(x, y, "{key}: f32 answers {x}, bf16 {y}");
         assert_eq!(px.len(), py.len(), "{key}");
-        gap = px.iter().zip(&py).map(|(p, q)| (p - q).abs()).fold(gap, f64::max);
+        gap = px
+            .iter()
+            .zip(&py)
+            .map(|(p, q)| (p - q).abs())
+            .fold(gap, f64::max);
     }
     eprintln!("largest probability gap on the bench request: {gap:.2e}");
     assert!(gap <= 2e-3, "a probability moved by {gap:.2e} in bf16");
