@@ -192,12 +192,17 @@ impl DecisionTune {
         };
         let (cls, sep, mask) = (id("[CLS]")?, id("[SEP]")?, id("[MASK]")?);
         let weights = dir.join("model.safetensors");
-        let mut tensors = read_safetensors(&weights)?;
-        let encoder = ModernBert::load(&mut tensors, "", &enc, precision == Precision::Bf16)
+        let bf16 = precision == Precision::Bf16;
+        let mut tensors = read_safetensors(&weights, |_| bf16)?;
+        let encoder = ModernBert::load(&mut tensors, "", &enc, bf16)
             .map_err(|e| msg::weights_mismatch(&weights, e))?;
         drop(tensors);
         let head_path = dir.join("head.safetensors");
-        let hb = VarBuilder::from_tensors(read_safetensors(&head_path)?, DType::F32, &Device::Cpu);
+        let hb = VarBuilder::from_tensors(
+            read_safetensors(&head_path, |_| false)?,
+            DType::F32,
+            &Device::Cpu,
+        );
         let head = (|| {
             Ok::<_, candle_core::Error>(Linear::new(
                 hb.get((1, enc.hidden_size), "head.weight")?,

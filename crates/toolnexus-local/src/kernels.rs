@@ -547,6 +547,20 @@ pub(crate) fn take(
     name: &str,
     dims: &[usize],
 ) -> candle_core::Result<Tensor> {
+    let t = take_as_stored(map, name, dims)?;
+    match t.dtype() {
+        candle_core::DType::F32 => Ok(t),
+        _ => t.to_dtype(candle_core::DType::F32),
+    }
+}
+
+/// [`take`], in the type the file stores (a half-precision tensor that
+/// [`read_safetensors`](crate::modernbert::read_safetensors) was asked to keep).
+pub(crate) fn take_as_stored(
+    map: &mut HashMap<String, Tensor>,
+    name: &str,
+    dims: &[usize],
+) -> candle_core::Result<Tensor> {
     let t = map
         .remove(name)
         .ok_or_else(|| candle_core::Error::Msg(format!("cannot find tensor {name}")))?;
@@ -582,11 +596,32 @@ impl Lin {
     /// bf16 when `bf16`.
     pub(crate) fn new(w: Tensor, b: Option<Tensor>, bf16: bool) -> candle_core::Result<Lin> {
         let (out, inp) = w.dims2()?;
-        let held = Held::of(&w)?;
         let b = b
             .as_ref()
             .map(|b| Held::of(b).map(|b| F32s::from(b.values().to_vec())))
             .transpose()?;
+        if bf16 && w.dtype() != candle_core::DType::F32 {
+            // A weight kept as stored (f16 or bf16) is packed a row at a time,
+            // never upcast whole: a load in bf16 then frees no large f32
+            // buffer, which would leave the allocator's heap fragmented and
+            // the process's peak memory hundreds of MB higher.
+            let first = w.get(0).and_then(|r| r.to_dtype(candle_core::DType::F32))?;
+            Held::of(&first)?;
+            let packed = Bf16Weights::from_out_rows(out, inp, |j, row| {
+                // Cannot fail: `j` is within the rows checked above, and the
+                // first row converted and read as this one will.
+                let r = w.get(j).and_then(|r| r.to_dtype(candle_core::DType::F32));
+                if let Some(held) = r.as_ref().ok().and_then(|r| Held::of(r).ok()) {
+                    row.copy_from_slice(held.values());
+                }
+            });
+            return Ok(Lin::bf16(packed, b));
+        }
+        let w = match w.dtype() {
+            candle_core::DType::F32 => w,
+            _ => w.to_dtype(candle_core::DType::F32)?,
+        };
+        let held = Held::of(&w)?;
         Ok(match bf16 {
             true => Lin::bf16(Bf16Weights::from_out_in(held.values(), out, inp), b),
             false => Lin::transposed(held.values(), (out, inp), b),

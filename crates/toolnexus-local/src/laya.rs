@@ -266,7 +266,10 @@ impl Laya {
         let special = special_tokens(&tok_dir, &tokenizer)?;
 
         let weights_path = dir.join("model.safetensors");
-        let tensors = read_safetensors(&weights_path)?;
+        // In bf16 the encoder's weights stay as stored until each is packed:
+        // the load never holds the model in f32.
+        let bf16 = precision == Precision::Bf16;
+        let tensors = read_safetensors(&weights_path, |n| bf16 && n.starts_with("encoder."))?;
         const KNOWN: [&str; 5] = ["encoder.", "head.", "type_emb.", "scorer.", "act_head."];
         if let Some(name) = tensors
             .keys()
@@ -288,7 +291,6 @@ impl Laya {
             }
         }
         let mut tensors = tensors;
-        let bf16 = precision == Precision::Bf16;
         let encoder = ModernBert::load(&mut tensors, "encoder.", &enc, bf16)
             .map_err(|e| msg::weights_mismatch(&weights_path, e))?;
         let head = Head::load(tensors, enc.hidden_size, head_layers, n_act)

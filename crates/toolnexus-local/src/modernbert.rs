@@ -25,7 +25,7 @@ use crate::error::{LocalError, msg};
 use crate::kernels::bf16::{from_bf16, to_bf16};
 use crate::kernels::{
     Attend, Held, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rope, Rows, attention, geglu, groups,
-    packed_starts, take,
+    packed_starts, take, take_as_stored,
 };
 
 /// What kind of attention a layer runs.
@@ -427,10 +427,16 @@ pub(crate) fn read_checkpoint_file(path: &Path) -> Result<Vec<u8>, LocalError> {
     fs::read(path).map_err(|e| msg::read_checkpoint(path, e))
 }
 
-/// Every tensor of a safetensors file as f32 on the CPU, read one at a time:
-/// f16 and bf16 weights are upcast as they are read, so the file is never held
-/// in memory beside its f32 copy. Errors name the file and the tensor.
-pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, LocalError> {
+/// Every tensor of a safetensors file on the CPU, read one at a time: f16
+/// and bf16 weights are upcast to f32 as they are read, so the file is never
+/// held in memory beside its f32 copy, except those `keep_half` names, which
+/// stay as stored (an encoder that runs in bf16 converts them one matrix at a
+/// time, so its load never holds the f32 model: [`take`] upcasts what it
+/// hands out). Errors name the file and the tensor.
+pub(crate) fn read_safetensors(
+    path: &Path,
+    keep_half: impl Fn(&str) -> bool,
+) -> Result<HashMap<String, Tensor>, LocalError> {
     let bad = |why: String| msg::field(path, "(safetensors header)", why);
     regular_file(path)?;
     let mut file = fs::File::open(path).map_err(|e| msg::read_checkpoint(path, e))?;
@@ -505,7 +511,10 @@ pub(crate) fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, L
             .and_then(|_| file.read_exact(&mut buf))
             .map_err(|e| msg::read_checkpoint(path, e))?;
         let t = Tensor::from_raw_buffer(&buf, dtype, &shape, &Device::Cpu)
-            .and_then(|t| t.to_dtype(DType::F32))
+            .and_then(|t| match keep_half(name) {
+                true => Ok(t),
+                false => t.to_dtype(DType::F32),
+            })
             .map_err(|e| msg::weights(path, e))?;
         tensors.insert(name.clone(), t);
     }
@@ -678,7 +687,26 @@ fn linear(
     } else {
         None
     };
-    Lin::new(take(map, &format!("{name}.weight"), &[out, inp])?, b, bf16)
+    Lin::new(
+        take_as_stored(map, &format!("{name}.weight"), &[out, inp])?,
+        b,
+        bf16,
+    )
+}
+
+/// A `[rows, cols]` table of any float type as bf16 values, row-major,
+/// converted 1,024 rows at a time: the table is never held in f32 (206 MB
+/// for Laya's 50,368 × 1,024 token embeddings).
+fn bf16_rows(t: &Tensor) -> candle_core::Result<Vec<u16>> {
+    let (rows, cols) = t.dims2()?;
+    let mut out = Vec::with_capacity(rows * cols);
+    for start in (0..rows).step_by(1024) {
+        let chunk = t
+            .narrow(0, start, 1024.min(rows - start))?
+            .to_dtype(DType::F32)?;
+        out.extend(Held::of(&chunk)?.values().iter().map(|&v| to_bf16(v)));
+    }
+    Ok(out)
 }
 
 fn inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
@@ -706,20 +734,15 @@ impl ModernBert {
     ) -> candle_core::Result<ModernBert> {
         let h = c.hidden_size;
         let p = |name: &str| format!("{prefix}{name}");
-        let embeddings = take(
+        let embeddings = take_as_stored(
             map,
             &p("embeddings.tok_embeddings.weight"),
             &[c.vocab_size, h],
         )?;
         let embeddings = match bf16 {
-            true => Table::Bf16(
-                Held::of(&embeddings)?
-                    .values()
-                    .iter()
-                    .map(|&v| to_bf16(v))
-                    .collect(),
-            ),
+            true => Table::Bf16(bf16_rows(&embeddings)?),
             false => {
+                let embeddings = embeddings.to_dtype(DType::F32)?;
                 Held::of(&embeddings)?;
                 Table::F32(embeddings)
             }

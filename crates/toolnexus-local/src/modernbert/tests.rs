@@ -25,7 +25,7 @@ fn tempdir(name: &str) -> std::path::PathBuf {
 fn attention_in_blocks_matches_attention_whole() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decisiontune");
     let c = EncoderConfig::read(&dir.join("config.json")).unwrap();
-    let mut map = read_safetensors(&dir.join("model.safetensors")).unwrap();
+    let mut map = read_safetensors(&dir.join("model.safetensors"), |_| false).unwrap();
     let model = ModernBert::load(&mut map, "", &c, false).unwrap();
     let a: Vec<u32> = (0..70).map(|i| (i * 7 % 490) as u32).collect();
     let b: Vec<u32> = (0..41).map(|i| (i * 13 % 490) as u32).collect();
@@ -159,4 +159,31 @@ fn an_unknown_layout_is_refused_naming_the_file_and_field() {
         assert!(e.to_string().contains(&format!("field {field:?}")), "{e}");
     }
     fs::remove_dir_all(&dir).ok();
+}
+
+/// A bf16 load keeps the file's f16 encoder weights as stored until each
+/// matrix is packed (so it never holds the model in f32), and the encoder it
+/// builds is the one a load through f32 builds, bit for bit.
+#[test]
+fn a_bf16_load_from_the_stored_halves_is_the_load_through_f32() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/laya");
+    let c = EncoderConfig::read(&dir.join("encoder/config.json")).unwrap();
+    let weights = dir.join("model.safetensors");
+    let mut kept = read_safetensors(&weights, |n| n.starts_with("encoder.")).unwrap();
+    let mut upcast = read_safetensors(&weights, |_| false).unwrap();
+    for (name, t) in &kept {
+        let want = match name.starts_with("encoder.") {
+            true => DType::F16,
+            false => DType::F32,
+        };
+        assert_eq!(t.dtype(), want, "{name}");
+    }
+    let a = ModernBert::load(&mut kept, "encoder.", &c, true).unwrap();
+    let b = ModernBert::load(&mut upcast, "encoder.", &c, true).unwrap();
+    let row: Vec<u32> = (0..37).map(|i| (i * 11 % 400) as u32).collect();
+    let (x, y) = (
+        a.forward_in_blocks(&[&row], 512, 4096).unwrap(),
+        b.forward_in_blocks(&[&row], 512, 4096).unwrap(),
+    );
+    assert_eq!(x.data, y.data);
 }

@@ -185,6 +185,7 @@ fn laya_in_bf16_answers_the_bench_request_within_2e_3_of_f32() {
     let (f32, bf16) = (decide(Precision::F32), decide(Precision::Bf16));
     let mut gap = 0f64;
     for ((key, x, px), (_, y, py)) in answers(&f32).into_iter().zip(answers(&bf16)) {
+        eprintln!("{key}: f32 {px:?}, bf16 {py:?}");
         assert_eq!(x, y, "{key}: f32 answers {x}, bf16 {y}");
         assert_eq!(px.len(), py.len(), "{key}");
         gap = px
