@@ -356,7 +356,6 @@ async fn laya_and_decisiontune_in_bf16_stay_near_f32_on_the_tiny_fixtures() {
         eprintln!("skipped: this CPU has no bf16 unit");
         return;
     }
-    let argmax = |p: &[f64]| (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
     let mut gap = 0f64;
     let (f32, bf16) = (
         Laya::load(fixture("laya")).unwrap(),
@@ -372,18 +371,12 @@ async fn laya_and_decisiontune_in_bf16_stay_near_f32_on_the_tiny_fixtures() {
             f32.trace(&states, &qs).unwrap(),
             bf16.trace(&states, &qs).unwrap(),
         );
-        for (a, b) in a.iter().zip(&b) {
-            assert_eq!(a.ids, b.ids);
-            for (x, y) in a.probabilities.iter().zip(&b.probabilities) {
-                gap = gap.max((x - y).abs());
-            }
-            assert_eq!(
-                argmax(&a.probabilities),
-                argmax(&b.probabilities),
-                "{}",
-                a.key
-            );
-        }
+        let rows = |r: &[toolnexus_local::LayaRow]| {
+            r.iter()
+                .map(|r| (r.key.clone(), r.ids.clone(), r.probabilities.clone()))
+                .collect()
+        };
+        gap = gap.max(same_answers(rows(&a), rows(&b)));
     }
     let (f32, bf16) = (
         DecisionTune::load(fixture("decisiontune")).unwrap(),
@@ -399,18 +392,12 @@ async fn laya_and_decisiontune_in_bf16_stay_near_f32_on_the_tiny_fixtures() {
             f32.trace(&request["state"], &qs).unwrap(),
             bf16.trace(&request["state"], &qs).unwrap(),
         );
-        for (a, b) in a.iter().zip(&b) {
-            assert_eq!(a.ids, b.ids);
-            for (x, y) in a.probabilities.iter().zip(&b.probabilities) {
-                gap = gap.max((x - y).abs());
-            }
-            assert_eq!(
-                argmax(&a.probabilities),
-                argmax(&b.probabilities),
-                "{}",
-                a.key
-            );
-        }
+        let rows = |r: &[toolnexus_local::DecisionTuneRow]| {
+            r.iter()
+                .map(|r| (r.key.clone(), r.ids.clone(), r.probabilities.clone()))
+                .collect()
+        };
+        gap = gap.max(same_answers(rows(&a), rows(&b)));
     }
     eprintln!("tiny Laya and DecisionTune: largest probability gap bf16 vs f32 {gap:.2e}");
     assert!(gap < 2e-2, "{gap}");
@@ -435,4 +422,20 @@ async fn laya_and_decisiontune_in_bf16_stay_near_f32_on_the_tiny_fixtures() {
         &fast.fingerprint().parts()[0].1,
     );
     assert_eq!(f, &format!("{p} precision=bf16"));
+}
+
+/// f32's and bf16's rows (key, token ids, probabilities) of one request: the
+/// same ids and the same answer (argmax) on every row; the largest gap of a
+/// probability.
+fn same_answers(a: Vec<(String, Vec<u32>, Vec<f64>)>, b: Vec<(String, Vec<u32>, Vec<f64>)>) -> f64 {
+    let argmax = |p: &[f64]| (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
+    let mut gap = 0f64;
+    for ((key, ids_a, pa), (_, ids_b, pb)) in a.iter().zip(&b) {
+        assert_eq!(ids_a, ids_b, "{key}");
+        for (x, y) in pa.iter().zip(pb) {
+            gap = gap.max((x - y).abs());
+        }
+        assert_eq!(argmax(pa), argmax(pb), "{key}");
+    }
+    gap
 }
