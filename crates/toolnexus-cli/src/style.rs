@@ -290,13 +290,19 @@ pub fn check_cascade(
 
 /// Where `toolnexus guard`'s judge comes from: `--server` (a warm serve, with
 /// the built-in judge here as its fallback), the style flags, or (neither)
-/// the built-in judge on `--model-dir`. Nothing is built until a call needs
-/// the judge; naming both a server and a style is bad usage.
+/// the built-in judge on `--model-dir`, its encoder in `--precision`.
+/// Nothing is built until a call needs the judge, but `--precision bf16` on
+/// a CPU without a bf16 unit is bad usage now, as is naming both a server
+/// and a style.
 pub fn guard_judge(
     style: &StyleArgs,
     server: Option<&str>,
 ) -> Result<toolnexus_guard::JudgeSource> {
     use toolnexus_guard::{Judge, JudgeError, JudgeSource};
+    // Checked here, not when the first call builds the judge: by then a
+    // refusal would be the policy's on_error, not a usage error.
+    let precision = toolnexus_local::resolve_precision(style.precision)
+        .map_err(|e| exit::usage(format!("--precision {}: {e}", style.precision)))?;
     let named = style.live.style.is_some() || style.tape.is_some() || style.cascade;
     let built = |args: &StyleArgs| {
         build(args, Fallback::SystemOne)
@@ -315,12 +321,13 @@ pub fn guard_judge(
             args.live.base_url = Some(toolnexus_guard::judge::server_base_url(url));
             args.live.retries = Some(0);
             JudgeSource::server(url, style.model_dir.clone(), move || built(&args))
+                .with_precision(precision)
         }
         (None, true) => {
             let args = style.clone();
             JudgeSource::supplied(move || built(&args))
         }
-        (None, false) => JudgeSource::builtin(style.model_dir.clone()),
+        (None, false) => JudgeSource::builtin(style.model_dir.clone()).with_precision(precision),
     })
 }
 

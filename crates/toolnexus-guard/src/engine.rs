@@ -520,7 +520,10 @@ impl Guard {
     /// How the first judge is built.
     fn primary(&self) -> JudgeBuilder {
         match &self.source {
-            JudgeSource::Builtin { model_dir } => judge::builtin_builder(model_dir.clone()),
+            JudgeSource::Builtin {
+                model_dir,
+                precision,
+            } => judge::builtin_builder(model_dir.clone(), *precision),
             JudgeSource::Supplied(build) | JudgeSource::Server { build, .. } => build.clone(),
         }
     }
@@ -533,27 +536,35 @@ impl Guard {
             .get_or_init(|| judge::build(self.primary()))
             .await;
         match (primary, &self.source) {
-            (Ok(j), JudgeSource::Server { url, model_dir, .. }) => {
-                match evaluate(j, state.clone(), &self.policy.questions).await {
-                    Ok(a) => Ok(a),
-                    Err(e) => {
-                        let local = self
-                            .fallback
-                            .get_or_init(|| judge::build(judge::builtin_builder(model_dir.clone())))
-                            .await;
-                        let j = local.as_ref().map_err(|l| JudgeError::ServerAndLocal {
-                            url: url.clone(),
-                            server: Box::new(e.clone()),
-                            local: Box::new(l.clone()),
-                        })?;
-                        let (decision, model) = evaluate(j, state, &self.policy.questions).await?;
-                        Ok((
-                            decision,
-                            format!("{model} (the server at {url} failed: {e})"),
-                        ))
-                    }
+            (
+                Ok(j),
+                JudgeSource::Server {
+                    url,
+                    model_dir,
+                    precision,
+                    ..
+                },
+            ) => match evaluate(j, state.clone(), &self.policy.questions).await {
+                Ok(a) => Ok(a),
+                Err(e) => {
+                    let local = self
+                        .fallback
+                        .get_or_init(|| {
+                            judge::build(judge::builtin_builder(model_dir.clone(), *precision))
+                        })
+                        .await;
+                    let j = local.as_ref().map_err(|l| JudgeError::ServerAndLocal {
+                        url: url.clone(),
+                        server: Box::new(e.clone()),
+                        local: Box::new(l.clone()),
+                    })?;
+                    let (decision, model) = evaluate(j, state, &self.policy.questions).await?;
+                    Ok((
+                        decision,
+                        format!("{model} (the server at {url} failed: {e})"),
+                    ))
                 }
-            }
+            },
             (Ok(j), _) => evaluate(j, state, &self.policy.questions).await,
             (Err(e), _) => Err(e.clone()),
         }

@@ -228,6 +228,7 @@ async fn a_failing_server_falls_back_to_the_built_in_judge_and_names_both_failur
             url: "http://127.0.0.1:9".into(),
             build,
             model_dir: Some(std::env::temp_dir().join("toolnexus-guard-no-model")),
+            precision: toolnexus_local::Precision::F32,
         },
     );
     let j = guard.judge(&call("Bash", json!({"command": "ls"}))).await;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolnexus::classifier::{Classifier, ClassifierError, EnvSource};
+use toolnexus_local::Precision;
 
 use crate::json::one_line;
 use crate::policy::GUARD_STUDENT;
@@ -71,6 +72,8 @@ pub enum JudgeSource {
     Builtin {
         /// The embedded model's directory.
         model_dir: Option<PathBuf>,
+        /// What the encoder multiplies in (see [`Precision`]).
+        precision: Precision,
     },
     /// A judge the caller builds (a style, a stack), on first use.
     Supplied(JudgeBuilder),
@@ -84,18 +87,45 @@ pub enum JudgeSource {
         build: JudgeBuilder,
         /// The embedded model's directory for the built-in judge.
         model_dir: Option<PathBuf>,
+        /// What the built-in judge's encoder multiplies in.
+        precision: Precision,
     },
 }
 
 impl JudgeSource {
-    /// The built-in judge on the embedded model in `model_dir`.
+    /// The built-in judge on the embedded model in `model_dir`, in f32.
     ///
     /// ```
     /// let source = toolnexus_guard::JudgeSource::builtin(None);
     /// assert!(format!("{source:?}").starts_with("Builtin"));
     /// ```
     pub fn builtin(model_dir: Option<PathBuf>) -> JudgeSource {
-        JudgeSource::Builtin { model_dir }
+        JudgeSource::Builtin {
+            model_dir,
+            precision: Precision::F32,
+        }
+    }
+
+    /// This source with the built-in judge (its own, or a server's
+    /// fallback) running its encoder in `precision`; a supplied judge is
+    /// left as it is (its builder chose its own).
+    ///
+    /// ```
+    /// use toolnexus_guard::JudgeSource;
+    /// use toolnexus_local::Precision;
+    ///
+    /// let source = JudgeSource::builtin(None).with_precision(Precision::Bf16);
+    /// assert!(format!("{source:?}").contains("precision: Bf16"), "{source:?}");
+    /// ```
+    pub fn with_precision(mut self, precision: Precision) -> JudgeSource {
+        match &mut self {
+            JudgeSource::Builtin { precision: p, .. }
+            | JudgeSource::Server { precision: p, .. } => {
+                *p = precision;
+            }
+            JudgeSource::Supplied(_) => {}
+        }
+        self
     }
 
     /// A judge built by `build` on first use.
@@ -136,6 +166,7 @@ impl JudgeSource {
             url: url.into(),
             build: Arc::new(build),
             model_dir,
+            precision: Precision::F32,
         }
     }
 }
@@ -143,15 +174,25 @@ impl JudgeSource {
 impl std::fmt::Debug for JudgeSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            JudgeSource::Builtin { model_dir } => f
+            JudgeSource::Builtin {
+                model_dir,
+                precision,
+            } => f
                 .debug_struct("Builtin")
                 .field("model_dir", model_dir)
+                .field("precision", precision)
                 .finish(),
             JudgeSource::Supplied(_) => f.write_str("Supplied(..)"),
-            JudgeSource::Server { url, model_dir, .. } => f
+            JudgeSource::Server {
+                url,
+                model_dir,
+                precision,
+                ..
+            } => f
                 .debug_struct("Server")
                 .field("url", url)
                 .field("model_dir", model_dir)
+                .field("precision", precision)
                 .finish(),
         }
     }
@@ -261,22 +302,29 @@ pub(crate) async fn build(make: JudgeBuilder) -> Result<Judge, JudgeError> {
         .map_err(|e| JudgeError::build(format!("the judge could not be built: {e}")))?
 }
 
-/// The built-in judge as a builder, on `model_dir`.
-pub(crate) fn builtin_builder(model_dir: Option<PathBuf>) -> JudgeBuilder {
-    Arc::new(move || builtin_judge(model_dir.as_deref()).map(|c| Judge::new(c, "guard")))
+/// The built-in judge as a builder, on `model_dir`, in `precision`.
+pub(crate) fn builtin_builder(model_dir: Option<PathBuf>, precision: Precision) -> JudgeBuilder {
+    Arc::new(move || builtin_judge(model_dir.as_deref(), precision).map(|c| Judge::new(c, "guard")))
 }
 
 /// The built-in judge: the guard's student on the embedded model, in a
 /// cascade in front of the zero-shot style (which answers only a request with
 /// a question the student has no head for). `model_dir`: the embedded model's
-/// directory (`None`: `$TOOLNEXUS_MODEL_DIR`, else the default one).
+/// directory (`None`: `$TOOLNEXUS_MODEL_DIR`, else the default one);
+/// `precision`: what its encoder multiplies in (bf16 on a CPU without a
+/// bf16 unit is refused, naming `--precision`).
 ///
 /// ```
+/// use toolnexus_local::Precision;
+///
 /// let dir = std::env::temp_dir().join("toolnexus-guard-doc-no-model");
-/// let e = toolnexus_guard::judge::builtin_judge(Some(&dir)).unwrap_err();
+/// let e = toolnexus_guard::judge::builtin_judge(Some(&dir), Precision::F32).unwrap_err();
 /// assert!(e.to_string().contains("toolnexus model fetch"), "{e}");
 /// ```
-pub fn builtin_judge(model_dir: Option<&Path>) -> Result<Classifier, JudgeError> {
+pub fn builtin_judge(
+    model_dir: Option<&Path>,
+    precision: Precision,
+) -> Result<Classifier, JudgeError> {
     let dir = toolnexus_local::model_dir(model_dir, &EnvSource::process()).map_err(|e| {
         JudgeError::build(format!(
             "the embedded model is not on this machine (run `toolnexus model fetch`): {e}"
@@ -294,6 +342,7 @@ pub fn builtin_judge(model_dir: Option<&Path>) -> Result<Classifier, JudgeError>
         )),
         cascade: true,
         cascade_threshold: Some(0.0),
+        precision,
         ..Default::default()
     };
     toolnexus_stack::build_answering(&spec)

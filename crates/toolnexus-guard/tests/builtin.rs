@@ -63,3 +63,65 @@ async fn the_built_in_judge_answers_every_question_on_the_embedded_model() {
         assert_ne!(j.permission, Permission::Deny, "{tool}: {}", j.reason);
     }
 }
+
+/// `--precision` reaches the built-in judge: asked for bf16 (where the CPU
+/// has a bf16 unit), its fingerprint and every answer's extensions say
+/// bf16 and it answers as f32 does; f32's say nothing of precision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_judge_runs_in_the_precision_asked() {
+    use toolnexus::classifier::{EvalContext, EvalRequest};
+    use toolnexus_guard::judge::builtin_judge;
+    use toolnexus_local::{Precision, resolve_precision};
+
+    let Some(dir) = model_dir() else { return };
+    if resolve_precision(Precision::Auto).ok() != Some(Precision::Bf16) {
+        eprintln!("skipped: this CPU has no bf16 unit");
+        return;
+    }
+    let policy = Policy::builtin().unwrap();
+    let state = json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf target"}});
+    let mut answered = Vec::new();
+    for precision in [Precision::F32, Precision::Bf16] {
+        let judge = builtin_judge(Some(&dir), precision).unwrap();
+        let parts = judge.fingerprint().parts().to_vec();
+        let named = parts.iter().any(|(_, p)| p.contains("precision=bf16"));
+        assert_eq!(
+            named,
+            precision == Precision::Bf16,
+            "{precision}: {parts:?}"
+        );
+        let request = EvalRequest::new(state.clone(), policy.questions.clone());
+        let e = judge
+            .evaluate_request(EvalContext::default(), request)
+            .await
+            .unwrap();
+        let keys: Vec<&String> = e.decision.answers.keys().collect();
+        assert!(!keys.is_empty());
+        for key in keys {
+            let said = e.extensions.get(key).and_then(|x| x.get("precision"));
+            match precision {
+                Precision::Bf16 => assert_eq!(said, Some(&json!("bf16")), "{key}"),
+                _ => assert_eq!(said, None, "{key}"),
+            }
+        }
+        answered.push(e.decision);
+    }
+    for key in answered[0].answers.keys() {
+        let noul = |i: usize| answered[i].noul(key).ok().map(|a| a.noul);
+        if let (Some(p), Some(q)) = (noul(0), noul(1)) {
+            assert!((p - q).abs() < 1e-2, "{key}: f32 {p}, bf16 {q}");
+        }
+    }
+
+    // Through the guard: a source asked for bf16 builds that judge.
+    let source = JudgeSource::builtin(Some(dir)).with_precision(Precision::Bf16);
+    assert!(
+        format!("{source:?}").contains("precision: Bf16"),
+        "{source:?}"
+    );
+    let guard = Guard::new(policy, source);
+    let j = guard
+        .judge(&call("Bash", json!({"command": "cargo test -p shop"})))
+        .await;
+    assert!(j.detail.get("error").is_none(), "{}", j.reason);
+}

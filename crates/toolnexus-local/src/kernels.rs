@@ -24,6 +24,7 @@ use gemm::Parallelism;
 use crate::weights::F32s;
 
 pub(crate) mod bf16;
+mod wide;
 
 pub(crate) use bf16::Bf16Weights;
 use bf16::matmul_bf16;
@@ -291,28 +292,35 @@ pub(crate) fn layer_norm(
 ) {
     assert!(x.len() == out.len() && w.len() == d && b.is_none_or(|b| b.len() == d));
     rows_in_parallel(out, d, |first, out| {
-        for (i, o) in out.chunks_mut(d).enumerate() {
-            let x = &x[(first + i) * d..(first + i + 1) * d];
-            let mean = sum(x) / d as f32;
-            let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
-            let inv = 1.0 / (var + eps).sqrt();
-            match b {
-                Some(b) => {
-                    for (((o, &v), &w), &b) in o.iter_mut().zip(x).zip(w).zip(b) {
-                        *o = (v - mean) * inv * w + b;
-                    }
-                }
-                None => {
-                    for ((o, &v), &w) in o.iter_mut().zip(x).zip(w) {
-                        *o = (v - mean) * inv * w;
-                    }
-                }
-            }
-        }
+        wide::norm_rows(&x[first * d..first * d + out.len()], out, d, w, b, eps);
     });
 }
 
+/// [`layer_norm`] of whole rows, `x` and `out` holding the same rows (the
+/// loop [`wide::norm_rows`] compiles twice).
+#[inline(always)]
+fn norm_rows_body(x: &[f32], out: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32) {
+    for (x, o) in x.chunks_exact(d).zip(out.chunks_mut(d)) {
+        let mean = sum(x) / d as f32;
+        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        match b {
+            Some(b) => {
+                for (((o, &v), &w), &b) in o.iter_mut().zip(x).zip(w).zip(b) {
+                    *o = (v - mean) * inv * w + b;
+                }
+            }
+            None => {
+                for ((o, &v), &w) in o.iter_mut().zip(x).zip(w) {
+                    *o = (v - mean) * inv * w;
+                }
+            }
+        }
+    }
+}
+
 /// A sum in eight lanes, so the compiler may vectorise it.
+#[inline(always)]
 fn sum(x: &[f32]) -> f32 {
     let mut lanes = [0f32; 8];
     let chunks = x.chunks_exact(8);
@@ -547,7 +555,11 @@ pub(crate) fn take(
     name: &str,
     dims: &[usize],
 ) -> candle_core::Result<Tensor> {
-    let t = take_as_stored(map, name, dims)?;
+    as_f32(take_as_stored(map, name, dims)?)
+}
+
+/// `t` as f32: itself when it is, else converted (a copy).
+fn as_f32(t: Tensor) -> candle_core::Result<Tensor> {
     match t.dtype() {
         candle_core::DType::F32 => Ok(t),
         _ => t.to_dtype(candle_core::DType::F32),
@@ -617,10 +629,7 @@ impl Lin {
             });
             return Ok(Lin::bf16(packed, b));
         }
-        let w = match w.dtype() {
-            candle_core::DType::F32 => w,
-            _ => w.to_dtype(candle_core::DType::F32)?,
-        };
+        let w = as_f32(w)?;
         let held = Held::of(&w)?;
         Ok(match bf16 {
             true => Lin::bf16(Bf16Weights::from_out_in(held.values(), out, inp), b),
@@ -876,6 +885,12 @@ impl CustomOp1 for Gelu {
 /// GELU with the exact (erf) form BERT uses, with an erf accurate to f32
 /// rounding.
 pub(crate) fn gelu(src: &[f32], out: &mut [f32]) {
+    wide::gelu(src, out);
+}
+
+/// [`gelu`]'s loop (the one [`wide::gelu`] compiles twice).
+#[inline(always)]
+fn gelu_body(src: &[f32], out: &mut [f32]) {
     for (o, &x) in out.iter_mut().zip(src) {
         *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
     }
@@ -903,73 +918,4 @@ fn erf(x: f32) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transpose_matches_the_definition_on_one_thread_and_on_many() {
-        // 5 × 7 runs on one thread; 300 × 401 (past PARALLEL_VALUES, and not a
-        // multiple of the tile) splits its columns over threads.
-        for (rows, cols) in [(5, 7), (300, 401), (1, 3), (3, 1)] {
-            let src: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
-            let t = transpose(&src, rows, cols);
-            for r in 0..rows {
-                for c in 0..cols {
-                    assert_eq!(
-                        t[c * rows + r],
-                        src[r * cols + c],
-                        "{rows}×{cols} at ({r}, {c})"
-                    );
-                }
-            }
-        }
-        assert!(transpose(&[], 0, 4).is_empty());
-    }
-
-    #[test]
-    fn packed_rows_start_where_the_last_ended() {
-        assert_eq!(packed_starts(&[3, 1, 4]), (vec![0, 3, 4], 8));
-        assert_eq!(packed_starts(&[]), (vec![], 0));
-    }
-
-    #[test]
-    fn erf_is_accurate_to_f32() {
-        // erf at a few points, to 12 digits.
-        let table = [
-            (0.0, 0.0),
-            (0.1, 0.112_462_916_018),
-            (0.5, 0.520_499_877_813),
-            (1.0, 0.842_700_792_950),
-            (1.5, 0.966_105_146_475),
-            (2.0, 0.995_322_265_019),
-            (3.0, 0.999_977_909_503),
-            (5.0, 1.0),
-        ];
-        for (x, want) in table {
-            assert!((f64::from(erf(x as f32)) - want).abs() < 2e-7, "erf({x})");
-            assert!((f64::from(erf(-x as f32)) + want).abs() < 2e-7, "erf(-{x})");
-        }
-    }
-
-    #[test]
-    fn the_kernel_matches_gelu_erf_serial_and_parallel() {
-        use candle_core::{DType, Device};
-        for n in [7, (1 << 16) + 13] {
-            let x = Tensor::arange(0u32, n as u32, &Device::Cpu)
-                .unwrap()
-                .to_dtype(DType::F32)
-                .unwrap();
-            let x = x.affine(12.0 / n as f64, -6.0).unwrap();
-            let want = x.gelu_erf().unwrap().to_vec1::<f32>().unwrap();
-            let src = x.to_vec1::<f32>().unwrap();
-            let mut got = vec![0f32; n];
-            gelu_rows(&src, &mut got, 1);
-            let gap = want
-                .iter()
-                .zip(&got)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f32::max);
-            assert!(gap < 2e-6, "n = {n}: {gap}");
-        }
-    }
-}
+mod tests;

@@ -388,6 +388,39 @@ fn a_failing_server_falls_back_to_the_judge_here_and_says_so() {
     assert!(reason.contains("toolnexus model fetch"), "{reason}");
 }
 
+/// `--precision` reaches the built-in judge: bf16 on a CPU without a bf16
+/// unit is bad usage naming the flag before any call is judged; on one with
+/// it (and no model here) the hook answers as it would in f32. A bad value
+/// is bad usage too.
+#[test]
+fn precision_reaches_the_built_in_judge_and_bad_usage_exits_2() {
+    let dir = TempDir::new("guard-precision");
+    let input = hook("Bash", json!({"command": "ls"}));
+    let plain = guard(&dir, &[], &input, &[]);
+    let bf16 = guard(&dir, &["--precision", "bf16"], &input, &[]);
+    match toolnexus_local::resolve_precision(toolnexus_local::Precision::Bf16) {
+        Ok(_) => assert_eq!(answer(&bf16), answer(&plain)),
+        Err(_) => {
+            assert_eq!(bf16.code, 2, "{bf16:?}");
+            assert!(
+                bf16.stderr
+                    .contains("--precision bf16: local: bf16 needs a CPU"),
+                "{}",
+                bf16.stderr
+            );
+        }
+    }
+    let auto = guard(&dir, &["--precision", "auto"], &input, &[]);
+    assert_eq!(answer(&auto), answer(&plain));
+    let bad = guard(&dir, &["--precision", "fp16"], &input, &[]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("\"fp16\" is not a precision"),
+        "{}",
+        bad.stderr
+    );
+}
+
 #[test]
 fn the_log_has_one_line_per_call_and_no_command_text() {
     let dir = TempDir::new("guard-log");

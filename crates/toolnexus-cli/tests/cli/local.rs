@@ -4,6 +4,13 @@
 
 use crate::support::{Out, TempDir, cascade_eval, demo, demo_student, tn};
 
+/// The tiny test model written into `dir/model`: its path.
+fn tiny_model(dir: &TempDir) -> String {
+    let model = dir.join("model");
+    toolnexus_local::tiny_model_for_tests(&model).unwrap();
+    model.display().to_string()
+}
+
 /// `eval` of `questions` over `state` by the embedded model in `model`, as JSON.
 fn eval_local(dir: &TempDir, model: &str, questions: &str, state: &str) -> Out {
     tn(
@@ -26,9 +33,7 @@ fn eval_local(dir: &TempDir, model: &str, questions: &str, state: &str) -> Out {
 #[test]
 fn local_distill_student_and_cascade_run_offline() {
     let dir = TempDir::new("local");
-    let model = dir.join("model");
-    toolnexus_local::tiny_model_for_tests(&model).unwrap();
-    let model = model.display().to_string();
+    let model = tiny_model(&dir);
     let questions = demo("questions.json");
     let state = r#"{"message": "my parcel is late"}"#;
 
@@ -215,12 +220,9 @@ async fn serve_answers_with_the_local_style() {
         ClassifierOptions, ClassifierStyle, Questions, choice_over, create_classifier,
     };
     let dir = TempDir::new("serve-local");
-    let model = dir.join("model");
-    toolnexus_local::tiny_model_for_tests(&model).unwrap();
-    let server = crate::support::Server::start(
-        dir.path(),
-        &["--style", "local", "--model-dir", model.to_str().unwrap()],
-    );
+    let model = tiny_model(&dir);
+    let server =
+        crate::support::Server::start(dir.path(), &["--style", "local", "--model-dir", &model]);
     let remote = create_classifier(ClassifierOptions {
         style: ClassifierStyle::SystemOne,
         base_url: format!("{}/v1", server.url),
@@ -253,9 +255,7 @@ async fn serve_answers_with_the_local_style() {
 fn a_question_with_nothing_to_read_is_refused_by_its_key() {
     // The local styles answered a noul with empty instructions p = 1.00.
     let dir = TempDir::new("local-blank");
-    let model = dir.join("model");
-    toolnexus_local::tiny_model_for_tests(&model).unwrap();
-    let model = model.display().to_string();
+    let model = tiny_model(&dir);
     for (questions, says) in [
         (
             r#"{"spam": {"type": "noul", "instructions": "  "}}"#,
@@ -292,9 +292,7 @@ fn a_question_with_nothing_to_read_is_refused_by_its_key() {
 #[test]
 fn precision_picks_the_encoders_arithmetic_and_bad_usage_exits_2() {
     let dir = TempDir::new("local-precision");
-    let model = dir.join("model");
-    toolnexus_local::tiny_model_for_tests(&model).unwrap();
-    let model = model.display().to_string();
+    let model = tiny_model(&dir);
     let questions = r#"{"desk":{"type":"choice","instructions":"Which desk?","criteria":{"billing":"money moved","shipping":"a parcel is late"}}}"#;
     let run = |extra: &[&str]| {
         let mut args = vec!["eval", "--model-dir", &model, "--questions", questions];

@@ -8,51 +8,66 @@
 //! by `scripts/model-reference.py`, an independent numpy implementation.
 
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 use toolnexus::classifier::{EnvSource, NoulCriteria, NoulQuestion, Questions, choice_over};
 use toolnexus_local::{
-    CONFIG_FILE, Embedder, MODEL_SHA256, TOKENIZER_FILE, WEIGHTS_FILE, model_dir, zero_shot,
+    CONFIG_FILE, Embedder, MODEL_SHA256, Precision, TOKENIZER_FILE, WEIGHTS_FILE, model_dir,
+    zero_shot,
 };
 
 const REQUIRE: &str = "TOOLNEXUS_REQUIRE_MODEL";
+
+/// The real model's directory, looked up once; `None` (after a note) when
+/// the model is absent and not required.
+pub(crate) fn real_model_dir() -> Option<&'static Path> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = model_dir(None, &EnvSource::process()).expect("a model directory");
+        let missing: Vec<&str> = [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE]
+            .into_iter()
+            .filter(|f| !dir.join(f).is_file())
+            .collect();
+        if missing.is_empty() {
+            return Some(dir);
+        }
+        if std::env::var(REQUIRE).as_deref() == Ok("1") {
+            panic!(
+                "{REQUIRE}=1 but the model is not in {} (missing {}): run \
+                 scripts/fetch-model, or set TOOLNEXUS_MODEL_DIR to a directory that has it",
+                dir.display(),
+                missing.join(", ")
+            );
+        }
+        // Straight to stderr, past the test harness's capture: a skip
+        // should be seen.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: no all-MiniLM-L6-v2 in {} (missing {}); run scripts/fetch-model \
+             to run the model tests",
+            dir.display(),
+            missing.join(", ")
+        );
+        None
+    })
+    .as_deref()
+}
+
+/// The real model in `precision`, loaded from [`real_model_dir`]; `None`
+/// when it is absent.
+pub(crate) fn load_real(precision: Precision) -> Option<Embedder> {
+    let dir = real_model_dir()?;
+    Some(Embedder::load_with(dir, precision).unwrap_or_else(|e| panic!("{e}")))
+}
 
 /// The real model, loaded once; `None` (after a note) when it is absent and
 /// not required.
 pub(crate) fn model() -> Option<&'static Embedder> {
     static MODEL: OnceLock<Option<Embedder>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let dir = model_dir(None, &EnvSource::process()).expect("a model directory");
-            let missing: Vec<&str> = [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE]
-                .into_iter()
-                .filter(|f| !dir.join(f).is_file())
-                .collect();
-            if !missing.is_empty() {
-                if std::env::var(REQUIRE).as_deref() == Ok("1") {
-                    panic!(
-                        "{REQUIRE}=1 but the model is not in {} (missing {}): run \
-                         scripts/fetch-model, or set TOOLNEXUS_MODEL_DIR to a directory that has it",
-                        dir.display(),
-                        missing.join(", ")
-                    );
-                }
-                // Straight to stderr, past the test harness's capture: a skip
-                // should be seen.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped: no all-MiniLM-L6-v2 in {} (missing {}); run scripts/fetch-model \
-                     to run the model tests",
-                    dir.display(),
-                    missing.join(", ")
-                );
-                return None;
-            }
-            Some(Embedder::load(&dir).unwrap_or_else(|e| panic!("{e}")))
-        })
-        .as_ref()
+    MODEL.get_or_init(|| load_real(Precision::F32)).as_ref()
 }
 
 fn reference() -> Value {

@@ -8,11 +8,11 @@
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use toolnexus::classifier::{Classifier, EnvSource, Questions};
+use toolnexus::classifier::{Classifier, Questions};
 use toolnexus_local::student::{LocalStudent, Student, student};
-use toolnexus_local::{Embedder, Precision, model_dir, resolve_precision, zero_shot};
+use toolnexus_local::{Embedder, Precision, resolve_precision, zero_shot};
 
-use super::model::{assess, model, routing};
+use super::model::{assess, load_real, model, routing};
 
 /// The real model in bf16, loaded once; `None` (after a note) without the
 /// model or without a bf16 unit.
@@ -25,8 +25,7 @@ fn bf16_model() -> Option<&'static Embedder> {
                 eprintln!("skipped: this CPU has no bf16 unit");
                 return None;
             }
-            let dir = model_dir(None, &EnvSource::process()).expect("a model directory");
-            Some(Embedder::load_with(&dir, Precision::Bf16).unwrap_or_else(|e| panic!("{e}")))
+            load_real(Precision::Bf16)
         })
         .as_ref()
 }
