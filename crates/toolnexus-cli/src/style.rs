@@ -301,8 +301,7 @@ pub fn guard_judge(
     use toolnexus_guard::{Judge, JudgeError, JudgeSource};
     // Checked here, not when the first call builds the judge: by then a
     // refusal would be the policy's on_error, not a usage error.
-    let precision = toolnexus_local::resolve_precision(style.precision)
-        .map_err(|e| exit::usage(format!("--precision {}: {e}", style.precision)))?;
+    let precision = judge_precision(style)?;
     let named = style.live.style.is_some() || style.tape.is_some() || style.cascade;
     let built = |args: &StyleArgs| {
         build(args, Fallback::SystemOne)
@@ -329,6 +328,14 @@ pub fn guard_judge(
         }
         (None, false) => JudgeSource::builtin(style.model_dir.clone()).with_precision(precision),
     })
+}
+
+/// `--precision` for a judge built later (the guard's built-in one): `auto`
+/// settled now, and `bf16` on a CPU without a bf16 unit refused now, as bad
+/// usage naming the flag.
+pub fn judge_precision(style: &StyleArgs) -> Result<toolnexus_local::Precision> {
+    toolnexus_local::resolve_precision(style.precision)
+        .map_err(|e| exit::usage(format!("--precision {}: {e}", style.precision)))
 }
 
 /// Loads `--tape FILE`, or the built-in demo tape without one.

@@ -35,6 +35,7 @@ use toolnexus::classifier::{
 };
 use toolnexus::judge::Bands;
 use toolnexus_guard::{Guard, JudgeSource, Policy, ToolCall};
+use toolnexus_local::Precision;
 
 use crate::backend::Backend;
 use crate::log::Log;
@@ -61,6 +62,8 @@ pub struct McpConfig {
     pub policy: Option<PathBuf>,
     /// `--model-dir`: the embedded model's directory, for the guard's own judge.
     pub model_dir: Option<PathBuf>,
+    /// `--precision`: the guard's own judge runs its encoder in this one.
+    pub precision: Precision,
 }
 
 /// Why an MCP server stopped before its client closed standard input.
@@ -104,6 +107,7 @@ pub async fn serve_stdio(
         bands: config.bands,
         policy: config.policy,
         model_dir: config.model_dir,
+        precision: config.precision,
         guard: Arc::new(tokio::sync::OnceCell::new()),
         log: log.clone(),
         tool_router: Judgments::tool_router(),
@@ -129,6 +133,8 @@ struct Judgments {
     policy: Option<PathBuf>,
     /// The embedded model's directory (`--model-dir`), for the guard's own judge.
     model_dir: Option<PathBuf>,
+    /// The guard's own judge's precision (`--precision`).
+    precision: Precision,
     /// The guard, built on the first `guard` call; a failure to build it is
     /// kept too, and every `guard` call reports it.
     guard: Arc<tokio::sync::OnceCell<Result<Arc<Guard>, String>>>,
@@ -361,7 +367,7 @@ impl Judgments {
         let policy = self.policy.clone();
         // The guard keeps its own judge (the policy's built-in one), on the
         // same embedded model directory as the other tools.
-        let judge = JudgeSource::builtin(self.model_dir.clone());
+        let judge = JudgeSource::builtin(self.model_dir.clone()).with_precision(self.precision);
         let log = self.log.clone();
         self.guard
             .get_or_init(|| async move {

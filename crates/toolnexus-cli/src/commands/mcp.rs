@@ -49,6 +49,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
         bands,
         policy: args.policy.clone(),
         model_dir: args.style.model_dir.clone(),
+        precision: style::judge_precision(&args.style)?,
     };
     match serve_stdio(backend, config, Arc::new(crate::warnings::ServerLog)).await {
         Ok(()) => Ok(Exit::Success),

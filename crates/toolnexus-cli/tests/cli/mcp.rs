@@ -566,6 +566,54 @@ fn the_guard_tool_judges_on_the_model_directory_given() {
     assert!(reason.contains("no-model-here"), "{r}");
 }
 
+#[test]
+fn the_guard_tool_judges_in_the_precision_asked() {
+    let Some(model) = std::env::var_os("TOOLNEXUS_MODEL_DIR")
+        .filter(|d| Path::new(d).join("model.safetensors").is_file())
+    else {
+        // No model here: skipped, unless CI (which fetches one) requires it.
+        assert!(
+            std::env::var_os("TOOLNEXUS_REQUIRE_MODEL").is_none(),
+            "TOOLNEXUS_REQUIRE_MODEL is set but TOOLNEXUS_MODEL_DIR holds no model"
+        );
+        return;
+    };
+    use toolnexus_local::{Precision, resolve_precision};
+    if resolve_precision(Precision::Auto).ok() != Some(Precision::Bf16) {
+        eprintln!("skipped: this CPU has no bf16 unit");
+        return;
+    }
+    let dir = TempDir::new("mcp-guard-precision");
+    // The guard's own judge: its answers in bf16 are near f32's, not f32's
+    // to the letter (they were, while the judge ignored --precision).
+    let answers = |precision: &str| {
+        let mut s = Session::start_with(
+            dir.path(),
+            &["--precision", precision],
+            &[("TOOLNEXUS_MODEL_DIR", model.to_str().unwrap())],
+        );
+        s.initialize();
+        let r = s.call(
+            "guard",
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/tmp"}),
+        );
+        assert!(!is_error(&r), "{r}");
+        let answers = r["structuredContent"]["detail"]["answers"].clone();
+        assert!(answers.as_object().is_some_and(|a| !a.is_empty()), "{r}");
+        answers
+    };
+    let (f32, bf16) = (answers("f32"), answers("bf16"));
+    assert_ne!(
+        f32, bf16,
+        "--precision bf16 did not reach the guard's judge"
+    );
+    for (key, p) in f32.as_object().unwrap() {
+        let q = &bf16[key];
+        let gap = (p.as_f64().unwrap() - q.as_f64().unwrap()).abs();
+        assert!(gap < 1e-2, "{key}: f32 {p}, bf16 {q}");
+    }
+}
+
 /// The error frame the server sends for a line: its id and code.
 fn error_of(f: &Value) -> (Value, i64) {
     assert!(
