@@ -4,7 +4,8 @@
 //! - [`RunReader`]: a run file's rows one at a time, with the errors
 //!   [`Run::parse`] gives.
 //! - [`summarize_file`]: [`summarize`](super::summarize)'s figures of a run
-//!   file, holding per row only what the metrics are computed from.
+//!   file in bounded memory: counts and sums a row at a time, and the
+//!   figures that need an order sorted through temporary files.
 //! - [`run_examples_file`]: [`run_examples`](super::run_examples) over an
 //!   examples file: the examples are checked in one pass, then read again and
 //!   asked as calls finish; what the run file already holds is kept as one
@@ -20,7 +21,8 @@ use serde_json::Value;
 use super::error::{AssessError, AssessErrorKind};
 use super::examples::{ExampleReader, check_each, id_hash, json_error_text};
 use super::run::{Row, RunOptions, ask, check_questions, mend, parse_header, read_row, start_file};
-use super::summary::{Observed, Summary, SummaryOptions, Totals, summary_of};
+use super::summary::{Summary, SummaryOptions};
+use super::tally::Tally;
 use crate::classifier::{Classifier, Questions};
 
 /// A run file's rows read one at a time: an iterator of `Result<Row,
@@ -270,12 +272,14 @@ fn winners(path: &Path) -> Result<Winners, AssessError> {
 }
 
 /// [`summarize`](super::summarize) of the run file at `path`, read a line at a
-/// time: what it holds per row is the figures the metrics are computed from
-/// (a question's probabilities, its gold, whether it was right, the row's
-/// latency), never the rows. The same file gives the same summary as
-/// [`Run::load`](super::Run::load) then `summarize`; slices, which group
-/// whole rows, are computed that way. Also returns the torn final line left
-/// out, if any.
+/// time in bounded memory: counts and sums are added up as rows come, and
+/// the figures that need an order (AUROC, adaptive ECE, risk-coverage
+/// curves, latency quantiles) keep a bounded chunk of their values in
+/// memory and the rest sorted in temporary files under
+/// [`std::env::temp_dir`], removed when done. The same file gives the same
+/// summary, bit for bit, as [`Run::load`](super::Run::load) then
+/// `summarize`; slices, which group whole rows, are computed that way. Also
+/// returns the torn final line left out, if any.
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -305,31 +309,23 @@ pub fn summarize_file(
         let run = super::Run::load(path)?;
         return Ok((super::summarize(&run, options), run.torn_line));
     }
-    let mut observed: Vec<(String, Observed)> = Vec::new();
-    let mut totals = Totals::default();
-    let mut slot = 0;
-    let (_, torn_line) = winning_rows(path, |questions, row| {
-        if observed.is_empty() {
-            observed = questions
-                .iter()
-                .map(|(k, q)| (k.clone(), Observed::of(q)))
-                .collect();
+    let mut tally: Option<Tally> = None;
+    let mut failed = None;
+    let (questions, torn_line) = winning_rows(path, |questions, row| {
+        let t = tally.get_or_insert_with(|| Tally::new(questions, options, true));
+        if failed.is_none()
+            && let Err(e) = t.push(&row)
+        {
+            failed = Some(e);
         }
-        let d = row.decision();
-        for (key, o) in &mut observed {
-            if let Some(gold) = row.labels.get(key) {
-                o.push(
-                    slot,
-                    gold,
-                    d.and_then(|d| d.answers.get(key)),
-                    d.map(|d| d.model.as_str()),
-                );
-            }
-        }
-        totals.push(&row);
-        slot += 1;
     })?;
-    Ok((summary_of(&observed, totals, options), torn_line))
+    let sort_error =
+        |e| AssessError::io(&std::env::temp_dir(), "cannot sort the run's figures in", e);
+    if let Some(e) = failed {
+        return Err(sort_error(e));
+    }
+    let tally = tally.unwrap_or_else(|| Tally::new(&questions, options, true));
+    Ok((tally.finish().map_err(sort_error)?, torn_line))
 }
 
 /// The rows of the run file at `path` as [`Run::load`](super::Run::load)
