@@ -407,6 +407,45 @@ impl Done {
     }
 }
 
+/// The ids a run file holds, each as a 64-bit digest with whether its row
+/// (the last one, when an id appears twice) was decided: 8 bytes an id, so
+/// that what a run would ask again is counted without holding the rows.
+///
+/// ```
+/// use toolnexus::assess::{Outcome, Row, Run, RunIds};
+/// use toolnexus::judge::{noul, questions};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let failed = Outcome::Failed { kind: "timeout".into(), message: "slow".into() };
+/// let path = std::env::temp_dir().join(format!("tn-run-ids-doc-{}.jsonl", std::process::id()));
+/// Run::new(qs, vec![Row::new("a", Default::default(), failed)]).save(&path)?;
+/// let ids = RunIds::read(&path)?;
+/// assert!(ids.wanted("b", false), "no row: asked");
+/// assert!(!ids.wanted("a", false), "a failed row is kept");
+/// assert!(ids.wanted("a", true), "unless errors are asked again");
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RunIds(Done);
+
+impl RunIds {
+    /// Reads the run file at `path`, with the errors [`Run::load`] gives.
+    ///
+    /// [`Run::load`]: super::Run::load
+    pub fn read(path: impl AsRef<Path>) -> Result<RunIds, AssessError> {
+        Ok(RunIds(Done::read(&mut RunReader::open(path)?)?))
+    }
+
+    /// Whether a run would ask example `id`: the file has no row for it, or
+    /// its row failed and `rerun_errors` asks failures again.
+    pub fn wanted(&self, id: &str, rerun_errors: bool) -> bool {
+        match self.0.outcome(id) {
+            None => true,
+            Some(decided) => rerun_errors && !decided,
+        }
+    }
+}
+
 /// [`run_examples`](super::run_examples) over the examples file at
 /// `examples`, reading it a line at a time: it is checked whole first (the
 /// errors [`read_examples`](super::read_examples) gives, before anything is
