@@ -319,13 +319,16 @@ pub fn summarize_file(
             failed = Some(e);
         }
     })?;
-    let sort_error =
-        |e| AssessError::io(&std::env::temp_dir(), "cannot sort the run's figures in", e);
     if let Some(e) = failed {
         return Err(sort_error(e));
     }
     let tally = tally.unwrap_or_else(|| Tally::new(&questions, options, true));
     Ok((tally.finish().map_err(sort_error)?, torn_line))
+}
+
+/// A temporary file of a summary's sort that could not be written or read.
+fn sort_error(e: std::io::Error) -> AssessError {
+    AssessError::io(&std::env::temp_dir(), "cannot sort the run's figures in", e)
 }
 
 /// The rows of the run file at `path` as [`Run::load`](super::Run::load)
@@ -538,6 +541,11 @@ pub async fn run_examples_file(
         .unchecked_ids()
         .map_while(|ex| ex.map_err(|e| error = Some(e)).ok())
         .filter(|ex| wanted(done.outcome(&ex.id)));
+    // A new file holds this run's rows alone, each id once (the examples'
+    // ids are unique), in the order they are written: the summary is added
+    // up as they are, and the file is not read again.
+    let mut tally = (!existing).then(|| Tally::new(questions, &SummaryOptions::default(), true));
+    let mut tally_error = None;
     let (mut asked, mut not_started) = (0, 0);
     ask(
         classifier,
@@ -547,7 +555,15 @@ pub async fn run_examples_file(
         path,
         &options,
         |row| match row {
-            Some(_) => asked += 1,
+            Some(row) => {
+                asked += 1;
+                if let Some(t) = tally.as_mut()
+                    && tally_error.is_none()
+                    && let Err(e) = t.push(&row)
+                {
+                    tally_error = Some(e);
+                }
+            }
             None => not_started += 1,
         },
     )
@@ -556,7 +572,13 @@ pub async fn run_examples_file(
         return Err(e);
     }
     drop(done);
-    let (summary, _) = summarize_file(path, &SummaryOptions::default())?;
+    let summary = match tally {
+        Some(t) => match tally_error {
+            Some(e) => return Err(sort_error(e)),
+            None => t.finish().map_err(sort_error)?,
+        },
+        None => summarize_file(path, &SummaryOptions::default())?.0,
+    };
     Ok(FileRun {
         summary,
         torn_line,

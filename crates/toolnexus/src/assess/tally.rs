@@ -698,4 +698,4 @@ fn slice_rows(run: &Run, by: &SliceBy) -> Vec<(String, String, Vec<usize>)> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
