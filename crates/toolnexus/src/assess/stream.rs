@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::error::{AssessError, AssessErrorKind};
 use super::examples::{ExampleReader, check_each, id_hash, json_error_text};
 use super::run::{Row, RunOptions, ask, check_questions, mend, parse_header, read_row, start_file};
+use super::sorted::Spill;
 use super::summary::{Summary, SummaryOptions};
 use super::tally::Tally;
 use crate::classifier::{Classifier, Questions};
@@ -248,26 +249,44 @@ struct Winners {
     last_of: HashMap<usize, usize>,
 }
 
-/// Reads the ids of a run file's rows as digests (8 bytes a row, for the
-/// time it takes): which rows win.
+/// Reads the ids of a run file's rows as digests, sorted with their
+/// positions through a bounded [`Spill`]: which rows win. What it holds
+/// grows with the repeated ids alone.
 fn winners(path: &Path) -> Result<Winners, AssessError> {
-    let mut digests: Vec<u64> = Vec::new();
+    let mut spill = Spill::new(true);
     let mut reader = RunReader::open(path)?;
+    let mut at = 0u64;
     while let Some(id) = reader.next_id() {
-        digests.push(id_hash(&id?));
+        spill.push(id_hash(&id?), at).map_err(sort_error)?;
+        at += 1;
     }
-    let mut order: Vec<u32> = (0..digests.len() as u32).collect();
-    order.sort_by_key(|&i| digests[i as usize]);
     let mut w = Winners {
         moved: HashSet::new(),
         last_of: HashMap::new(),
     };
-    for group in order.chunk_by(|&a, &b| digests[a as usize] == digests[b as usize]) {
-        if let [first, .., last] = group {
-            w.last_of.insert(*first as usize, *last as usize);
-            w.moved.extend(group[1..].iter().map(|&i| i as usize));
+    // Positions ascend within a digest: the first is where the id counts,
+    // the last is the row that counts there.
+    let mut group: Option<(u64, usize, usize)> = None;
+    let close = |g: Option<(u64, usize, usize)>, w: &mut Winners| {
+        if let Some((_, first, last)) = g
+            && first != last
+        {
+            w.last_of.insert(first, last);
+        }
+    };
+    let mut sorted = spill.sorted().map_err(sort_error)?;
+    for (digest, at) in sorted.by_ref() {
+        let at = at as usize;
+        match group.as_mut() {
+            Some((d, _, last)) if *d == digest => {
+                w.moved.insert(at);
+                *last = at;
+            }
+            _ => close(group.replace((digest, at, at)), &mut w),
         }
     }
+    close(group, &mut w);
+    sorted.error().map_err(sort_error)?;
     Ok(w)
 }
 
@@ -383,21 +402,27 @@ struct Done(Vec<u64>);
 
 impl Done {
     fn read(reader: &mut RunReader) -> Result<Done, AssessError> {
-        // The digest's low bit carries the outcome.
-        let mut all: Vec<u64> = Vec::new();
-        for row in reader.by_ref() {
+        // Sorted through a bounded spill by digest, then position: the later
+        // row of an id comes last in its group and wins. The low bit of the
+        // digest carries the outcome.
+        let mut spill = Spill::new(true);
+        for (at, row) in reader.by_ref().enumerate() {
             let row = row?;
-            all.push((id_hash(&row.id) & !1) | u64::from(row.decision().is_some()));
+            let d = (id_hash(&row.id) & !1) | u64::from(row.decision().is_some());
+            spill
+                .push(d >> 1, (at as u64) << 1 | (d & 1))
+                .map_err(sort_error)?;
         }
-        // Stable: the later row of an id comes last in its group and wins.
-        all.sort_by_key(|d| d >> 1);
-        let mut done: Vec<u64> = Vec::with_capacity(all.len());
-        for d in all {
+        let mut done: Vec<u64> = Vec::with_capacity(spill.len());
+        let mut sorted = spill.sorted().map_err(sort_error)?;
+        for (key, tag) in sorted.by_ref() {
+            let d = key << 1 | (tag & 1);
             match done.last_mut() {
-                Some(last) if *last >> 1 == d >> 1 => *last = d,
+                Some(last) if *last >> 1 == key => *last = d,
                 _ => done.push(d),
             }
         }
+        sorted.error().map_err(sort_error)?;
         done.shrink_to_fit();
         Ok(Done(done))
     }
