@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use anyhow::Result;
 use serde_json::json;
 use toolnexus::assess::out;
-use toolnexus::assess::{Run, read_examples};
+use toolnexus::assess::{ExampleReader, RunIds, check_examples};
 use toolnexus::cache::{Cache as _, cache_key_for};
 use toolnexus::classifier::{EvalRequest, Questions};
 use toolnexus::cost::{
@@ -135,13 +135,15 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         built.style.as_str(),
         &model,
         counted,
+        None,
     )
 }
 
-/// `assess run --estimate`.
+/// `assess run --estimate`: the examples checked, then read again a line at
+/// a time into the estimate; the run file's ids kept as digests.
 pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
     let questions: Questions = input::read_questions(&a.questions)?;
-    let examples = read_examples(&a.examples, &questions).map_err(exit::usage)?;
+    let inputs = check_examples(&a.examples, &questions).map_err(exit::usage)?;
     let built = style::build_with(
         &a.style,
         Fallback::SystemOne,
@@ -151,37 +153,43 @@ pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
         },
     )?;
     // The ids a resumed run would not ask again.
-    let mut done: HashSet<String> = HashSet::new();
-    if !a.out.as_os_str().is_empty() && a.out.exists() {
-        let run = Run::load(&a.out).map_err(exit::usage)?;
-        for r in &run.rows {
-            if r.decision().is_some() || !a.rerun_errors {
-                done.insert(r.id.clone());
-            }
-        }
-    }
-    let mut counted = Counted {
-        inputs: examples.len(),
+    let held = match !a.out.as_os_str().is_empty() && a.out.exists() {
+        true => Some(RunIds::read(&a.out).map_err(exit::usage)?),
+        false => None,
+    };
+    let (est, from) = estimator(&a.estimate)?;
+    let (mut done, mut failed) = (0, None);
+    let shapes = ExampleReader::open(&a.examples, &questions)
+        .map_err(exit::usage)?
+        .unchecked_ids()
+        .map_while(|ex| ex.map_err(|e| failed = Some(e)).ok())
+        .filter(|ex| {
+            let asked = held
+                .as_ref()
+                .is_none_or(|h| h.wanted(&ex.id, a.rerun_errors));
+            done += usize::from(!asked);
+            asked
+        })
+        .map(|ex| Shape::of(&ex.state, &questions));
+    let e = est.estimate_each(shapes);
+    failed.map_or(Ok(()), |e| Err(exit::usage(e)))?;
+    let counted = Counted {
+        inputs,
         shapes: Vec::new(),
         hits: 0,
-        done: 0,
+        done,
         unreadable: 0,
     };
-    for ex in &examples {
-        if done.contains(&ex.id) {
-            counted.done += 1;
-        } else {
-            counted.shapes.push(Shape::of(&ex.state, &questions));
-        }
-    }
     let model = built.classifier.model().to_string();
+    let pricing = &built.pricing;
     report(
         "assess run",
         &a.estimate,
-        &built.pricing,
+        pricing,
         built.style.as_str(),
         &model,
         counted,
+        Some((est, from, e)),
     )
 }
 
@@ -216,9 +224,16 @@ fn report(
     style: &str,
     model: &str,
     counted: Counted,
+    estimated: Option<(Estimator, String, Estimate)>,
 ) -> Result<Exit> {
-    let (est, from) = estimator(args)?;
-    let e: Estimate = est.estimate(counted.shapes.iter());
+    let (est, from, e) = match estimated {
+        Some(done) => done,
+        None => {
+            let (est, from) = estimator(args)?;
+            let e = est.estimate(counted.shapes.iter());
+            (est, from, e)
+        }
+    };
     let cost = e.priced(pricing, model);
     if args.json {
         let mut cost_json = cost

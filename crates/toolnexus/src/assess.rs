@@ -21,10 +21,12 @@ pub mod report;
 pub(crate) mod rng;
 mod run;
 mod samples;
+mod sorted;
 mod stream;
 mod summary;
 pub(crate) mod svg;
 pub mod synthetic;
+mod tally;
 mod text;
 mod thresholds;
 
@@ -46,11 +48,12 @@ pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, 
 pub use samples::{
     RunSample, RunSamples, RunsFit, SampleCounts, fit_runs, fit_samples, read_fit_samples,
 };
-pub use stream::{FileRun, RunReader, run_examples_file, summarize_file};
+pub use stream::{FileRun, RunIds, RunReader, run_examples_file, summarize_file};
 pub use summary::{
     AnsweredBy, CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt,
-    QuestionSummary, Slice, SliceBy, Summary, SummaryOptions, summarize, table,
+    QuestionSummary, Slice, SliceBy, Summary, SummaryOptions, table,
 };
+pub use tally::summarize;
 pub(crate) use thresholds::wilson;
 pub use thresholds::{
     GatePick, Honest, MIN_ROWS, Measured, Method, PROVISIONAL_ROWS, Pick, Status, Target,

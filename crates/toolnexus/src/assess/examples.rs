@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::error::{AssessError, AssessErrorKind};
+use super::sorted::Spill;
 use crate::classifier::{Question, Questions};
 
 /// A gold (true) answer to one question.
@@ -402,13 +403,16 @@ pub(crate) fn check_each(
     questions: &Questions,
     mut each: impl FnMut(&Example),
 ) -> Result<usize, AssessError> {
-    let mut digests: Vec<u64> = Vec::new();
+    // The digests go through a bounded sort: equal ones come out side by side.
+    let mut digests = Spill::new(true);
+    let sort_error =
+        |e| AssessError::io(&std::env::temp_dir(), "cannot sort the example ids in", e);
     let mut first_error = None;
     for ex in ExampleReader::open(path, questions)?.unchecked_ids() {
         match ex {
             Ok(ex) => {
                 each(&ex);
-                digests.push(id_hash(&ex.id));
+                digests.push(id_hash(&ex.id), 0).map_err(sort_error)?;
             }
             Err(e) => {
                 first_error = Some(e);
@@ -417,11 +421,14 @@ pub(crate) fn check_each(
         }
     }
     let n = digests.len();
-    digests.sort_unstable();
-    if digests.windows(2).any(|w| w[0] == w[1]) {
+    let mut sorted = digests.sorted().map_err(sort_error)?;
+    let mut previous = None;
+    let repeated = sorted.by_ref().any(|(d, _)| previous.replace(d) == Some(d));
+    sorted.error().map_err(sort_error)?;
+    drop(sorted);
+    if repeated {
         // A duplicate before the first error (or a collision): the exact
         // check, which reports whichever comes first in the file.
-        drop(digests);
         let mut exact = ExampleReader::open(path, questions)?;
         let mut read = 0;
         for ex in exact.by_ref() {

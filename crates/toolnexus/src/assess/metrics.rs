@@ -56,35 +56,65 @@ fn edge(j: usize, bins: usize) -> f64 {
 /// assert_eq!(bins[9].observed, 0.5);
 /// ```
 pub fn reliability(confidence: &[f64], hit: &[bool], bins: usize) -> Vec<Bin> {
-    let bins = bins.max(1);
-    let inner: Vec<f64> = (1..bins).map(|j| edge(j, bins)).collect();
-    let mut count = vec![0usize; bins];
-    let mut sum = vec![0.0f64; bins];
-    let mut right = vec![0usize; bins];
+    let mut t = BinTally::new(bins);
     for (&c, &h) in confidence.iter().zip(hit) {
-        // searchsorted(inner, c, side="left"): the edges strictly below c.
-        let b = inner.partition_point(|&e| e < c);
-        count[b] += 1;
-        sum[b] += c;
-        right[b] += usize::from(h);
+        t.push(c, h);
     }
-    (0..bins)
-        .map(|b| Bin {
-            lo: edge(b, bins),
-            hi: edge(b + 1, bins),
-            count: count[b],
-            mean_confidence: if count[b] == 0 {
-                0.0
-            } else {
-                sum[b] / count[b] as f64
-            },
-            observed: if count[b] == 0 {
-                0.0
-            } else {
-                right[b] as f64 / count[b] as f64
-            },
-        })
-        .collect()
+    t.bins()
+}
+
+/// A [`reliability`] table added up a row at a time (rows in order, so the
+/// sums are the same as over the slices).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BinTally {
+    inner: Vec<f64>,
+    count: Vec<usize>,
+    sum: Vec<f64>,
+    right: Vec<usize>,
+}
+
+impl BinTally {
+    /// An empty table of `bins` equal-width bins.
+    pub(crate) fn new(bins: usize) -> BinTally {
+        let bins = bins.max(1);
+        BinTally {
+            inner: (1..bins).map(|j| edge(j, bins)).collect(),
+            count: vec![0; bins],
+            sum: vec![0.0; bins],
+            right: vec![0; bins],
+        }
+    }
+
+    /// Adds one row.
+    pub(crate) fn push(&mut self, c: f64, h: bool) {
+        // searchsorted(inner, c, side="left"): the edges strictly below c.
+        let b = self.inner.partition_point(|&e| e < c);
+        self.count[b] += 1;
+        self.sum[b] += c;
+        self.right[b] += usize::from(h);
+    }
+
+    /// The table.
+    pub(crate) fn bins(&self) -> Vec<Bin> {
+        let (count, sum, right, bins) = (&self.count, &self.sum, &self.right, self.count.len());
+        (0..bins)
+            .map(|b| Bin {
+                lo: edge(b, bins),
+                hi: edge(b + 1, bins),
+                count: count[b],
+                mean_confidence: if count[b] == 0 {
+                    0.0
+                } else {
+                    sum[b] / count[b] as f64
+                },
+                observed: if count[b] == 0 {
+                    0.0
+                } else {
+                    right[b] as f64 / count[b] as f64
+                },
+            })
+            .collect()
+    }
 }
 
 /// Equal-count reliability table: rows sorted by confidence and split into `bins`
@@ -103,21 +133,40 @@ pub fn adaptive_reliability(confidence: &[f64], hit: &[bool], bins: usize) -> Ve
     let bins = bins.max(1);
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| confidence[a].total_cmp(&confidence[b]));
+    adaptive_sorted(order.iter().map(|&i| (confidence[i], hit[i])), n, bins)
+}
+
+/// [`adaptive_reliability`] of `n` rows given in ascending confidence (equal
+/// confidences in row order), so that the rows can come from a sort that
+/// does not hold them.
+pub(crate) fn adaptive_sorted(
+    sorted: impl IntoIterator<Item = (f64, bool)>,
+    n: usize,
+    bins: usize,
+) -> Vec<Bin> {
+    let bins = bins.max(1);
     let (base, extra) = (n / bins, n % bins);
     let mut out = Vec::with_capacity(bins.min(n));
-    let mut start = 0;
+    let mut rows = sorted.into_iter();
     for b in 0..bins {
         let size = base + usize::from(b < extra);
         if size == 0 {
             continue;
         }
-        let group = &order[start..start + size];
-        start += size;
-        let sum: f64 = group.iter().map(|&i| confidence[i]).sum();
-        let right = group.iter().filter(|&&i| hit[i]).count();
+        let (mut lo, mut hi, mut right) = (None, 0.0, 0usize);
+        let sum: f64 = rows
+            .by_ref()
+            .take(size)
+            .map(|(c, h)| {
+                lo.get_or_insert(c);
+                hi = c;
+                right += usize::from(h);
+                c
+            })
+            .sum();
         out.push(Bin {
-            lo: confidence[group[0]],
-            hi: confidence[group[size - 1]],
+            lo: lo.unwrap_or(hi),
+            hi,
             count: size,
             mean_confidence: sum / size as f64,
             observed: right as f64 / size as f64,
@@ -360,12 +409,35 @@ pub fn accuracy(hit: &[bool]) -> f64 {
 
 /// Mean of a sequence of per-row losses (0 when empty).
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (mut sum, mut n) = (0.0, 0usize);
+    let mut m = Mean::default();
     for v in values {
-        sum += v;
-        n += 1;
+        m.push(v);
     }
-    if n == 0 { 0.0 } else { sum / n as f64 }
+    m.value()
+}
+
+/// A mean added up a value at a time, in order (0 when empty).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Mean {
+    sum: f64,
+    n: usize,
+}
+
+impl Mean {
+    /// Adds one value.
+    pub(crate) fn push(&mut self, v: f64) {
+        self.sum += v;
+        self.n += 1;
+    }
+
+    /// The mean so far.
+    pub(crate) fn value(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
+    }
 }
 
 /// Binary log loss of P(true), as scikit-learn's `log_loss` computes it: the
@@ -379,13 +451,21 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 /// assert!(log_loss_binary(&[0.0], &[true]).is_finite());
 /// ```
 pub fn log_loss_binary(p_true: &[f64], y: &[bool]) -> f64 {
+    mean(
+        p_true
+            .iter()
+            .zip(y)
+            .map(|(&p, &t)| log_loss_binary_term(p, t)),
+    )
+}
+
+/// One row's term of [`log_loss_binary`].
+pub(crate) fn log_loss_binary_term(p: f64, t: bool) -> f64 {
     let eps = f64::EPSILON;
-    mean(p_true.iter().zip(y).map(|(&p, &t)| {
-        let q0 = (1.0 - p).clamp(eps, 1.0 - eps);
-        let q1 = p.clamp(eps, 1.0 - eps);
-        let q = if t { q1 } else { q0 };
-        -(q / (q0 + q1)).ln()
-    }))
+    let q0 = (1.0 - p).clamp(eps, 1.0 - eps);
+    let q1 = p.clamp(eps, 1.0 - eps);
+    let q = if t { q1 } else { q0 };
+    -(q / (q0 + q1)).ln()
 }
 
 /// Multi-class log loss: `probs[i]` is row i's distribution, `gold[i]` its class
@@ -398,12 +478,20 @@ pub fn log_loss_binary(p_true: &[f64], y: &[bool]) -> f64 {
 /// assert!((loss + 0.7f64.ln()).abs() < 1e-12);
 /// ```
 pub fn log_loss_multi(probs: &[Vec<f64>], gold: &[usize]) -> f64 {
+    mean(
+        probs
+            .iter()
+            .zip(gold)
+            .map(|(row, &g)| log_loss_multi_term(row, g)),
+    )
+}
+
+/// One row's term of [`log_loss_multi`].
+pub(crate) fn log_loss_multi_term(row: &[f64], g: usize) -> f64 {
     let eps = f64::EPSILON;
-    mean(probs.iter().zip(gold).map(|(row, &g)| {
-        let total: f64 = row.iter().map(|&p| p.clamp(eps, 1.0 - eps)).sum();
-        let q = row.get(g).copied().unwrap_or(0.0).clamp(eps, 1.0 - eps);
-        -(q / total).ln()
-    }))
+    let total: f64 = row.iter().map(|&p| p.clamp(eps, 1.0 - eps)).sum();
+    let q = row.get(g).copied().unwrap_or(0.0).clamp(eps, 1.0 - eps);
+    -(q / total).ln()
 }
 
 /// Binary Brier score of P(true): the mean of (p − y)².
@@ -412,10 +500,13 @@ pub fn log_loss_multi(probs: &[Vec<f64>], gold: &[usize]) -> f64 {
 /// assert_eq!(toolnexus::assess::metrics::brier_binary(&[1.0, 0.5], &[true, false]), 0.125);
 /// ```
 pub fn brier_binary(p_true: &[f64], y: &[bool]) -> f64 {
-    mean(p_true.iter().zip(y).map(|(&p, &t)| {
-        let d = p - f64::from(u8::from(t));
-        d * d
-    }))
+    mean(p_true.iter().zip(y).map(|(&p, &t)| brier_binary_term(p, t)))
+}
+
+/// One row's term of [`brier_binary`].
+pub(crate) fn brier_binary_term(p: f64, t: bool) -> f64 {
+    let d = p - f64::from(u8::from(t));
+    d * d
 }
 
 /// Multi-class Brier score: mean over rows of Σₖ (pₖ − [k = gold])².
@@ -425,15 +516,23 @@ pub fn brier_binary(p_true: &[f64], y: &[bool]) -> f64 {
 /// assert_eq!(b, 0.5);
 /// ```
 pub fn brier_multi(probs: &[Vec<f64>], gold: &[usize]) -> f64 {
-    mean(probs.iter().zip(gold).map(|(row, &g)| {
-        row.iter()
-            .enumerate()
-            .map(|(k, &p)| {
-                let d = p - if k == g { 1.0 } else { 0.0 };
-                d * d
-            })
-            .sum()
-    }))
+    mean(
+        probs
+            .iter()
+            .zip(gold)
+            .map(|(row, &g)| brier_multi_term(row, g)),
+    )
+}
+
+/// One row's term of [`brier_multi`].
+pub(crate) fn brier_multi_term(row: &[f64], g: usize) -> f64 {
+    row.iter()
+        .enumerate()
+        .map(|(k, &p)| {
+            let d = p - if k == g { 1.0 } else { 0.0 };
+            d * d
+        })
+        .sum()
 }
 
 /// Area under the ROC curve (the Mann–Whitney statistic, ties get average
@@ -453,16 +552,34 @@ pub fn auroc(score: &[f64], y: &[bool]) -> Option<f64> {
     }
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| score[a].total_cmp(&score[b]));
+    auroc_sorted(
+        order.iter().map(|&i| (score[i], y[i])),
+        positives,
+        negatives,
+    )
+}
+
+/// [`auroc`] of rows given in ascending score, `positives` of them true and
+/// `negatives` false (`None` when either is 0).
+pub(crate) fn auroc_sorted(
+    sorted: impl IntoIterator<Item = (f64, bool)>,
+    positives: usize,
+    negatives: usize,
+) -> Option<f64> {
+    if positives == 0 || negatives == 0 {
+        return None;
+    }
+    let mut rows = sorted.into_iter().peekable();
     let mut rank_sum = 0.0;
-    let mut i = 0;
-    while i < n {
-        let mut j = i;
-        while j + 1 < n && score[order[j + 1]] == score[order[i]] {
+    let mut i = 0usize;
+    while let Some((s, y)) = rows.next() {
+        let (mut j, mut tied_positives) = (i, usize::from(y));
+        while let Some((_, y)) = rows.next_if(|(t, _)| *t == s) {
             j += 1;
+            tied_positives += usize::from(y);
         }
         // Ranks i+1 ..= j+1 share their average.
         let rank = (i + j + 2) as f64 / 2.0;
-        let tied_positives = order[i..=j].iter().filter(|&&k| y[k]).count();
         rank_sum += rank * tied_positives as f64;
         i = j + 1;
     }
@@ -616,6 +733,11 @@ pub fn quadratic_kappa(gold: &[usize], predicted: &[usize], k: usize) -> Option<
             n += 1.0;
         }
     }
+    kappa_of(&m, n, k)
+}
+
+/// [`quadratic_kappa`] of its gold × predicted counts `m` (over `n` rows).
+pub(crate) fn kappa_of(m: &[Vec<f64>], n: f64, k: usize) -> Option<f64> {
     if n == 0.0 {
         return None;
     }
@@ -654,16 +776,26 @@ pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let (lo, hi, t) = quantile_at(sorted.len(), q);
+    Some(lerp(sorted[lo], sorted[hi], t))
+}
+
+/// Where the `q` quantile of `n > 0` sorted values lies: between positions
+/// `lo` and `hi`, at `t` of the way.
+pub(crate) fn quantile_at(n: usize, q: f64) -> (usize, usize, f64) {
+    let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(sorted.len() - 1);
-    let (a, b, t) = (sorted[lo], sorted[hi], h - lo as f64);
+    (lo, (lo + 1).min(n - 1), h - lo as f64)
+}
+
+/// `t` of the way from `a` to `b`, as numpy interpolates a quantile.
+pub(crate) fn lerp(a: f64, b: f64, t: f64) -> f64 {
     // numpy's lerp: from the nearer end, so t = 1 gives exactly b.
-    Some(if t >= 0.5 {
+    if t >= 0.5 {
         b - (b - a) * (1.0 - t)
     } else {
         a + (b - a) * t
-    })
+    }
 }
 
 /// One point of a risk-coverage curve: keep rows with confidence ≥ `cut`.
@@ -694,23 +826,33 @@ pub fn risk_coverage(confidence: &[f64], hit: &[bool]) -> Vec<CoveragePoint> {
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| confidence[b].total_cmp(&confidence[a]));
     let mut out = Vec::new();
+    risk_coverage_sorted(order.iter().map(|&i| (confidence[i], hit[i])), n, |p| {
+        out.push(p)
+    });
+    out
+}
+
+/// [`risk_coverage`] of `n` rows given in descending confidence: each point
+/// to `each`, so that a caller can thin the curve as it comes.
+pub(crate) fn risk_coverage_sorted(
+    sorted: impl IntoIterator<Item = (f64, bool)>,
+    n: usize,
+    mut each: impl FnMut(CoveragePoint),
+) {
+    let mut rows = sorted.into_iter().peekable();
     let (mut kept, mut right) = (0usize, 0usize);
-    for (pos, &i) in order.iter().enumerate() {
+    while let Some((c, h)) = rows.next() {
         kept += 1;
-        right += usize::from(hit[i]);
-        let last_of_tie = order
-            .get(pos + 1)
-            .is_none_or(|&j| confidence[j] != confidence[i]);
-        if last_of_tie {
-            out.push(CoveragePoint {
-                cut: confidence[i],
+        right += usize::from(h);
+        if rows.peek().is_none_or(|(next, _)| *next != c) {
+            each(CoveragePoint {
+                cut: c,
                 coverage: kept as f64 / n as f64,
                 accuracy: right as f64 / kept as f64,
                 kept,
             });
         }
     }
-    out
 }
 
 #[cfg(test)]

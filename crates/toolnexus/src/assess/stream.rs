@@ -4,7 +4,8 @@
 //! - [`RunReader`]: a run file's rows one at a time, with the errors
 //!   [`Run::parse`] gives.
 //! - [`summarize_file`]: [`summarize`](super::summarize)'s figures of a run
-//!   file, holding per row only what the metrics are computed from.
+//!   file in bounded memory: counts and sums a row at a time, and the
+//!   figures that need an order sorted through temporary files.
 //! - [`run_examples_file`]: [`run_examples`](super::run_examples) over an
 //!   examples file: the examples are checked in one pass, then read again and
 //!   asked as calls finish; what the run file already holds is kept as one
@@ -20,7 +21,9 @@ use serde_json::Value;
 use super::error::{AssessError, AssessErrorKind};
 use super::examples::{ExampleReader, check_each, id_hash, json_error_text};
 use super::run::{Row, RunOptions, ask, check_questions, mend, parse_header, read_row, start_file};
-use super::summary::{Observed, Summary, SummaryOptions, Totals, summary_of};
+use super::sorted::Spill;
+use super::summary::{Summary, SummaryOptions};
+use super::tally::Tally;
 use crate::classifier::{Classifier, Questions};
 
 /// A run file's rows read one at a time: an iterator of `Result<Row,
@@ -246,36 +249,56 @@ struct Winners {
     last_of: HashMap<usize, usize>,
 }
 
-/// Reads the ids of a run file's rows as digests (8 bytes a row, for the
-/// time it takes): which rows win.
+/// Reads the ids of a run file's rows as digests, sorted with their
+/// positions through a bounded [`Spill`]: which rows win. What it holds
+/// grows with the repeated ids alone.
 fn winners(path: &Path) -> Result<Winners, AssessError> {
-    let mut digests: Vec<u64> = Vec::new();
+    let mut spill = Spill::new(true);
     let mut reader = RunReader::open(path)?;
+    let mut at = 0u64;
     while let Some(id) = reader.next_id() {
-        digests.push(id_hash(&id?));
+        spill.push(id_hash(&id?), at).map_err(sort_error)?;
+        at += 1;
     }
-    let mut order: Vec<u32> = (0..digests.len() as u32).collect();
-    order.sort_by_key(|&i| digests[i as usize]);
     let mut w = Winners {
         moved: HashSet::new(),
         last_of: HashMap::new(),
     };
-    for group in order.chunk_by(|&a, &b| digests[a as usize] == digests[b as usize]) {
-        if let [first, .., last] = group {
-            w.last_of.insert(*first as usize, *last as usize);
-            w.moved.extend(group[1..].iter().map(|&i| i as usize));
+    // Positions ascend within a digest: the first is where the id counts,
+    // the last is the row that counts there.
+    let mut group: Option<(u64, usize, usize)> = None;
+    let close = |g: Option<(u64, usize, usize)>, w: &mut Winners| {
+        if let Some((_, first, last)) = g
+            && first != last
+        {
+            w.last_of.insert(first, last);
+        }
+    };
+    let mut sorted = spill.sorted().map_err(sort_error)?;
+    for (digest, at) in sorted.by_ref() {
+        let at = at as usize;
+        match group.as_mut() {
+            Some((d, _, last)) if *d == digest => {
+                w.moved.insert(at);
+                *last = at;
+            }
+            _ => close(group.replace((digest, at, at)), &mut w),
         }
     }
+    close(group, &mut w);
+    sorted.error().map_err(sort_error)?;
     Ok(w)
 }
 
 /// [`summarize`](super::summarize) of the run file at `path`, read a line at a
-/// time: what it holds per row is the figures the metrics are computed from
-/// (a question's probabilities, its gold, whether it was right, the row's
-/// latency), never the rows. The same file gives the same summary as
-/// [`Run::load`](super::Run::load) then `summarize`; slices, which group
-/// whole rows, are computed that way. Also returns the torn final line left
-/// out, if any.
+/// time in bounded memory: counts and sums are added up as rows come, and
+/// the figures that need an order (AUROC, adaptive ECE, risk-coverage
+/// curves, latency quantiles) keep a bounded chunk of their values in
+/// memory and the rest sorted in temporary files under
+/// [`std::env::temp_dir`], removed when done. The same file gives the same
+/// summary, bit for bit, as [`Run::load`](super::Run::load) then
+/// `summarize`; slices, which group whole rows, are computed that way. Also
+/// returns the torn final line left out, if any.
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -305,31 +328,26 @@ pub fn summarize_file(
         let run = super::Run::load(path)?;
         return Ok((super::summarize(&run, options), run.torn_line));
     }
-    let mut observed: Vec<(String, Observed)> = Vec::new();
-    let mut totals = Totals::default();
-    let mut slot = 0;
-    let (_, torn_line) = winning_rows(path, |questions, row| {
-        if observed.is_empty() {
-            observed = questions
-                .iter()
-                .map(|(k, q)| (k.clone(), Observed::of(q)))
-                .collect();
+    let mut tally: Option<Tally> = None;
+    let mut failed = None;
+    let (questions, torn_line) = winning_rows(path, |questions, row| {
+        let t = tally.get_or_insert_with(|| Tally::new(questions, options, true));
+        if failed.is_none()
+            && let Err(e) = t.push(&row)
+        {
+            failed = Some(e);
         }
-        let d = row.decision();
-        for (key, o) in &mut observed {
-            if let Some(gold) = row.labels.get(key) {
-                o.push(
-                    slot,
-                    gold,
-                    d.and_then(|d| d.answers.get(key)),
-                    d.map(|d| d.model.as_str()),
-                );
-            }
-        }
-        totals.push(&row);
-        slot += 1;
     })?;
-    Ok((summary_of(&observed, totals, options), torn_line))
+    if let Some(e) = failed {
+        return Err(sort_error(e));
+    }
+    let tally = tally.unwrap_or_else(|| Tally::new(&questions, options, true));
+    Ok((tally.finish().map_err(sort_error)?, torn_line))
+}
+
+/// A temporary file of a summary's sort that could not be written or read.
+fn sort_error(e: std::io::Error) -> AssessError {
+    AssessError::io(&std::env::temp_dir(), "cannot sort the run's figures in", e)
 }
 
 /// The rows of the run file at `path` as [`Run::load`](super::Run::load)
@@ -384,21 +402,27 @@ struct Done(Vec<u64>);
 
 impl Done {
     fn read(reader: &mut RunReader) -> Result<Done, AssessError> {
-        // The digest's low bit carries the outcome.
-        let mut all: Vec<u64> = Vec::new();
-        for row in reader.by_ref() {
+        // Sorted through a bounded spill by digest, then position: the later
+        // row of an id comes last in its group and wins. The low bit of the
+        // digest carries the outcome.
+        let mut spill = Spill::new(true);
+        for (at, row) in reader.by_ref().enumerate() {
             let row = row?;
-            all.push((id_hash(&row.id) & !1) | u64::from(row.decision().is_some()));
+            let d = (id_hash(&row.id) & !1) | u64::from(row.decision().is_some());
+            spill
+                .push(d >> 1, (at as u64) << 1 | (d & 1))
+                .map_err(sort_error)?;
         }
-        // Stable: the later row of an id comes last in its group and wins.
-        all.sort_by_key(|d| d >> 1);
-        let mut done: Vec<u64> = Vec::with_capacity(all.len());
-        for d in all {
+        let mut done: Vec<u64> = Vec::with_capacity(spill.len());
+        let mut sorted = spill.sorted().map_err(sort_error)?;
+        for (key, tag) in sorted.by_ref() {
+            let d = key << 1 | (tag & 1);
             match done.last_mut() {
-                Some(last) if *last >> 1 == d >> 1 => *last = d,
+                Some(last) if *last >> 1 == key => *last = d,
                 _ => done.push(d),
             }
         }
+        sorted.error().map_err(sort_error)?;
         done.shrink_to_fit();
         Ok(Done(done))
     }
@@ -408,6 +432,45 @@ impl Done {
         let key = id_hash(id) >> 1;
         let at = self.0.binary_search_by_key(&key, |d| d >> 1).ok()?;
         Some(self.0[at] & 1 == 1)
+    }
+}
+
+/// The ids a run file holds, each as a 64-bit digest with whether its row
+/// (the last one, when an id appears twice) was decided: 8 bytes an id, so
+/// that what a run would ask again is counted without holding the rows.
+///
+/// ```
+/// use toolnexus::assess::{Outcome, Row, Run, RunIds};
+/// use toolnexus::judge::{noul, questions};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let failed = Outcome::Failed { kind: "timeout".into(), message: "slow".into() };
+/// let path = std::env::temp_dir().join(format!("tn-run-ids-doc-{}.jsonl", std::process::id()));
+/// Run::new(qs, vec![Row::new("a", Default::default(), failed)]).save(&path)?;
+/// let ids = RunIds::read(&path)?;
+/// assert!(ids.wanted("b", false), "no row: asked");
+/// assert!(!ids.wanted("a", false), "a failed row is kept");
+/// assert!(ids.wanted("a", true), "unless errors are asked again");
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RunIds(Done);
+
+impl RunIds {
+    /// Reads the run file at `path`, with the errors [`Run::load`] gives.
+    ///
+    /// [`Run::load`]: super::Run::load
+    pub fn read(path: impl AsRef<Path>) -> Result<RunIds, AssessError> {
+        Ok(RunIds(Done::read(&mut RunReader::open(path)?)?))
+    }
+
+    /// Whether a run would ask example `id`: the file has no row for it, or
+    /// its row failed and `rerun_errors` asks failures again.
+    pub fn wanted(&self, id: &str, rerun_errors: bool) -> bool {
+        match self.0.outcome(id) {
+            None => true,
+            Some(decided) => rerun_errors && !decided,
+        }
     }
 }
 
@@ -503,6 +566,11 @@ pub async fn run_examples_file(
         .unchecked_ids()
         .map_while(|ex| ex.map_err(|e| error = Some(e)).ok())
         .filter(|ex| wanted(done.outcome(&ex.id)));
+    // A new file holds this run's rows alone, each id once (the examples'
+    // ids are unique), in the order they are written: the summary is added
+    // up as they are, and the file is not read again.
+    let mut tally = (!existing).then(|| Tally::new(questions, &SummaryOptions::default(), true));
+    let mut tally_error = None;
     let (mut asked, mut not_started) = (0, 0);
     ask(
         classifier,
@@ -512,7 +580,15 @@ pub async fn run_examples_file(
         path,
         &options,
         |row| match row {
-            Some(_) => asked += 1,
+            Some(row) => {
+                asked += 1;
+                if let Some(t) = tally.as_mut()
+                    && tally_error.is_none()
+                    && let Err(e) = t.push(&row)
+                {
+                    tally_error = Some(e);
+                }
+            }
             None => not_started += 1,
         },
     )
@@ -521,7 +597,13 @@ pub async fn run_examples_file(
         return Err(e);
     }
     drop(done);
-    let (summary, _) = summarize_file(path, &SummaryOptions::default())?;
+    let summary = match tally {
+        Some(t) => match tally_error {
+            Some(e) => return Err(sort_error(e)),
+            None => t.finish().map_err(sort_error)?,
+        },
+        None => summarize_file(path, &SummaryOptions::default())?.0,
+    };
     Ok(FileRun {
         summary,
         torn_line,

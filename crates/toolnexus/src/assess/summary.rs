@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::examples::Gold;
-use super::metrics::{self, Bin, Confusion, CoveragePoint, EceRows};
+use super::metrics::{Bin, Confusion, CoveragePoint};
 use super::run::Run;
 use super::text::{columns, opt, pct};
 use crate::classifier::{DecisionAnswer, Question, near_uniform};
-use crate::judge::{Bands, Verdict};
+use crate::judge::Bands;
 
 pub use super::metrics::ECE_BINS;
 
@@ -76,67 +76,121 @@ impl Observed {
         model: Option<&str>,
     ) {
         let o = self;
-        let ok = match (gold, answer) {
-            (Gold::Noul(y), Some(DecisionAnswer::Noul(a))) => {
-                let p = a.noul;
+        let Some(r) = Reading::read(&o.labels, gold, answer) else {
+            o.failed += 1;
+            return;
+        };
+        let (conf, hit) = r.conf_hit();
+        o.conf.push(conf);
+        o.hit.push(hit);
+        match r {
+            Reading::Noul { p, y } => {
                 o.p_true.push(p);
-                o.y.push(*y);
-                o.conf.push(p.max(1.0 - p));
-                o.hit.push((p > 0.5) == *y);
-                true
+                o.y.push(y);
+            }
+            Reading::Multi {
+                probs,
+                gold,
+                pred,
+                near_uniform,
+                score,
+                ..
+            } => {
+                o.probs.push(probs);
+                o.gold.push(gold);
+                o.pred.push(pred);
+                o.near_uniform.push(near_uniform);
+                o.score.extend(score);
+            }
+        }
+        o.rows.push(i);
+        if let Some(m) = model
+            && !o.models.iter().any(|x| x == m)
+        {
+            o.models.push(m.to_string());
+        }
+    }
+}
+
+/// One labelled answer read against its gold: what a summary takes of it.
+pub(crate) enum Reading {
+    /// A noul answer: P(yes) and the gold outcome.
+    Noul { p: f64, y: bool },
+    /// A choice or score answer: the distribution over the question's
+    /// labels, the gold and predicted index, the answer's confidence,
+    /// whether it is near uniform, and (score) the expected level.
+    Multi {
+        probs: Vec<f64>,
+        gold: usize,
+        pred: usize,
+        conf: f64,
+        near_uniform: bool,
+        score: Option<f64>,
+    },
+}
+
+impl Reading {
+    /// The reading of `answer` against `gold` over `labels` (a question's
+    /// class names); `None` when the answer does not fit the gold's kind.
+    pub(crate) fn read(
+        labels: &[String],
+        gold: &Gold,
+        answer: Option<&DecisionAnswer>,
+    ) -> Option<Reading> {
+        match (gold, answer) {
+            (Gold::Noul(y), Some(DecisionAnswer::Noul(a))) => {
+                Some(Reading::Noul { p: a.noul, y: *y })
             }
             (Gold::Choice(g), Some(DecisionAnswer::Choice(a))) => {
-                let probs: Vec<f64> = o
-                    .labels
+                let probs: Vec<f64> = labels
                     .iter()
                     .map(|l| a.probabilities.get(l).copied().unwrap_or(0.0))
                     .collect();
-                let gi = o.labels.iter().position(|l| l == g).unwrap_or(0);
-                let pi = o
-                    .labels
+                let gold = labels.iter().position(|l| l == g).unwrap_or(0);
+                let pred = labels
                     .iter()
                     .position(|l| *l == a.choice)
                     .unwrap_or_else(|| argmax(&probs));
-                o.probs.push(probs);
-                o.gold.push(gi);
-                o.pred.push(pi);
-                o.conf.push(a.confidence);
-                o.hit.push(gi == pi);
-                o.near_uniform.push(a.near_uniform);
-                true
+                Some(Reading::Multi {
+                    probs,
+                    gold,
+                    pred,
+                    conf: a.confidence,
+                    near_uniform: a.near_uniform,
+                    score: None,
+                })
             }
             (Gold::Score(g), Some(DecisionAnswer::Score(a))) => {
-                let probs: Vec<f64> = o
-                    .labels
+                let probs: Vec<f64> = labels
                     .iter()
                     .map(|l| a.probabilities.get(l).copied().unwrap_or(0.0))
                     .collect();
-                let pi = if a.probabilities.is_empty() {
-                    (a.score.round().max(0.0) as usize).min(o.labels.len().saturating_sub(1))
+                let pred = if a.probabilities.is_empty() {
+                    (a.score.round().max(0.0) as usize).min(labels.len().saturating_sub(1))
                 } else {
                     argmax(&probs)
                 };
-                o.near_uniform
-                    .push(!a.probabilities.is_empty() && near_uniform(&a.probabilities));
-                o.probs.push(probs);
-                o.gold.push(*g);
-                o.pred.push(pi);
-                o.score.push(a.score);
-                o.conf.push(a.confidence);
-                o.hit.push(*g == pi);
-                true
+                Some(Reading::Multi {
+                    probs,
+                    gold: *g,
+                    pred,
+                    conf: a.confidence,
+                    near_uniform: !a.probabilities.is_empty() && near_uniform(&a.probabilities),
+                    score: Some(a.score),
+                })
             }
-            _ => false,
-        };
-        if ok {
-            o.rows.push(i);
-            if let Some(m) = model
-                && !o.models.iter().any(|x| x == m)
-            {
-                o.models.push(m.to_string());
-            }
-        } else {
-            o.failed += 1;
+            _ => None,
+        }
+    }
+
+    /// The confidence (noul: max(p, 1 − p)) and whether the answer was
+    /// right (noul: P(yes) > 0.5 matches the gold).
+    pub(crate) fn conf_hit(&self) -> (f64, bool) {
+        match self {
+            Reading::Noul { p, y } => (p.max(1.0 - p), (*p > 0.5) == *y),
+            Reading::Multi {
+                gold, pred, conf, ..
+            } => (*conf, gold == pred),
         }
     }
 }
@@ -426,181 +480,6 @@ impl Summary {
     }
 }
 
-/// Summarises a run: every figure of SPEC §13 per question, the row gate,
-/// cost, latency and slices. Pure: the same run gives the same summary.
-///
-/// ```
-/// use std::collections::BTreeMap;
-/// use serde_json::json;
-/// use toolnexus::assess::*;
-/// use toolnexus::classifier::Decision;
-/// use toolnexus::judge::{noul, questions};
-///
-/// let qs = questions(&[noul("spam", "Is it spam?")])?;
-/// let row = |id: &str, p: f64, y: bool| Row::new(id, BTreeMap::from([("spam".to_string(), Gold::Noul(y))]),
-///     Outcome::Decided(Decision::from_value(&json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": p}}})).unwrap()));
-/// let run = Run::new(qs, vec![row("a", 0.9, true), row("b", 0.2, false), row("c", 0.7, false)]);
-/// let s = summarize(&run, &SummaryOptions::default());
-/// let spam = s.question("spam").unwrap();
-/// assert_eq!(spam.n, 3);
-/// assert!((spam.accuracy - 2.0 / 3.0).abs() < 1e-12);
-/// assert_eq!(spam.auroc, Some(1.0));
-/// assert_eq!(s.cost.total(), None, "no row said what it cost");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn summarize(run: &Run, options: &SummaryOptions) -> Summary {
-    let observed: Vec<(String, Observed)> = run
-        .questions
-        .keys()
-        .map(|k| (k.clone(), observe(run, k, None)))
-        .collect();
-    let mut totals = Totals::default();
-    for r in &run.rows {
-        totals.push(r);
-    }
-    let mut s = summary_of(&observed, totals, options);
-    for by in &options.slices {
-        for (name, value, rows) in slice_rows(run, by) {
-            s.slices.push(Slice {
-                by: name,
-                value,
-                rows: rows.len(),
-                questions: summarize_questions(run, Some(&rows), options),
-            });
-        }
-    }
-    s
-}
-
-/// The row-level figures of a summary, added up a row at a time.
-#[derive(Debug, Default)]
-pub(crate) struct Totals {
-    rows: usize,
-    failed_rows: usize,
-    cost: CostSummary,
-    cost_sources: BTreeMap<String, usize>,
-    latencies: Vec<f64>,
-    by_model: BTreeMap<String, usize>,
-}
-
-impl Totals {
-    /// Adds one row (rows in run order).
-    pub(crate) fn push(&mut self, r: &super::run::Row) {
-        self.rows += 1;
-        match r.decision() {
-            Some(d) => {
-                match self.by_model.get_mut(d.model.as_str()) {
-                    Some(n) => *n += 1,
-                    None => {
-                        self.by_model.insert(d.model.clone(), 1);
-                    }
-                }
-                match r.cost.usd {
-                    Some(c) => {
-                        self.cost.known_rows += 1;
-                        self.cost.known_total += c;
-                    }
-                    None => self.cost.unknown_rows += 1,
-                }
-                let source = r
-                    .cost
-                    .source
-                    .as_ref()
-                    .map_or("unknown".to_string(), |s| s.to_string());
-                *self.cost_sources.entry(source).or_default() += 1;
-            }
-            None => self.failed_rows += 1,
-        }
-        if let Some(ms) = r.latency_ms {
-            self.latencies.push(ms);
-        }
-    }
-}
-
-/// A summary (without slices) of each question's observations over the
-/// whole run and the run's row totals.
-pub(crate) fn summary_of(
-    observed: &[(String, Observed)],
-    totals: Totals,
-    options: &SummaryOptions,
-) -> Summary {
-    let questions: Vec<QuestionSummary> = observed
-        .iter()
-        .filter(|(_, o)| !(o.rows.is_empty() && o.failed == 0))
-        .map(|(key, o)| {
-            let bands = options
-                .bands
-                .as_ref()
-                .map(|(d, per)| per.get(key).copied().unwrap_or(*d));
-            question_summary(key, o, bands)
-        })
-        .collect();
-    let gate_keys = options
-        .gate_keys
-        .clone()
-        .unwrap_or_else(|| questions.iter().map(|q| q.key.clone()).collect());
-    let gated: Option<Vec<&Observed>> = gate_keys
-        .iter()
-        .map(|k| observed.iter().find(|(key, _)| key == k).map(|(_, o)| o))
-        .collect();
-    let gate = gated
-        .and_then(|g| gate_of(&g))
-        .map(|(conf, hit)| GateSummary {
-            keys: gate_keys.clone(),
-            n: conf.len(),
-            accuracy: metrics::accuracy(&hit),
-            risk_coverage: thin(metrics::risk_coverage(&conf, &hit)),
-        });
-    let answered = totals.rows - totals.failed_rows;
-    let mut answered_by: Vec<AnsweredBy> = totals
-        .by_model
-        .into_iter()
-        .map(|(model, rows)| AnsweredBy {
-            model,
-            rows,
-            share: rows as f64 / answered as f64,
-        })
-        .collect();
-    answered_by.sort_by(|a, b| b.rows.cmp(&a.rows).then_with(|| a.model.cmp(&b.model)));
-    Summary {
-        rows: totals.rows,
-        failed_rows: totals.failed_rows,
-        questions,
-        gate,
-        answered_by,
-        cost: totals.cost,
-        cost_sources: totals.cost_sources,
-        latency_p50_ms: metrics::quantile(&totals.latencies, 0.5),
-        latency_p95_ms: metrics::quantile(&totals.latencies, 0.95),
-        slices: Vec::new(),
-    }
-}
-
-/// Row-level confidences (the minimum over the questions) and hits (all
-/// right) of the rows observed on every one of `observed` (each over the
-/// whole run, so its rows ascend); `None` when there are none.
-fn gate_of(observed: &[&Observed]) -> Option<(Vec<f64>, Vec<bool>)> {
-    let (first, rest) = observed.split_first()?;
-    let mut at = vec![0usize; rest.len()];
-    let (mut conf, mut hit) = (Vec::new(), Vec::new());
-    'rows: for (j, &r) in first.rows.iter().enumerate() {
-        let (mut c, mut h) = (1.0f64.min(first.conf[j]), first.hit[j]);
-        for (o, k) in rest.iter().zip(at.iter_mut()) {
-            while *k < o.rows.len() && o.rows[*k] < r {
-                *k += 1;
-            }
-            if o.rows.get(*k) != Some(&r) {
-                continue 'rows;
-            }
-            c = c.min(o.conf[*k]);
-            h &= o.hit[*k];
-        }
-        conf.push(c);
-        hit.push(h);
-    }
-    (!conf.is_empty()).then_some((conf, hit))
-}
-
 /// `priced (toolnexus, checked 2026-12-05) 40, cache 2`: where the costs came from.
 pub(crate) fn cost_sources_text(sources: &BTreeMap<String, usize>) -> String {
     let parts: Vec<String> = sources.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -619,152 +498,6 @@ pub(crate) fn cost_sources_text(sources: &BTreeMap<String, usize>) -> String {
 /// assert!(curve.windows(2).all(|w| w[0].coverage < w[1].coverage));
 /// ```
 pub const CURVE_POINTS: usize = 201;
-
-/// A curve thinned to at most [`CURVE_POINTS`]: the first point at or past
-/// each of `CURVE_POINTS - 1` even coverage steps from 0 to 1, and the last.
-fn thin(curve: Vec<CoveragePoint>) -> Vec<CoveragePoint> {
-    if curve.len() <= CURVE_POINTS {
-        return curve;
-    }
-    let steps = (CURVE_POINTS - 2) as f64;
-    let last = curve.len() - 1;
-    let mut out = Vec::with_capacity(CURVE_POINTS);
-    let mut next_step = 0.0;
-    for (i, p) in curve.iter().enumerate() {
-        if i == 0 || i == last || p.coverage >= next_step / steps {
-            out.push(*p);
-            while next_step / steps <= p.coverage {
-                next_step += 1.0;
-            }
-        }
-    }
-    out
-}
-
-fn summarize_questions(
-    run: &Run,
-    rows: Option<&[usize]>,
-    options: &SummaryOptions,
-) -> Vec<QuestionSummary> {
-    run.questions
-        .keys()
-        .filter_map(|key| {
-            let o = observe(run, key, rows);
-            if o.rows.is_empty() && o.failed == 0 {
-                return None;
-            }
-            let bands = options
-                .bands
-                .as_ref()
-                .map(|(d, per)| per.get(key).copied().unwrap_or(*d));
-            Some(question_summary(key, &o, bands))
-        })
-        .collect()
-}
-
-fn question_summary(key: &str, o: &Observed, bands: Option<Bands>) -> QuestionSummary {
-    let n = o.rows.len();
-    let models = o.models.clone();
-    let mut s = QuestionSummary {
-        key: key.to_string(),
-        kind: o.kind.to_string(),
-        n,
-        failed: o.failed,
-        accuracy: metrics::accuracy(&o.hit),
-        log_loss: 0.0,
-        brier: 0.0,
-        ece: 0.0,
-        adaptive_ece: 0.0,
-        mce: 0.0,
-        reliability: Vec::new(),
-        auroc: None,
-        precision_at: Vec::new(),
-        macro_f1: None,
-        confusion: None,
-        within_one: None,
-        mae: None,
-        kappa: None,
-        score_errors: Vec::new(),
-        near_uniform_rate: None,
-        abstention_rate: None,
-        risk_coverage: thin(metrics::risk_coverage(&o.conf, &o.hit)),
-        models,
-    };
-    if n == 0 {
-        return s;
-    }
-    if o.kind == "noul" {
-        s.log_loss = metrics::log_loss_binary(&o.p_true, &o.y);
-        s.brier = metrics::brier_binary(&o.p_true, &o.y);
-        s.auroc = metrics::auroc(&o.p_true, &o.y);
-        s.precision_at = PRECISION_CUTS
-            .iter()
-            .map(|&cut| {
-                let (precision, kept) = metrics::precision_at(&o.p_true, &o.y, cut);
-                PrecisionAt {
-                    cut,
-                    precision,
-                    kept,
-                }
-            })
-            .collect();
-        if let Some(b) = bands {
-            let unsure = o
-                .p_true
-                .iter()
-                .filter(|p| b.noul(**p) == Verdict::Uncertain)
-                .count();
-            s.abstention_rate = Some(unsure as f64 / n as f64);
-        }
-    } else {
-        s.log_loss = metrics::log_loss_multi(&o.probs, &o.gold);
-        s.brier = metrics::brier_multi(&o.probs, &o.gold);
-        let confusion = Confusion::new(o.labels.clone(), &o.gold, &o.pred);
-        let nu = o.near_uniform.iter().filter(|b| **b).count();
-        s.near_uniform_rate = Some(nu as f64 / n as f64);
-        if let Some(b) = bands {
-            let unsure = (0..n)
-                .filter(|&i| {
-                    let sure = o.conf[i] > b.high && (o.kind == "score" || !o.near_uniform[i]);
-                    !sure
-                })
-                .count();
-            s.abstention_rate = Some(unsure as f64 / n as f64);
-        }
-        if o.kind == "choice" {
-            s.macro_f1 = Some(confusion.macro_f1());
-        } else {
-            let within = (0..n)
-                .filter(|&i| o.gold[i].abs_diff(o.pred[i]) <= 1)
-                .count();
-            s.within_one = Some(within as f64 / n as f64);
-            let gold_f: Vec<f64> = o.gold.iter().map(|g| *g as f64).collect();
-            s.mae = Some(metrics::mae(&gold_f, &o.score));
-            s.kappa = metrics::quadratic_kappa(&o.gold, &o.pred, o.labels.len());
-            let mut errs: BTreeMap<i64, usize> = BTreeMap::new();
-            for i in 0..n {
-                *errs.entry(o.pred[i] as i64 - o.gold[i] as i64).or_default() += 1;
-            }
-            s.score_errors = errs.into_iter().collect();
-        }
-        s.confusion = Some(confusion);
-    }
-    let top = ece_rows(o);
-    s.reliability = top.reliability();
-    s.ece = top.ece();
-    s.adaptive_ece = top.adaptive_ece();
-    s.mce = metrics::mce(&s.reliability);
-    s
-}
-
-/// What one question's ECE is over ([`EceRows`]).
-fn ece_rows(o: &Observed) -> EceRows {
-    if o.kind == "noul" {
-        EceRows::from_noul(&o.p_true, &o.y)
-    } else {
-        EceRows::from_distributions(&o.probs, &o.gold)
-    }
-}
 
 /// Row-level confidences (the minimum over `keys`) and hits (all right) for
 /// rows labelled and answered on every key; `None` when there are none.
@@ -792,56 +525,6 @@ pub(crate) fn gate_observations(
         .map(|e| (e.0, e.1))
         .unzip();
     (!conf.is_empty()).then_some((conf, hit))
-}
-
-fn slice_rows(run: &Run, by: &SliceBy) -> Vec<(String, String, Vec<usize>)> {
-    match by {
-        SliceBy::Meta(field) => {
-            let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-            for (i, r) in run.rows.iter().enumerate() {
-                let v = match r.meta.get(field) {
-                    None | Some(serde_json::Value::Null) => "(none)".to_string(),
-                    Some(serde_json::Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                };
-                groups.entry(v).or_default().push(i);
-            }
-            groups
-                .into_iter()
-                .map(|(v, rows)| (format!("meta.{field}"), v, rows))
-                .collect()
-        }
-        SliceBy::StateLength(k) => {
-            let mut order: Vec<usize> = (0..run.rows.len()).collect();
-            order.sort_by_key(|&i| run.rows[i].state_len);
-            let n = order.len();
-            let k = (*k).max(1).min(n.max(1));
-            let mut out = Vec::new();
-            let mut start = 0;
-            for b in 0..k {
-                let mut end = (n * (b + 1)) / k;
-                // Keep equal lengths in one range.
-                while end < n
-                    && end > 0
-                    && run.rows[order[end]].state_len == run.rows[order[end - 1]].state_len
-                {
-                    end += 1;
-                }
-                if end <= start {
-                    continue;
-                }
-                let lo = run.rows[order[start]].state_len;
-                let hi = run.rows[order[end - 1]].state_len;
-                out.push((
-                    "state_len".to_string(),
-                    format!("{lo}–{hi} chars"),
-                    order[start..end].to_vec(),
-                ));
-                start = end;
-            }
-            out
-        }
-    }
 }
 
 /// The summary as a terminal table, one line per question, then the gate,

@@ -395,11 +395,27 @@ impl Estimator {
     /// assert_eq!((e.input_low, e.input_high), (2690.0 * 0.7, 2690.0 * 1.3));
     /// ```
     pub fn estimate<'a>(&self, shapes: impl Iterator<Item = &'a Shape>) -> Estimate {
+        self.estimate_each(shapes.copied())
+    }
+
+    /// [`Estimator::estimate`] of shapes made as they are read (one per
+    /// input, never held), so that an input file is estimated in one pass.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolnexus::cost::{Estimator, Shape};
+    /// let qs = Default::default();
+    /// let shapes: Vec<Shape> = (0..3).map(|i| Shape::of(&json!(i), &qs)).collect();
+    /// let est = Estimator::default();
+    /// let each = est.estimate_each((0..3).map(|i| Shape::of(&json!(i), &qs)));
+    /// assert_eq!(each, est.estimate(shapes.iter()));
+    /// ```
+    pub fn estimate_each(&self, shapes: impl IntoIterator<Item = Shape>) -> Estimate {
         let (mut calls, mut input, mut output) = (0, 0.0, 0.0);
         for s in shapes {
             calls += 1;
-            input += self.input_tokens(s);
-            output += self.output_tokens(s);
+            input += self.input_tokens(&s);
+            output += self.output_tokens(&s);
         }
         let r = self.range_pct() / 100.0;
         Estimate {

@@ -192,6 +192,95 @@ fn a_file_summary_is_the_summary_of_the_loaded_run() {
 }
 
 #[test]
+fn a_varied_file_summary_is_the_summary_of_the_loaded_run() {
+    // Every question kind, latencies and costs, failed rows, rows without a
+    // label, decisions without an answer; a failed row asked again later
+    // (the later row wins) and a torn last line; enough rows that each
+    // ordered figure spills to its temporary file in a test build.
+    let d = dir("varied");
+    let path = d.join("run.jsonl");
+    let run = crate::assess::tally::tests::varied_run(2_000);
+    assert!(matches!(run.rows[11].outcome, Outcome::Failed { .. }));
+    let mut again = run.rows[11].clone();
+    again.outcome = run.rows[12].outcome.clone();
+    let mut text = run.to_jsonl();
+    text.push_str(
+        Run::new(run.questions.clone(), vec![again])
+            .to_jsonl()
+            .lines()
+            .nth(1)
+            .unwrap(),
+    );
+    text.push_str("\n{\"id\":\"s5\",\"lab");
+    std::fs::write(&path, &text).unwrap();
+    let loaded = Run::load(&path).unwrap();
+    assert_eq!(loaded.rows.len(), 2_000);
+    assert!(loaded.rows[11].decision().is_some());
+    for options in [
+        SummaryOptions::default(),
+        SummaryOptions {
+            gate_keys: Some(vec!["quality".into(), "topic".into()]),
+            bands: Some((Default::default(), Default::default())),
+            ..Default::default()
+        },
+    ] {
+        let (s, torn) = summarize_file(&path, &options).unwrap();
+        assert_eq!(s, summarize(&loaded, &options));
+        assert!(s.latency_p95_ms.is_some() && s.cost.known_rows > 0);
+        assert_eq!(torn, loaded.torn_line);
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[tokio::test]
+async fn a_new_run_file_is_summarised_as_its_rows_are_written() {
+    // Answers that vary with the state, several calls at once (rows are
+    // written as calls finish, not in the examples' order) and one failure.
+    let qs = questions(&[noul("spam", "Is it spam?")]).unwrap();
+    let d = dir("fresh");
+    let (examples, out) = (d.join("ex.jsonl"), d.join("run.jsonl"));
+    let text: String = (0..600)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"x{i}\", \"state\": {i}, \"labels\": {{\"spam\": {}}}}}\n",
+                i % 3 == 0
+            )
+        })
+        .collect();
+    std::fs::write(&examples, text).unwrap();
+    let judge = create_classifier(ClassifierOptions {
+        style: ClassifierStyle::Custom,
+        evaluate: Some(Arc::new(|_ctx, state, _qs| {
+            let i = state.as_u64().unwrap_or(0);
+            Box::pin(async move {
+                if i == 7 {
+                    return Err("no answer".to_string());
+                }
+                tokio::task::yield_now().await;
+                let p = (i % 97) as f64 / 97.0;
+                Decision::from_value(
+                    &json!({"model": "m", "answers": {"spam": {"type": "noul", "noul": p}}}),
+                )
+                .map_err(|e| e.to_string())
+            })
+        })),
+        ..Default::default()
+    })
+    .unwrap();
+    let options = RunOptions {
+        concurrency: 8,
+        ..Default::default()
+    };
+    let r = run_examples_file(&judge, &qs, &examples, &out, options)
+        .await
+        .unwrap();
+    assert_eq!((r.asked, r.summary.failed_rows), (600, 1));
+    let (s, _) = summarize_file(&out, &SummaryOptions::default()).unwrap();
+    assert_eq!(r.summary, s);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn a_run_reader_gives_the_errors_of_a_whole_read() {
     let d = dir("errors");
     let path = d.join("run.jsonl");
