@@ -421,7 +421,10 @@ impl CallExport for Export {
 
     fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
         self.spans.send(spans::Draft {
-            name: format!("guard {}", verdict.tool).into(),
+            name: {
+                let name = format!("guard {}", verdict.tool);
+                attributes::intern(&name).map_or(name.into(), Into::into)
+            },
             kind: SpanKind::Internal,
             started,
             ended: started + took,
@@ -449,7 +452,10 @@ impl CallWatch for Watch {
             attributes: span_attributes(&record),
             events: evaluation_events(&record, &self.instructions),
             error: end.result.as_ref().err().map(|e| e.kind().as_str()),
-            name: format!("evaluate {}", self.asked).into(),
+            name: {
+                let name = format!("evaluate {}", self.asked);
+                attributes::intern(&name).map_or(name.into(), Into::into)
+            },
             kind: SpanKind::Client,
             started: self.started,
             ended: self.started + end.duration,
