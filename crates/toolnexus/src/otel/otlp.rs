@@ -270,15 +270,10 @@ pub(super) enum Traces {
 }
 
 impl SpanExporter for Traces {
-    fn export(
-        &self,
-        batch: Vec<SpanData>,
-    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        async move {
-            match self {
-                Traces::Ours(e) => e.export(batch).await,
-                Traces::Sdk(e) => e.export(batch).await,
-            }
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        match self {
+            Traces::Ours(e) => e.export(batch).await,
+            Traces::Sdk(e) => e.export(batch).await,
         }
     }
 
