@@ -39,6 +39,7 @@ use crate::classifier::{
 
 mod attributes;
 mod delivery;
+mod otlp;
 mod spans;
 
 pub use attributes::{CallRecord, evaluation_events, guard_attributes, span_attributes};
@@ -130,6 +131,46 @@ struct Instruments {
     tokens: Counter<u64>,
     cost_usd: Counter<f64>,
     duration: Histogram<f64>,
+    labels: Labels,
+}
+
+/// The request counter's label sets, made once per style, model and
+/// outcome: a process calls a few models in one or two styles, and a set
+/// made again for each call costs the strings' lookups and the values.
+#[derive(Default)]
+struct Labels(std::sync::Mutex<Vec<(String, String, [KeyValue; 3])>>);
+
+impl Labels {
+    /// How many label sets are kept; past them a set is made for its call.
+    const MAX: usize = 64;
+
+    /// Runs `f` with the labels of (`style`, `model`, `outcome`).
+    fn with(&self, style: &str, model: &str, outcome: &'static str, f: impl FnOnce(&[KeyValue])) {
+        let make = || {
+            [
+                KeyValue::new("style", attributes::shared(style)),
+                KeyValue::new("model", attributes::shared(model)),
+                KeyValue::new("outcome", outcome),
+            ]
+        };
+        // A poisoned lock holds whole label sets either way.
+        let mut sets = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let found = sets
+            .iter()
+            .position(|(s, m, l)| s == style && m == model && l[2].value.as_str() == outcome);
+        let labels = match found {
+            Some(i) => sets[i].2.clone(),
+            None => {
+                let labels = make();
+                if sets.len() < Self::MAX {
+                    sets.push((style.to_string(), model.to_string(), labels.clone()));
+                }
+                labels
+            }
+        };
+        drop(sets);
+        f(&labels);
+    }
 }
 
 /// Keeps the export running; [`OtelGuard::shutdown`] (or dropping it) sends
@@ -173,14 +214,20 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         _ => {}
     }
     let resource = resource(&options);
-    let spans = opentelemetry_otlp::SpanExporter::builder().with_http();
-    let spans = match &options.endpoint {
-        Some(e) => spans.with_endpoint(format!("{}/v1/traces", e.trim_end_matches('/'))),
-        None => spans,
-    }
-    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-    .build()
-    .map_err(|e| OtelError(format!("traces exporter: {e}")))?;
+    let spans = match otlp::config(options.endpoint.as_deref()) {
+        Some(config) => otlp::Traces::Ours(otlp::OtlpHttp::new(config)),
+        None => {
+            let spans = opentelemetry_otlp::SpanExporter::builder().with_http();
+            let spans = match &options.endpoint {
+                Some(e) => spans.with_endpoint(format!("{}/v1/traces", e.trim_end_matches('/'))),
+                None => spans,
+            }
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .build()
+            .map_err(|e| OtelError(format!("traces exporter: {e}")))?;
+            otlp::Traces::Sdk(spans)
+        }
+    };
     let metrics = opentelemetry_otlp::MetricExporter::builder().with_http();
     let metrics = match &options.endpoint {
         Some(e) => metrics.with_endpoint(format!("{}/v1/metrics", e.trim_end_matches('/'))),
@@ -374,7 +421,10 @@ impl CallExport for Export {
 
     fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
         self.spans.send(spans::Draft {
-            name: format!("guard {}", verdict.tool).into(),
+            name: {
+                let name = format!("guard {}", verdict.tool);
+                attributes::intern(&name).map_or(name.into(), Into::into)
+            },
             kind: SpanKind::Internal,
             started,
             ended: started + took,
@@ -402,7 +452,10 @@ impl CallWatch for Watch {
             attributes: span_attributes(&record),
             events: evaluation_events(&record, &self.instructions),
             error: end.result.as_ref().err().map(|e| e.kind().as_str()),
-            name: format!("evaluate {}", self.asked).into(),
+            name: {
+                let name = format!("evaluate {}", self.asked);
+                attributes::intern(&name).map_or(name.into(), Into::into)
+            },
             kind: SpanKind::Client,
             started: self.started,
             ended: self.started + end.duration,
@@ -444,6 +497,7 @@ impl Instruments {
                 .with_description("Wall time of a call.")
                 .with_boundaries(crate::metrics::DURATION_BUCKETS.to_vec())
                 .build(),
+            labels: Labels::default(),
         }
     }
 }
@@ -461,14 +515,9 @@ impl Instruments {
         } else {
             "error"
         };
-        i.requests.add(
-            1,
-            &[
-                KeyValue::new("style", attributes::shared(&e.style)),
-                KeyValue::new("model", attributes::shared(&e.model)),
-                KeyValue::new("outcome", outcome),
-            ],
-        );
+        i.labels.with(&e.style, &e.model, outcome, |labels| {
+            i.requests.add(1, labels);
+        });
         for t in &e.answers {
             i.answers.add(1, &[KeyValue::new("type", *t)]);
         }

@@ -2,8 +2,9 @@
 //! client span's and each `gen_ai.evaluation.result` event's. Pure, so it is
 //! tested without a collector.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
 
 use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
 
@@ -265,29 +266,68 @@ fn probabilities(p: &BTreeMap<String, f64>, a: &mut Vec<KeyValue>) {
     ));
 }
 
-/// How many distinct strings [`shared`] keeps; past them a string is
+/// How many distinct strings [`intern`] keeps; past them a string is
 /// copied as it would be without sharing. Models, styles, hosts, call names,
 /// question keys and option ids of one process are far fewer.
 const SHARED_MAX: usize = 4096;
 
-/// The strings already shared, by text.
-static SHARED: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+/// How many of the strings a thread last used it finds without the lock.
+const NEAR_MAX: usize = 32;
 
-/// `text` as an attribute value shared by every span that carries it: the
-/// same models, keys and option ids come back call after call, and a shared
-/// value costs one reference count where a copy costs an allocation on the
-/// call (and another when the exporter copies the span).
+/// The strings already shared, by text.
+static SHARED: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Mutex::default);
+
+thread_local! {
+    /// The shared strings this thread used last: a call finds its model,
+    /// style and keys here by comparing a few bytes, without the lock and
+    /// the hash of the process-wide set.
+    static NEAR: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `text` as a string that lives as long as the process, shared by every
+/// span that carries it; `None` once [`SHARED_MAX`] strings are kept. The
+/// set holds each of its strings for the process's life either way: as
+/// `&'static str` a copy costs nothing to make or to drop, where an `Arc`'s
+/// count is an atomic on a cache line the exporter's thread, dropping the
+/// span, shares with the calls.
+pub(super) fn intern(text: &str) -> Option<&'static str> {
+    let near = NEAR
+        .try_with(|n| n.borrow().iter().copied().find(|s| *s == text))
+        .ok()
+        .flatten();
+    if near.is_some() {
+        return near;
+    }
+    let s = {
+        // A poisoned lock holds a set of whole strings either way.
+        let mut set = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        match set.get(text) {
+            Some(s) => *s,
+            None if set.len() < SHARED_MAX => {
+                let s: &'static str = Box::leak(Box::from(text));
+                set.insert(s);
+                s
+            }
+            None => return None,
+        }
+    };
+    let _ = NEAR.try_with(|n| {
+        let mut n = n.borrow_mut();
+        if n.len() == NEAR_MAX {
+            n.remove(0);
+        }
+        n.push(s);
+    });
+    Some(s)
+}
+
+/// `text` as an attribute value: shared ([`intern`]) while the set has
+/// room, a copy after.
 pub(super) fn shared(text: &str) -> StringValue {
-    // A poisoned lock holds a set of whole strings either way.
-    let mut set = SHARED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(s) = set.get(text) {
-        return StringValue::from(s.clone());
+    match intern(text) {
+        Some(s) => StringValue::from(s),
+        None => StringValue::from(text.to_string()),
     }
-    let s: Arc<str> = Arc::from(text);
-    if set.len() < SHARED_MAX {
-        set.insert(s.clone());
-    }
-    StringValue::from(s)
 }
 
 /// A question's instructions as text: plain text as is, structured content

@@ -285,3 +285,17 @@ fn a_span_goes_to_the_exporter_as_the_tracer_built_it() {
     assert!(child.parent_span_is_remote);
     assert_ne!(child.span_context.span_id().to_bytes(), [9; 8]);
 }
+
+#[test]
+fn a_repeated_string_is_shared_across_threads_not_copied() {
+    let here = attributes::intern("jev-interned-1").expect("the set has room");
+    let there = std::thread::spawn(|| attributes::intern("jev-interned-1"))
+        .join()
+        .expect("the thread")
+        .expect("the set has room");
+    assert!(std::ptr::eq(here, there), "one string for both threads");
+    assert_eq!(
+        attributes::shared("jev-interned-1").as_str(),
+        "jev-interned-1"
+    );
+}
