@@ -44,8 +44,6 @@ fn estimator(args: &EstimateArgs) -> Result<(Estimator, String)> {
 struct Counted {
     /// Inputs read (states or examples).
     inputs: usize,
-    /// Shapes of the requests that would be sent.
-    shapes: Vec<Shape>,
     /// Answered from the cache (or a duplicate of an earlier input, with a cache).
     hits: usize,
     /// Already done in the out file.
@@ -89,10 +87,13 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         .map_err(|e| crate::exit::usage(format!("--out {e}")))?;
     let done = out::already_done(&journal, &fingerprint, plan)
         .map_err(|e| crate::out_file::error(e, plan, crate::out_file::Reader::Estimate))?;
+    // Loaded now so that each request is added as it is read (never held),
+    // but a bad --estimator is still reported after the states, as before.
+    let estimator = estimator(&args.estimate);
+    let mut tally = estimator.as_ref().ok().map(|(est, _)| est.tally());
     let mut seen = HashSet::new();
     let mut counted = Counted {
         inputs: 0,
-        shapes: Vec::new(),
         hits: 0,
         done: 0,
         unreadable: 0,
@@ -117,7 +118,9 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
                 continue;
             }
         }
-        counted.shapes.push(shape);
+        if let Some(t) = &mut tally {
+            t.push(&shape);
+        }
     }
     failure
         .take()
@@ -128,6 +131,9 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
             style.as_str()
         );
     }
+    let e = tally.map(|t| t.finish());
+    let (est, from) = estimator?;
+    let e = e.unwrap_or_else(|| est.tally().finish());
     report(
         "batch",
         &args.estimate,
@@ -135,7 +141,7 @@ pub async fn estimate_batch(args: BatchArgs) -> Result<Exit> {
         built.style.as_str(),
         &model,
         counted,
-        None,
+        (est, from, e),
     )
 }
 
@@ -175,7 +181,6 @@ pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
     failed.map_or(Ok(()), |e| Err(exit::usage(e)))?;
     let counted = Counted {
         inputs,
-        shapes: Vec::new(),
         hits: 0,
         done,
         unreadable: 0,
@@ -189,7 +194,7 @@ pub async fn estimate_assess(a: AssessRunArgs) -> Result<Exit> {
         built.style.as_str(),
         &model,
         counted,
-        Some((est, from, e)),
+        (est, from, e),
     )
 }
 
@@ -224,16 +229,8 @@ fn report(
     style: &str,
     model: &str,
     counted: Counted,
-    estimated: Option<(Estimator, String, Estimate)>,
+    (est, from, e): (Estimator, String, Estimate),
 ) -> Result<Exit> {
-    let (est, from, e) = match estimated {
-        Some(done) => done,
-        None => {
-            let (est, from) = estimator(args)?;
-            let e = est.estimate(counted.shapes.iter());
-            (est, from, e)
-        }
-    };
     let cost = e.priced(pricing, model);
     if args.json {
         let mut cost_json = cost

@@ -46,8 +46,8 @@ pub use crate::price::{
     Prices, Pricing, usd_text,
 };
 pub use estimate::{
-    Coefficients, ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimate, Estimator, EstimatorError,
-    FitError, FitTally, Fitter, PricedEstimate, Sample, Shape, fit,
+    Coefficients, ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimate, EstimateTally, Estimator,
+    EstimatorError, FitError, FitTally, Fitter, PricedEstimate, Sample, Shape, fit,
 };
 /// `inner` with every call's cost settled by `pricing` (see [`Evaluated::price_with`]):
 /// the layer that makes a cost known without changing any backend. Put it

@@ -411,20 +411,33 @@ impl Estimator {
     /// assert_eq!(each, est.estimate(shapes.iter()));
     /// ```
     pub fn estimate_each(&self, shapes: impl IntoIterator<Item = Shape>) -> Estimate {
-        let (mut calls, mut input, mut output) = (0, 0.0, 0.0);
+        let mut tally = self.tally();
         for s in shapes {
-            calls += 1;
-            input += self.input_tokens(&s);
-            output += self.output_tokens(&s);
+            tally.push(&s);
         }
-        let r = self.range_pct() / 100.0;
-        Estimate {
-            calls,
-            input_tokens: input,
-            output_tokens: output,
-            input_low: input * (1.0 - r).max(0.0),
-            input_high: input * (1.0 + r),
-            range_pct: self.range_pct(),
+        tally.finish()
+    }
+
+    /// An estimate added up a request at a time ([`EstimateTally::push`]),
+    /// for a reader that cannot hand over an iterator: the same sums, in the
+    /// same order, as [`Estimator::estimate_each`].
+    ///
+    /// ```
+    /// use toolnexus::cost::{Estimator, Shape};
+    /// let est = Estimator::default();
+    /// let mut tally = est.tally();
+    /// for chars in [10, 2_000, 7] {
+    ///     tally.push(&Shape::new(1, 0, 0, chars));
+    /// }
+    /// let each = est.estimate_each([10, 2_000, 7].map(|c| Shape::new(1, 0, 0, c)));
+    /// assert_eq!(tally.finish(), each);
+    /// ```
+    pub fn tally(&self) -> EstimateTally<'_> {
+        EstimateTally {
+            estimator: self,
+            calls: 0,
+            input: 0.0,
+            output: 0.0,
         }
     }
 
@@ -620,6 +633,51 @@ pub struct Estimate {
     pub input_high: f64,
     /// The range, ± percent.
     pub range_pct: f64,
+}
+
+/// Requests added to an estimate one at a time: see [`Estimator::tally`].
+#[derive(Debug)]
+pub struct EstimateTally<'a> {
+    estimator: &'a Estimator,
+    calls: usize,
+    input: f64,
+    output: f64,
+}
+
+impl EstimateTally<'_> {
+    /// Adds one request that would be sent.
+    ///
+    /// ```
+    /// use toolnexus::cost::{Estimator, Shape};
+    /// let est = Estimator::default();
+    /// let mut tally = est.tally();
+    /// tally.push(&Shape::new(1, 0, 0, 0));
+    /// assert_eq!(tally.finish().calls, 1);
+    /// ```
+    pub fn push(&mut self, shape: &Shape) {
+        self.calls += 1;
+        self.input += self.estimator.input_tokens(shape);
+        self.output += self.estimator.output_tokens(shape);
+    }
+
+    /// The estimate of every request added, with the estimator's range.
+    ///
+    /// ```
+    /// use toolnexus::cost::Estimator;
+    /// let e = Estimator::default().tally().finish();
+    /// assert_eq!((e.calls, e.input_tokens, e.range_pct), (0, 0.0, 30.0));
+    /// ```
+    pub fn finish(self) -> Estimate {
+        let (input, r) = (self.input, self.estimator.range_pct() / 100.0);
+        Estimate {
+            calls: self.calls,
+            input_tokens: input,
+            output_tokens: self.output,
+            input_low: input * (1.0 - r).max(0.0),
+            input_high: input * (1.0 + r),
+            range_pct: self.estimator.range_pct(),
+        }
+    }
 }
 
 impl Estimate {
