@@ -917,5 +917,20 @@ fn erf(x: f32) -> f32 {
     x * p / q
 }
 
+/// Numbers in [-1, 1) from a fixed seed (xorshift), so every run of a kernel
+/// test sees the same.
+#[cfg(test)]
+pub(crate) fn test_numbers(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

@@ -4,13 +4,11 @@
 //! codes, unreadable files; the near-duplicate check on the embedded model
 //! when `TOOLNEXUS_MODEL_DIR` holds one, and its skip line when there is none.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 use std::process::Stdio;
 
-use crate::support::{Out, TempDir, collect, run, toolnexus};
+use crate::support::{Out, TempDir, collect, real_model, run, toolnexus};
 
 fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/lint/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -90,16 +88,7 @@ fn every_rule_fails_its_bad_fixture_and_passes_its_good_one() {
 
 #[test]
 fn near_duplicate_descriptions_on_the_embedded_model() {
-    let Some(model) = std::env::var_os("TOOLNEXUS_MODEL_DIR")
-        .filter(|d| Path::new(d).join("model.safetensors").is_file())
-    else {
-        // No model here: skipped, unless CI (which fetches one) requires it.
-        assert!(
-            std::env::var_os("TOOLNEXUS_REQUIRE_MODEL").is_none(),
-            "TOOLNEXUS_REQUIRE_MODEL is set but TOOLNEXUS_MODEL_DIR holds no model"
-        );
-        return;
-    };
+    let Some(model) = real_model() else { return };
     let dir = TempDir::new("lint-similar");
     let mut cmd = toolnexus(dir.path(), &["lint", "--format", "json"]);
     cmd.arg(fixture("TNL005.bad.json"))

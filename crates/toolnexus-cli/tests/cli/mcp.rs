@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolnexus::classifier::{Decision, questions_from_wire};
 use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
 
-use crate::support::{Guard, TempDir, toolnexus, wait};
+use crate::support::{Guard, TempDir, real_model, toolnexus, wait};
 
 /// How long any one MCP session may take before the test gives up.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -568,16 +568,7 @@ fn the_guard_tool_judges_on_the_model_directory_given() {
 
 #[test]
 fn the_guard_tool_judges_in_the_precision_asked() {
-    let Some(model) = std::env::var_os("TOOLNEXUS_MODEL_DIR")
-        .filter(|d| Path::new(d).join("model.safetensors").is_file())
-    else {
-        // No model here: skipped, unless CI (which fetches one) requires it.
-        assert!(
-            std::env::var_os("TOOLNEXUS_REQUIRE_MODEL").is_none(),
-            "TOOLNEXUS_REQUIRE_MODEL is set but TOOLNEXUS_MODEL_DIR holds no model"
-        );
-        return;
-    };
+    let Some(model) = real_model() else { return };
     use toolnexus_local::{Precision, resolve_precision};
     if resolve_precision(Precision::Auto).ok() != Some(Precision::Bf16) {
         eprintln!("skipped: this CPU has no bf16 unit");

@@ -22,6 +22,20 @@ pub const DEMO_TAPE: &str = concat!(
     "/../toolnexus/examples/tapes/demo.tape.json"
 );
 
+/// The embedded model's directory, when `TOOLNEXUS_MODEL_DIR` holds one.
+/// Without it a test is skipped (`None`), unless CI, which fetches the
+/// model, requires it (`TOOLNEXUS_REQUIRE_MODEL`): then this fails.
+pub fn real_model() -> Option<PathBuf> {
+    let dir = std::env::var_os("TOOLNEXUS_MODEL_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.join("model.safetensors").is_file());
+    assert!(
+        dir.is_some() || std::env::var_os("TOOLNEXUS_REQUIRE_MODEL").is_none(),
+        "TOOLNEXUS_REQUIRE_MODEL is set but TOOLNEXUS_MODEL_DIR holds no model"
+    );
+    dir
+}
+
 /// A file of the shipped assess demo: `demo("questions.json")`,
 /// `demo("labels.jsonl")`, ….
 pub fn demo(name: &str) -> String {

@@ -1,17 +1,6 @@
 use super::*;
 
-/// Numbers in [-1, 1) from a fixed seed (xorshift), so every run sees the same.
-fn numbers(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+use crate::kernels::test_numbers as numbers;
 
 #[test]
 fn the_wide_element_wise_kernels_give_the_same_bits_as_the_narrow_ones() {
