@@ -3,6 +3,7 @@
 //! split), the held-out report and the cascade threshold.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use serde_json::Value;
 use toolnexus::assess::metrics::EceRows;
@@ -14,6 +15,7 @@ use crate::num::softmax;
 use crate::state_text::StateText;
 
 use super::file::{Head, HeadReport, Student, StudentError, argmax, top_probability};
+use super::rows::{Ordered, Row, TeacherRows, from_rows};
 
 /// Fewest rows [`distill`] trains on.
 pub const MIN_ROWS: usize = 20;
@@ -155,7 +157,7 @@ impl DistillReport {
 }
 
 /// The class ids of a question, in head order.
-fn labels_of(q: &Question) -> Option<Vec<String>> {
+pub(super) fn labels_of(q: &Question) -> Option<Vec<String>> {
     match q {
         Question::Noul(_) => Some(vec!["false".into(), "true".into()]),
         Question::Choice(c) => Some(c.criteria.keys().cloned().collect()),
@@ -165,7 +167,7 @@ fn labels_of(q: &Question) -> Option<Vec<String>> {
 }
 
 /// The teacher's distribution over `labels` for one answer.
-fn target_of(answer: &DecisionAnswer, labels: &[String]) -> Option<Vec<f64>> {
+pub(super) fn target_of(answer: &DecisionAnswer, labels: &[String]) -> Option<Vec<f64>> {
     let from = |probs: &BTreeMap<String, f64>, fallback: usize| {
         let mut t: Vec<f64> = labels
             .iter()
@@ -342,18 +344,29 @@ pub(super) fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     order
 }
 
+/// One head's rows in an [`Ordered`] set: positions `train` are trained on,
+/// positions `held` (when it holds a row that answers) stop training early.
+struct HeadRows<'a> {
+    rows: &'a Ordered,
+    head: usize,
+    at: usize,
+    k: usize,
+    train: Range<usize>,
+    held: Range<usize>,
+    held_answers: bool,
+}
+
 /// Softmax regression with soft targets: full-batch Adam with L2, keeping the
 /// epoch with the best held-out cross-entropy.
 fn train(
-    x: &[&[f32]],
-    t: &[Vec<f64>],
-    train: &[usize],
-    held: &[usize],
-    k: usize,
+    data: &HeadRows<'_>,
     prior: Option<&[Vec<f32>]>,
     o: &TrainOptions,
-) -> (Vec<Vec<f64>>, Vec<f64>, usize) {
-    let d = x.first().map_or(0, |r| r.len());
+) -> Result<(Vec<Vec<f64>>, Vec<f64>, usize), StudentError> {
+    let (d, k) = (data.rows.dim(), data.k);
+    let pass = |range: &Range<usize>, each: &mut dyn FnMut(Row<'_>)| {
+        data.rows.pass(range.clone(), data.head, data.at, k, each)
+    };
     // Where training starts and where L2 pulls: the prior, else zero.
     let w0: Vec<Vec<f64>> = match prior {
         Some(rows) => rows
@@ -378,39 +391,43 @@ fn train(
             })
             .collect()
     };
-    let loss = |w: &[Vec<f64>], b: &[f64], rows: &[usize]| -> f64 {
-        rows.iter()
-            .map(|&i| {
-                let p = softmax(&logits(w, b, x[i]));
-                -t[i]
-                    .iter()
+    let held_or_train = if data.held_answers {
+        &data.held
+    } else {
+        &data.train
+    };
+    let loss = |w: &[Vec<f64>], b: &[f64]| -> Result<f64, StudentError> {
+        let (mut total, mut m) = (0.0f64, 0usize);
+        pass(held_or_train, &mut |r| {
+            let p = softmax(&logits(w, b, r.x));
+            total +=
+                -r.t.iter()
                     .zip(&p)
                     .map(|(ti, pi)| ti * pi.max(1e-15).ln())
-                    .sum::<f64>()
-            })
-            .sum::<f64>()
-            / rows.len().max(1) as f64
+                    .sum::<f64>();
+            m += 1;
+        })?;
+        Ok(total / m.max(1) as f64)
     };
-    let held_or_train = if held.is_empty() { train } else { held };
     // Epoch 0 competes too: with a prior, no training may be the best.
-    let mut best = (loss(&w, &b, held_or_train), w.clone(), b.clone(), 0usize);
+    let mut best = (loss(&w, &b)?, w.clone(), b.clone(), 0usize);
     let mut since_best = 0;
-    let mut epochs = 0;
-    let n = train.len().max(1) as f64;
+    let mut n = 0usize;
+    pass(&data.train, &mut |_| n += 1)?;
+    let n = n.max(1) as f64;
     for epoch in 1..=o.max_epochs {
-        epochs = epoch;
         let mut gw = vec![vec![0.0f64; d]; k];
         let mut gb = vec![0.0f64; k];
-        for &i in train {
-            let p = softmax(&logits(&w, &b, x[i]));
+        pass(&data.train, &mut |r| {
+            let p = softmax(&logits(&w, &b, r.x));
             for c in 0..k {
-                let g = (p[c] - t[i][c]) / n;
+                let g = (p[c] - r.t[c]) / n;
                 gb[c] += g;
-                for (gj, xj) in gw[c].iter_mut().zip(x[i]) {
+                for (gj, xj) in gw[c].iter_mut().zip(r.x) {
                     *gj += g * f64::from(*xj);
                 }
             }
-        }
+        })?;
         let step = epoch as i32;
         let (c1, c2) = (1.0 - beta1.powi(step), 1.0 - beta2.powi(step));
         for c in 0..k {
@@ -425,7 +442,7 @@ fn train(
             vb[c] = beta2 * vb[c] + (1.0 - beta2) * g * g;
             b[c] -= o.learning_rate * (mb[c] / c1) / ((vb[c] / c2).sqrt() + eps);
         }
-        let held_loss = loss(&w, &b, held_or_train);
+        let held_loss = loss(&w, &b)?;
         if held_loss < best.0 - 1e-9 {
             best = (held_loss, w.clone(), b.clone(), epoch);
             since_best = 0;
@@ -436,15 +453,15 @@ fn train(
             }
         }
     }
-    let _ = epochs;
-    (best.1, best.2, best.3)
+    Ok((best.1, best.2, best.3))
 }
 
 /// Trains one head per question on the teacher's decisions, reports held-out
 /// agreement and calibration, and picks the cascade threshold.
 ///
 /// Rows whose decision lacks a key are left out of that key's head. Box
-/// questions cannot be distilled (an error naming the key).
+/// questions cannot be distilled (an error naming the key). The rows are held
+/// whole here; [`distill_rows`] trains on rows built a chunk at a time.
 ///
 /// ```
 /// use toolnexus::classifier::Questions;
@@ -459,10 +476,7 @@ pub fn distill(
     options: &TrainOptions,
 ) -> Result<(Student, DistillReport), StudentError> {
     if rows.len() < MIN_ROWS {
-        return Err(StudentError::new(format!(
-            "distill: {} rows; at least {MIN_ROWS} are needed",
-            rows.len()
-        )));
+        return Err(too_few(rows.len()));
     }
     let dim = rows[0].embedding.len();
     if let Some((i, _)) = rows
@@ -475,107 +489,138 @@ pub fn distill(
             rows[i].embedding.len()
         )));
     }
-    for (i, r) in rows.iter().enumerate() {
-        check_teacher(&r.decision, questions, None)
-            .map_err(|e| StudentError::new(format!("distill: row {i}: {e}")))?;
+    distill_rows(from_rows(rows, questions)?, embedding_model, options)
+}
+
+fn too_few(n: usize) -> StudentError {
+    StudentError::new(format!("distill: {n} rows; at least {MIN_ROWS} are needed"))
+}
+
+/// [`distill`] on rows built a row at a time ([`TeacherRows`]), for the
+/// questions they were built for: memory holds a bounded number of rows
+/// (the rest wait in a temporary file), whatever their number, and the
+/// student is the one [`distill`] trains on the same rows.
+///
+/// ```
+/// use serde_json::json;
+/// use toolnexus::classifier::Decision;
+/// use toolnexus::judge::{noul, questions};
+/// use toolnexus_local::student::{TeacherRows, TrainOptions, distill_rows};
+///
+/// let qs = questions(&[noul("spam", "Is it spam?")])?;
+/// let mut rows = TeacherRows::new(&qs);
+/// for i in 0..100 {
+///     let spam = i % 2 == 0;
+///     let d = Decision::from_value(&json!({"model": "t", "answers": {"spam": {"type": "noul", "noul": if spam { 0.9 } else { 0.1 }}}}))?;
+///     rows.push(&[if spam { 1.0 } else { -1.0 }, 0.2], &d)?;
+/// }
+/// let (student, report) = distill_rows(rows, "sha256:model", &TrainOptions::default())?;
+/// assert!(report.questions["spam"].agreement > 0.99, "{report:?}");
+/// assert_eq!(student.teacher_model, "t");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn distill_rows(
+    rows: TeacherRows,
+    embedding_model: &str,
+    options: &TrainOptions,
+) -> Result<(Student, DistillReport), StudentError> {
+    let n_rows = rows.len();
+    if n_rows < MIN_ROWS {
+        return Err(too_few(n_rows));
     }
-    let mut teachers: Vec<String> = Vec::new();
-    for r in rows {
-        if !teachers.contains(&r.decision.model) {
-            teachers.push(r.decision.model.clone());
-        }
-    }
-    let order = shuffled(rows.len(), options.seed);
-    let n_held = ((rows.len() as f64 * options.holdout).round() as usize).clamp(1, rows.len() - 1);
-    let (held_rows, train_rows) = order.split_at(n_held);
-    let x: Vec<&[f32]> = rows.iter().map(|r| r.embedding.as_slice()).collect();
+    let teachers = rows.teachers.clone();
+    let questions = rows.questions.clone();
+    let layout = rows.heads.clone();
+    let mut legends = rows.legends.clone();
+    let n_held = ((n_rows as f64 * options.holdout).round() as usize).clamp(1, n_rows - 1);
+    // From here on a row is named by its position in the shuffled order: the
+    // held-out rows come first, then the training rows.
+    let ordered = rows.ordered(&shuffled(n_rows, options.seed))?;
+    let dim = ordered.dim();
 
     let mut heads = BTreeMap::new();
     let mut reports = BTreeMap::new();
     // Per held-out row: the least confident key and whether every key agrees.
-    let mut row_conf = vec![f64::INFINITY; rows.len()];
-    let mut row_agrees = vec![true; rows.len()];
-    for (key, q) in questions {
-        let labels = labels_of(q).ok_or_else(|| {
-            StudentError::new(format!("distill: question {key:?} is a box question; students answer noul, choice and score"))
-        })?;
-        let mut t: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
-        let mut has = vec![false; rows.len()];
-        let mut legend = BTreeMap::new();
-        for (i, r) in rows.iter().enumerate() {
-            if let Some(a) = r.decision.answers.get(key)
-                && let (Some(target), true) = (target_of(a, &labels), a.answer_type() == q.kind())
-            {
-                t[i] = target;
-                has[i] = true;
-                if let (DecisionAnswer::Score(s), true) = (a, legend.is_empty()) {
-                    legend = s.legend.clone();
-                }
-            }
-        }
-        let train_i: Vec<usize> = train_rows.iter().copied().filter(|&i| has[i]).collect();
-        let held_i: Vec<usize> = held_rows.iter().copied().filter(|&i| has[i]).collect();
-        if train_i.len() < MIN_ROWS / 2 {
+    let mut row_conf = vec![f64::INFINITY; n_held];
+    let mut row_agrees = vec![true; n_held];
+    for (index, h) in layout.iter().enumerate() {
+        let key = &h.key;
+        let (Some(q), Some(labels)) = (questions.get(key), h.labels.clone()) else {
             return Err(StudentError::new(format!(
-                "distill: question {key:?}: the teacher answered it on {} training rows; at least {} are needed",
-                train_i.len(),
+                "distill: question {key:?} is a box question; students answer noul, choice and score"
+            )));
+        };
+        let k = labels.len();
+        let mut data = HeadRows {
+            rows: &ordered,
+            head: index,
+            at: h.at,
+            k,
+            train: n_held..n_rows,
+            held: 0..n_held,
+            held_answers: false,
+        };
+        // How many rows answer it on each side, and which answers they give.
+        let (mut n_train, mut n_held_i, mut seen) = (0usize, 0usize, vec![false; k]);
+        data.rows.pass(0..n_rows, index, h.at, k, |r| {
+            if r.pos < n_held {
+                n_held_i += 1;
+            } else {
+                n_train += 1;
+            }
+            seen[argmax(r.t)] = true;
+        })?;
+        data.held_answers = n_held_i > 0;
+        if n_train < MIN_ROWS / 2 {
+            return Err(StudentError::new(format!(
+                "distill: question {key:?}: the teacher answered it on {n_train} training rows; at least {} are needed",
                 MIN_ROWS / 2
             )));
         }
         // A head learns to tell answers apart: one answer everywhere teaches
         // it nothing, and its figures would say nothing either.
-        let mut classes: Vec<usize> = (0..rows.len())
-            .filter(|&i| has[i])
-            .map(|i| argmax(&t[i]))
-            .collect();
-        classes.sort_unstable();
-        classes.dedup();
-        if let [only] = classes[..] {
+        if let [only] = seen
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s)
+            .map(|(c, _)| c)
+            .collect::<Vec<_>>()[..]
+        {
             return Err(StudentError::new(format!(
                 "distill: question {key:?}: the teacher gave the same answer ({:?}) on all {} rows that answer it; a head needs at least two different answers to learn from (add examples of the others)",
                 labels[only],
-                has.iter().filter(|&&h| h).count()
+                n_train + n_held_i
             )));
         }
-        if held_i.is_empty() {
+        if n_held_i == 0 {
             return Err(StudentError::new(format!(
-                "distill: question {key:?}: none of the {} held-out rows answers it, so its agreement cannot be measured (more teacher decisions on it, or a larger --holdout)",
-                held_rows.len()
+                "distill: question {key:?}: none of the {n_held} held-out rows answers it, so its agreement cannot be measured (more teacher decisions on it, or a larger --holdout)"
             )));
         }
         let prior = options.priors.get(key.as_str());
         if let Some(rows) = prior
-            && (rows.len() != labels.len() || rows.iter().any(|r| r.len() != dim))
+            && (rows.len() != k || rows.iter().any(|r| r.len() != dim))
         {
             return Err(StudentError::new(format!(
-                "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {} of {dim}",
+                "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {k} of {dim}",
                 rows.len(),
                 rows.first().map_or(0, Vec::len),
-                labels.len()
             )));
         }
-        let (w, b, epochs) = train(
-            &x,
-            &t,
-            &train_i,
-            &held_i,
-            labels.len(),
-            prior.map(Vec::as_slice),
-            options,
-        );
-        let head = Head {
+        let (w, b, epochs) = train(&data, prior.map(Vec::as_slice), options)?;
+        let mut head = Head {
             kind: q.kind().to_string(),
             hash: question_hash(q),
             labels,
-            legend,
+            legend: legends.remove(key).unwrap_or_default(),
             weights: w
                 .iter()
                 .map(|r| r.iter().map(|&v| v as f32).collect())
                 .collect(),
             bias: b.iter().map(|&v| v as f32).collect(),
             report: HeadReport {
-                train: train_i.len(),
-                holdout: held_i.len(),
+                train: n_train,
+                holdout: n_held_i,
                 epochs,
                 agreement: 0.0,
                 log_loss: 0.0,
@@ -583,22 +628,21 @@ pub fn distill(
             },
         };
         let (mut agree, mut ll, mut top) = (0usize, 0.0, EceRows::default());
-        for &i in &held_i {
-            let p = head.probabilities(x[i]);
-            let ok = argmax(&p) == argmax(&t[i]);
+        data.rows.pass(0..n_held, index, h.at, k, |r| {
+            let p = head.probabilities(r.x);
+            let ok = argmax(&p) == argmax(r.t);
             agree += usize::from(ok);
-            ll -= t[i]
-                .iter()
-                .zip(&p)
-                .map(|(ti, pi)| ti * pi.max(1e-15).ln())
-                .sum::<f64>();
-            top.push_distribution(&p, argmax(&t[i]));
-            row_conf[i] = row_conf[i].min(top_probability(&p));
-            row_agrees[i] &= ok;
-        }
+            ll -=
+                r.t.iter()
+                    .zip(&p)
+                    .map(|(ti, pi)| ti * pi.max(1e-15).ln())
+                    .sum::<f64>();
+            top.push_distribution(&p, argmax(r.t));
+            row_conf[r.pos] = row_conf[r.pos].min(top_probability(&p));
+            row_agrees[r.pos] &= ok;
+        })?;
         // Over the held-out rows that answer this question (never empty here).
-        let m = held_i.len() as f64;
-        let mut head = head;
+        let m = n_held_i as f64;
         head.report.agreement = agree as f64 / m;
         // Cross-entropy against a distribution is never negative; rounding in
         // a probability of 1 must not print -0.000.
@@ -608,10 +652,9 @@ pub fn distill(
         heads.insert(key.clone(), head);
     }
     // The threshold: the largest local share whose rows still agree enough.
-    let mut held: Vec<(f64, bool)> = held_rows
-        .iter()
-        .filter(|&&i| row_conf[i].is_finite())
-        .map(|&i| (row_conf[i], row_agrees[i]))
+    let mut held: Vec<(f64, bool)> = (0..n_held)
+        .filter(|&i| row_conf[i].is_finite())
+        .map(|i| (row_conf[i], row_agrees[i]))
         .collect();
     held.sort_by(|a, b| b.0.total_cmp(&a.0));
     let (mut kept, mut right) = (0usize, 0usize);
@@ -644,7 +687,7 @@ pub fn distill(
         state_text: options.state_text,
     };
     let report = DistillReport {
-        rows: rows.len(),
+        rows: n_rows,
         questions: reports,
         threshold,
         served_locally: served,
