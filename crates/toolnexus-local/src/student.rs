@@ -57,7 +57,7 @@ pub use cascade::{CascadeStats, cascade};
 pub use file::{Head, HeadReport, STUDENT_FORMAT, STUDENT_VERSION, Student, StudentError};
 pub use rows::{MEMORY_ROWS, TeacherRows};
 pub use runtime::{LocalStudent, STUDENT_ENGINE, STUDENT_STYLE, student};
-pub use teacher::{Teacher, TeacherError};
+pub use teacher::{ExampleChunks, Teacher, TeacherError};
 pub use train::{
     DistillReport, MIN_ROWS, TeacherRow, TrainOptions, check_teacher, distill, distill_rows,
     teacher_rows, teacher_rows_as,

@@ -14,10 +14,14 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use serde_json::Value;
 use toolnexus::classifier::{Decision, DecisionAnswer, Questions};
 
+use crate::embed::Embedder;
+use crate::state_text::StateText;
+
 use super::file::StudentError;
-use super::train::{TeacherRow, check_teacher, labels_of, target_of};
+use super::train::{TeacherRow, check_teacher, labels_of, target_of, teacher_rows_as};
 
 /// Rows [`TeacherRows`] holds in memory before it writes them to a
 /// temporary file (about 6 MB of MiniLM rows).
@@ -178,6 +182,42 @@ impl TeacherRows {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Embeds each state as `text` says (64 at a time, as [`teacher_rows_as`]
+    /// does) and pushes it with the teacher's decision; an embedding error
+    /// is given in its own words.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("toolnexus-local-doc-rows-embed-{}", std::process::id()));
+    /// # toolnexus_local::tiny_model_for_tests(&dir)?;
+    /// use serde_json::json;
+    /// use toolnexus::classifier::{Decision, Questions};
+    /// use toolnexus_local::StateText;
+    /// let embedder = toolnexus_local::Embedder::load(&dir)?;
+    /// let d = Decision::from_value(&json!({"model": "t", "answers": {}}))?;
+    /// let mut rows = toolnexus_local::student::TeacherRows::new(&Questions::new());
+    /// rows.embed(&embedder, &[(json!("hello"), d)], StateText::Json)?;
+    /// assert_eq!(rows.len(), 1);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn embed(
+        &mut self,
+        embedder: &Embedder,
+        items: &[(Value, Decision)],
+        text: StateText,
+    ) -> Result<(), StudentError> {
+        for part in items.chunks(64) {
+            let rows = teacher_rows_as(embedder, part, text)
+                .map_err(|e| StudentError::new(e.to_string()))?;
+            for r in rows {
+                self.push(&r.embedding, &r.decision)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether the rows went to a temporary file.
