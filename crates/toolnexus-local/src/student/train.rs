@@ -356,13 +356,16 @@ struct HeadRows<'a> {
     held_answers: bool,
 }
 
+/// A trained head: its weights (one row per label), its biases and the epoch kept.
+type Trained = (Vec<Vec<f64>>, Vec<f64>, usize);
+
 /// Softmax regression with soft targets: full-batch Adam with L2, keeping the
 /// epoch with the best held-out cross-entropy.
 fn train(
     data: &HeadRows<'_>,
     prior: Option<&[Vec<f32>]>,
     o: &TrainOptions,
-) -> Result<(Vec<Vec<f64>>, Vec<f64>, usize), StudentError> {
+) -> Result<Trained, StudentError> {
     let (d, k) = (data.rows.dim(), data.k);
     let pass = |range: &Range<usize>, each: &mut dyn FnMut(Row<'_>)| {
         data.rows.pass(range.clone(), data.head, data.at, k, each)
