@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 use toolnexus::classifier::{Decision, Questions};
 
+use super::fit::{distill, distill_rows};
 use super::train::*;
 
 fn qs() -> Questions {
