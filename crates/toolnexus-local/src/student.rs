@@ -46,6 +46,8 @@
 
 mod cascade;
 mod file;
+mod fit;
+mod rows;
 mod runtime;
 mod teacher;
 #[cfg(test)]
@@ -54,9 +56,10 @@ mod train;
 
 pub use cascade::{CascadeStats, cascade};
 pub use file::{Head, HeadReport, STUDENT_FORMAT, STUDENT_VERSION, Student, StudentError};
+pub use fit::{distill, distill_rows};
+pub use rows::{MEMORY_ROWS, TeacherRows};
 pub use runtime::{LocalStudent, STUDENT_ENGINE, STUDENT_STYLE, student};
-pub use teacher::{Teacher, TeacherError};
+pub use teacher::{ExampleChunks, Teacher, TeacherError};
 pub use train::{
-    DistillReport, MIN_ROWS, TeacherRow, TrainOptions, check_teacher, distill, teacher_rows,
-    teacher_rows_as,
+    DistillReport, MIN_ROWS, TeacherRow, TrainOptions, check_teacher, teacher_rows, teacher_rows_as,
 };

@@ -3,12 +3,15 @@
 //! model; prints each head's held-out agreement and calibration and the cascade
 //! threshold, and writes the student file.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::Result;
 use serde_json::Value;
+use toolnexus::assess::check_examples;
 use toolnexus::classifier::{Decision, Question, Questions};
 use toolnexus::judge::Tape;
 use toolnexus_local::StateText;
-use toolnexus_local::student::{Teacher, TeacherError, TrainOptions, distill, teacher_rows_as};
+use toolnexus_local::student::{Teacher, TeacherError, TeacherRows, TrainOptions, distill_rows};
 
 use crate::args::DistillArgs;
 use crate::exit::{self, Exit};
@@ -28,21 +31,15 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
             a.holdout
         )));
     }
-    let mut inputs: Vec<(&str, &std::path::Path)> = Vec::new();
-    for (flag, file) in [("--tape", &a.tape), ("--labels", &a.labels)] {
-        if let Some(f) = file {
-            inputs.push((flag, f));
-        }
-    }
-    if let Some(q) = a
-        .questions
-        .as_deref()
-        .filter(|q| std::path::Path::new(q).is_file())
-    {
-        inputs.push(("--questions", std::path::Path::new(q)));
+    let mut inputs: Vec<(&str, &Path)> = [("--tape", &a.tape), ("--labels", &a.labels)]
+        .into_iter()
+        .filter_map(|(flag, file)| Some((flag, file.as_deref()?)))
+        .collect();
+    if let Some(q) = a.questions.as_deref().filter(|q| Path::new(q).is_file()) {
+        inputs.push(("--questions", Path::new(q)));
     }
     input::refuse_overwrite("--out", &a.out, &inputs)?;
-    let (questions, items, source) = match (&a.tape, &a.labels) {
+    let (questions, items, n, source) = match (&a.tape, &a.labels) {
         (Some(tape), _) => from_tape(&a, tape)?,
         (None, Some(labels)) => from_labels(&a, labels)?,
         (None, None) => {
@@ -56,7 +53,7 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
         .map_err(|e| exit::usage(e.to_string()))?;
     tell!(
         "distill: embedding {} states from {source}; heads start from {}",
-        items.len(),
+        n,
         if a.from_scratch {
             "zero"
         } else {
@@ -68,8 +65,15 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
     } else {
         StateText::Json
     };
-    let rows =
-        teacher_rows_as(&embedder, &items, state_text).map_err(|e| exit::usage(e.to_string()))?;
+    let mut rows = TeacherRows::new(&questions);
+    let mut embed = |items: &[(Value, Decision)]| {
+        rows.embed(&embedder, items, state_text)
+            .map_err(|e| exit::usage(e.to_string()))
+    };
+    match &items {
+        Items::Tape(all) => all.chunks(64).try_for_each(embed)?,
+        Items::Labels(path) => examples(path, &questions)?.try_for_each(|c| embed(&c?.items))?,
+    }
     let priors = if a.from_scratch {
         Default::default()
     } else {
@@ -94,7 +98,7 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
         state_text,
         ..Default::default()
     };
-    let (student, report) = distill(&rows, &questions, embedder.model_hash(), &options)
+    let (student, report) = distill_rows(rows, embedder.model_hash(), &options)
         .map_err(|e| exit::usage(e.to_string()))?;
     put!("{}", report.table());
     student
@@ -104,10 +108,15 @@ pub fn run(a: DistillArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-type Items = (Questions, Vec<(Value, Decision)>, String);
+/// The teacher's decisions: a tape's, held whole, or a checked labelled
+/// examples file, read again 64 at a time; with how many there are.
+enum Items {
+    Tape(Vec<(Value, Decision)>),
+    Labels(PathBuf),
+}
 
 /// Every recorded decision of the tape (of `--call`), with its questions.
-fn from_tape(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
+fn from_tape(a: &DistillArgs, path: &Path) -> Result<(Questions, Items, usize, String)> {
     let tape = Tape::load(path).map_err(|e| exit::usage(format!("--tape: {e}")))?;
     let questions = a
         .questions
@@ -123,31 +132,35 @@ fn from_tape(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
             e => format!("--tape {}: {e}", path.display()),
         })
     })?;
-    Ok((
-        teacher.questions,
-        teacher.items,
-        format!("tape {}", path.display()),
-    ))
+    let (source, n) = (format!("tape {}", path.display()), teacher.items.len());
+    Ok((teacher.questions, Items::Tape(teacher.items), n, source))
 }
 
-/// Labelled examples, each gold label a certain teacher answer.
-fn from_labels(a: &DistillArgs, path: &std::path::Path) -> Result<Items> {
+/// Labelled examples, each gold label a certain teacher answer: every error a
+/// whole read gives, in its order, before any is embedded.
+fn from_labels(a: &DistillArgs, path: &Path) -> Result<(Questions, Items, usize, String)> {
     let q = a
         .questions
         .as_ref()
         .ok_or_else(|| exit::usage("--labels needs --questions"))?;
     let questions = input::read_questions(q)?;
-    let examples = toolnexus::assess::read_examples(path, &questions)
-        .map_err(|e| exit::usage(e.to_string()))?;
-    let teacher = Teacher::from_examples(examples, questions).map_err(|e| {
-        exit::usage(match e {
-            TeacherError::Label { .. } => format!("{}:{e}", path.display()),
-            e => format!("--labels {}:{e}", path.display()),
-        })
-    })?;
-    Ok((
-        teacher.questions,
-        teacher.items,
-        format!("labels {}", path.display()),
-    ))
+    let n = check_examples(path, &questions).map_err(|e| exit::usage(e.to_string()))?;
+    examples(path, &questions)?.try_for_each(|c| c.map(drop))?;
+    let source = format!("labels {}", path.display());
+    Ok((questions, Items::Labels(path.to_path_buf()), n, source))
+}
+
+/// A checked labelled examples file, 64 examples at a time.
+fn examples<'q>(
+    path: &'q Path,
+    questions: &'q Questions,
+) -> Result<impl Iterator<Item = Result<Teacher>> + 'q> {
+    let fail = move |e| match e {
+        TeacherError::Examples(e) => exit::usage(e.to_string()),
+        TeacherError::Label { .. } => exit::usage(format!("{}:{e}", path.display())),
+        e => exit::usage(format!("--labels {}:{e}", path.display())),
+    };
+    Ok(Teacher::example_chunks(path, questions, 64)
+        .map_err(fail)?
+        .map(move |c| c.map_err(fail)))
 }

@@ -3,7 +3,11 @@
 //! teacher's certain answer), every one checked against the questions.
 
 use serde_json::{Map, Value, json};
-use toolnexus::assess::{Example, Gold};
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use toolnexus::assess::{AssessError, Example, ExampleReader, Gold};
 use toolnexus::classifier::{Decision, Question, Questions};
 use toolnexus::judge::{Tape, TapeOutcome};
 
@@ -44,6 +48,8 @@ pub enum TeacherError {
         /// What is wrong with it.
         why: String,
     },
+    /// The examples file cannot be read, or a line of it is not an example.
+    Examples(AssessError),
     /// A label does not fit its question.
     LabelMisfit {
         /// The example's 1-based line.
@@ -68,6 +74,7 @@ impl std::fmt::Display for TeacherError {
                 write!(f, "no recorded decisions under call {c:?}")
             }
             TeacherError::Label { line, why } => write!(f, "{line}: {why}"),
+            TeacherError::Examples(e) => write!(f, "{e}"),
             TeacherError::LabelMisfit { line, why } => {
                 write!(f, "{line}: the label does not fit: {why}")
             }
@@ -171,6 +178,66 @@ impl Teacher {
             items.push((ex.state, d));
         }
         Ok(Teacher { questions, items })
+    }
+}
+
+/// A labelled examples file read a chunk at a time, each chunk the
+/// [`Teacher`] of [`Teacher::from_examples`]: memory holds one chunk.
+///
+/// ```no_run
+/// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;
+/// use toolnexus_local::student::Teacher;
+/// toolnexus::assess::check_examples("labels.jsonl", &qs)?;
+/// for chunk in Teacher::example_chunks("labels.jsonl", &qs, 64)? {
+///     println!("{} decisions", chunk?.items.len());
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ExampleChunks<'q> {
+    reader: ExampleReader<'q, BufReader<File>>,
+    questions: &'q Questions,
+    size: usize,
+}
+
+impl Teacher {
+    /// The examples of a file [`check_examples`](toolnexus::assess::check_examples)
+    /// passed, `size` at a time (at least one); the ids are not checked again.
+    ///
+    /// ```
+    /// use toolnexus_local::student::{Teacher, TeacherError};
+    /// # let qs = toolnexus::judge::questions(&[toolnexus::judge::noul("q", "?")])?;
+    /// let e = Teacher::example_chunks("no-such-file.jsonl", &qs, 64).err().unwrap();
+    /// assert!(matches!(e, TeacherError::Examples(_)), "{e}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn example_chunks<'q>(
+        path: impl AsRef<Path>,
+        questions: &'q Questions,
+        size: usize,
+    ) -> Result<ExampleChunks<'q>, TeacherError> {
+        let reader = ExampleReader::open(path, questions).map_err(TeacherError::Examples)?;
+        Ok(ExampleChunks {
+            reader: reader.unchecked_ids(),
+            questions,
+            size: size.max(1),
+        })
+    }
+}
+
+impl Iterator for ExampleChunks<'_> {
+    type Item = Result<Teacher, TeacherError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let chunk = self
+            .reader
+            .by_ref()
+            .take(self.size)
+            .collect::<Result<Vec<_>, _>>();
+        match chunk {
+            Err(e) => Some(Err(TeacherError::Examples(e))),
+            Ok(chunk) if chunk.is_empty() => None,
+            Ok(chunk) => Some(Teacher::from_examples(chunk, self.questions.clone())),
+        }
     }
 }
 

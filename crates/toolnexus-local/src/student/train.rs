@@ -5,17 +5,15 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use toolnexus::assess::metrics::EceRows;
-use toolnexus::classifier::{Decision, DecisionAnswer, Question, Questions, question_hash};
+use toolnexus::classifier::{Decision, DecisionAnswer, Question, Questions};
 
 use crate::embed::Embedder;
 use crate::error::LocalError;
-use crate::num::softmax;
 use crate::state_text::StateText;
 
-use super::file::{Head, HeadReport, Student, StudentError, argmax, top_probability};
+use super::file::{HeadReport, StudentError};
 
-/// Fewest rows [`distill`] trains on.
+/// Fewest rows [`distill`](super::distill) trains on.
 pub const MIN_ROWS: usize = 20;
 
 /// How heads are trained.
@@ -76,7 +74,7 @@ pub struct TeacherRow {
     pub decision: Decision,
 }
 
-/// Per-question figures of a [`distill`] run.
+/// Per-question figures of a [`distill`](super::distill) run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DistillReport {
     /// Rows trained on and held out.
@@ -155,7 +153,7 @@ impl DistillReport {
 }
 
 /// The class ids of a question, in head order.
-fn labels_of(q: &Question) -> Option<Vec<String>> {
+pub(super) fn labels_of(q: &Question) -> Option<Vec<String>> {
     match q {
         Question::Noul(_) => Some(vec!["false".into(), "true".into()]),
         Question::Choice(c) => Some(c.criteria.keys().cloned().collect()),
@@ -165,7 +163,7 @@ fn labels_of(q: &Question) -> Option<Vec<String>> {
 }
 
 /// The teacher's distribution over `labels` for one answer.
-fn target_of(answer: &DecisionAnswer, labels: &[String]) -> Option<Vec<f64>> {
+pub(super) fn target_of(answer: &DecisionAnswer, labels: &[String]) -> Option<Vec<f64>> {
     let from = |probs: &BTreeMap<String, f64>, fallback: usize| {
         let mut t: Vec<f64> = labels
             .iter()
@@ -342,319 +340,8 @@ pub(super) fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     order
 }
 
-/// Softmax regression with soft targets: full-batch Adam with L2, keeping the
-/// epoch with the best held-out cross-entropy.
-fn train(
-    x: &[&[f32]],
-    t: &[Vec<f64>],
-    train: &[usize],
-    held: &[usize],
-    k: usize,
-    prior: Option<&[Vec<f32>]>,
-    o: &TrainOptions,
-) -> (Vec<Vec<f64>>, Vec<f64>, usize) {
-    let d = x.first().map_or(0, |r| r.len());
-    // Where training starts and where L2 pulls: the prior, else zero.
-    let w0: Vec<Vec<f64>> = match prior {
-        Some(rows) => rows
-            .iter()
-            .map(|r| r.iter().map(|&v| f64::from(v)).collect())
-            .collect(),
-        None => vec![vec![0.0f64; d]; k],
-    };
-    let mut w = w0.clone();
-    let mut b = vec![0.0f64; k];
-    let (mut mw, mut vw) = (vec![vec![0.0; d]; k], vec![vec![0.0; d]; k]);
-    let (mut mb, mut vb) = (vec![0.0; k], vec![0.0; k]);
-    let (beta1, beta2, eps) = (0.9f64, 0.999f64, 1e-8f64);
-    let logits = |w: &[Vec<f64>], b: &[f64], row: &[f32]| -> Vec<f64> {
-        (0..k)
-            .map(|c| {
-                b[c] + w[c]
-                    .iter()
-                    .zip(row)
-                    .map(|(a, v)| a * f64::from(*v))
-                    .sum::<f64>()
-            })
-            .collect()
-    };
-    let loss = |w: &[Vec<f64>], b: &[f64], rows: &[usize]| -> f64 {
-        rows.iter()
-            .map(|&i| {
-                let p = softmax(&logits(w, b, x[i]));
-                -t[i]
-                    .iter()
-                    .zip(&p)
-                    .map(|(ti, pi)| ti * pi.max(1e-15).ln())
-                    .sum::<f64>()
-            })
-            .sum::<f64>()
-            / rows.len().max(1) as f64
-    };
-    let held_or_train = if held.is_empty() { train } else { held };
-    // Epoch 0 competes too: with a prior, no training may be the best.
-    let mut best = (loss(&w, &b, held_or_train), w.clone(), b.clone(), 0usize);
-    let mut since_best = 0;
-    let mut epochs = 0;
-    let n = train.len().max(1) as f64;
-    for epoch in 1..=o.max_epochs {
-        epochs = epoch;
-        let mut gw = vec![vec![0.0f64; d]; k];
-        let mut gb = vec![0.0f64; k];
-        for &i in train {
-            let p = softmax(&logits(&w, &b, x[i]));
-            for c in 0..k {
-                let g = (p[c] - t[i][c]) / n;
-                gb[c] += g;
-                for (gj, xj) in gw[c].iter_mut().zip(x[i]) {
-                    *gj += g * f64::from(*xj);
-                }
-            }
-        }
-        let step = epoch as i32;
-        let (c1, c2) = (1.0 - beta1.powi(step), 1.0 - beta2.powi(step));
-        for c in 0..k {
-            for j in 0..d {
-                let g = gw[c][j] + o.l2 * (w[c][j] - w0[c][j]);
-                mw[c][j] = beta1 * mw[c][j] + (1.0 - beta1) * g;
-                vw[c][j] = beta2 * vw[c][j] + (1.0 - beta2) * g * g;
-                w[c][j] -= o.learning_rate * (mw[c][j] / c1) / ((vw[c][j] / c2).sqrt() + eps);
-            }
-            let g = gb[c];
-            mb[c] = beta1 * mb[c] + (1.0 - beta1) * g;
-            vb[c] = beta2 * vb[c] + (1.0 - beta2) * g * g;
-            b[c] -= o.learning_rate * (mb[c] / c1) / ((vb[c] / c2).sqrt() + eps);
-        }
-        let held_loss = loss(&w, &b, held_or_train);
-        if held_loss < best.0 - 1e-9 {
-            best = (held_loss, w.clone(), b.clone(), epoch);
-            since_best = 0;
-        } else {
-            since_best += 1;
-            if since_best >= o.patience {
-                break;
-            }
-        }
-    }
-    let _ = epochs;
-    (best.1, best.2, best.3)
-}
-
-/// Trains one head per question on the teacher's decisions, reports held-out
-/// agreement and calibration, and picks the cascade threshold.
-///
-/// Rows whose decision lacks a key are left out of that key's head. Box
-/// questions cannot be distilled (an error naming the key).
-///
-/// ```
-/// use toolnexus::classifier::Questions;
-/// use toolnexus_local::student::{TrainOptions, distill};
-/// let e = distill(&[], &Questions::new(), "m", &TrainOptions::default()).unwrap_err();
-/// assert!(e.to_string().contains("at least 20 are needed"), "{e}");
-/// ```
-pub fn distill(
-    rows: &[TeacherRow],
-    questions: &Questions,
-    embedding_model: &str,
-    options: &TrainOptions,
-) -> Result<(Student, DistillReport), StudentError> {
-    if rows.len() < MIN_ROWS {
-        return Err(StudentError::new(format!(
-            "distill: {} rows; at least {MIN_ROWS} are needed",
-            rows.len()
-        )));
-    }
-    let dim = rows[0].embedding.len();
-    if let Some((i, _)) = rows
-        .iter()
-        .enumerate()
-        .find(|(_, r)| r.embedding.len() != dim)
-    {
-        return Err(StudentError::new(format!(
-            "distill: row {i}'s embedding has {} dimensions, row 0's {dim}",
-            rows[i].embedding.len()
-        )));
-    }
-    for (i, r) in rows.iter().enumerate() {
-        check_teacher(&r.decision, questions, None)
-            .map_err(|e| StudentError::new(format!("distill: row {i}: {e}")))?;
-    }
-    let mut teachers: Vec<String> = Vec::new();
-    for r in rows {
-        if !teachers.contains(&r.decision.model) {
-            teachers.push(r.decision.model.clone());
-        }
-    }
-    let order = shuffled(rows.len(), options.seed);
-    let n_held = ((rows.len() as f64 * options.holdout).round() as usize).clamp(1, rows.len() - 1);
-    let (held_rows, train_rows) = order.split_at(n_held);
-    let x: Vec<&[f32]> = rows.iter().map(|r| r.embedding.as_slice()).collect();
-
-    let mut heads = BTreeMap::new();
-    let mut reports = BTreeMap::new();
-    // Per held-out row: the least confident key and whether every key agrees.
-    let mut row_conf = vec![f64::INFINITY; rows.len()];
-    let mut row_agrees = vec![true; rows.len()];
-    for (key, q) in questions {
-        let labels = labels_of(q).ok_or_else(|| {
-            StudentError::new(format!("distill: question {key:?} is a box question; students answer noul, choice and score"))
-        })?;
-        let mut t: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
-        let mut has = vec![false; rows.len()];
-        let mut legend = BTreeMap::new();
-        for (i, r) in rows.iter().enumerate() {
-            if let Some(a) = r.decision.answers.get(key)
-                && let (Some(target), true) = (target_of(a, &labels), a.answer_type() == q.kind())
-            {
-                t[i] = target;
-                has[i] = true;
-                if let (DecisionAnswer::Score(s), true) = (a, legend.is_empty()) {
-                    legend = s.legend.clone();
-                }
-            }
-        }
-        let train_i: Vec<usize> = train_rows.iter().copied().filter(|&i| has[i]).collect();
-        let held_i: Vec<usize> = held_rows.iter().copied().filter(|&i| has[i]).collect();
-        if train_i.len() < MIN_ROWS / 2 {
-            return Err(StudentError::new(format!(
-                "distill: question {key:?}: the teacher answered it on {} training rows; at least {} are needed",
-                train_i.len(),
-                MIN_ROWS / 2
-            )));
-        }
-        // A head learns to tell answers apart: one answer everywhere teaches
-        // it nothing, and its figures would say nothing either.
-        let mut classes: Vec<usize> = (0..rows.len())
-            .filter(|&i| has[i])
-            .map(|i| argmax(&t[i]))
-            .collect();
-        classes.sort_unstable();
-        classes.dedup();
-        if let [only] = classes[..] {
-            return Err(StudentError::new(format!(
-                "distill: question {key:?}: the teacher gave the same answer ({:?}) on all {} rows that answer it; a head needs at least two different answers to learn from (add examples of the others)",
-                labels[only],
-                has.iter().filter(|&&h| h).count()
-            )));
-        }
-        if held_i.is_empty() {
-            return Err(StudentError::new(format!(
-                "distill: question {key:?}: none of the {} held-out rows answers it, so its agreement cannot be measured (more teacher decisions on it, or a larger --holdout)",
-                held_rows.len()
-            )));
-        }
-        let prior = options.priors.get(key.as_str());
-        if let Some(rows) = prior
-            && (rows.len() != labels.len() || rows.iter().any(|r| r.len() != dim))
-        {
-            return Err(StudentError::new(format!(
-                "distill: question {key:?}: the prior has {} rows of {} numbers; the head needs {} of {dim}",
-                rows.len(),
-                rows.first().map_or(0, Vec::len),
-                labels.len()
-            )));
-        }
-        let (w, b, epochs) = train(
-            &x,
-            &t,
-            &train_i,
-            &held_i,
-            labels.len(),
-            prior.map(Vec::as_slice),
-            options,
-        );
-        let head = Head {
-            kind: q.kind().to_string(),
-            hash: question_hash(q),
-            labels,
-            legend,
-            weights: w
-                .iter()
-                .map(|r| r.iter().map(|&v| v as f32).collect())
-                .collect(),
-            bias: b.iter().map(|&v| v as f32).collect(),
-            report: HeadReport {
-                train: train_i.len(),
-                holdout: held_i.len(),
-                epochs,
-                agreement: 0.0,
-                log_loss: 0.0,
-                ece: 0.0,
-            },
-        };
-        let (mut agree, mut ll, mut top) = (0usize, 0.0, EceRows::default());
-        for &i in &held_i {
-            let p = head.probabilities(x[i]);
-            let ok = argmax(&p) == argmax(&t[i]);
-            agree += usize::from(ok);
-            ll -= t[i]
-                .iter()
-                .zip(&p)
-                .map(|(ti, pi)| ti * pi.max(1e-15).ln())
-                .sum::<f64>();
-            top.push_distribution(&p, argmax(&t[i]));
-            row_conf[i] = row_conf[i].min(top_probability(&p));
-            row_agrees[i] &= ok;
-        }
-        // Over the held-out rows that answer this question (never empty here).
-        let m = held_i.len() as f64;
-        let mut head = head;
-        head.report.agreement = agree as f64 / m;
-        // Cross-entropy against a distribution is never negative; rounding in
-        // a probability of 1 must not print -0.000.
-        head.report.log_loss = (ll / m).max(0.0);
-        head.report.ece = top.ece();
-        reports.insert(key.clone(), head.report.clone());
-        heads.insert(key.clone(), head);
-    }
-    // The threshold: the largest local share whose rows still agree enough.
-    let mut held: Vec<(f64, bool)> = held_rows
-        .iter()
-        .filter(|&&i| row_conf[i].is_finite())
-        .map(|&i| (row_conf[i], row_agrees[i]))
-        .collect();
-    held.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let (mut kept, mut right) = (0usize, 0usize);
-    let mut pick: Option<(f64, usize, usize)> = None;
-    for (pos, &(c, ok)) in held.iter().enumerate() {
-        kept += 1;
-        right += usize::from(ok);
-        let last_of_tie = held.get(pos + 1).is_none_or(|n| n.0 != c);
-        if last_of_tie && right as f64 >= options.target_agreement * kept as f64 {
-            pick = Some((c, kept, right));
-        }
-    }
-    let (threshold, served, local_agreement) = match pick {
-        Some((c, k, r)) => (
-            c,
-            k as f64 / held.len().max(1) as f64,
-            Some(r as f64 / k as f64),
-        ),
-        // No cut keeps the target: everything goes to the teacher.
-        None => (f64::INFINITY, 0.0, None),
-    };
-    let student = Student {
-        embedding_model: embedding_model.to_string(),
-        teacher_model: teachers.join(", "),
-        threshold,
-        target_agreement: options.target_agreement,
-        served_locally: served,
-        local_agreement,
-        questions: heads,
-        state_text: options.state_text,
-    };
-    let report = DistillReport {
-        rows: rows.len(),
-        questions: reports,
-        threshold,
-        served_locally: served,
-        local_agreement,
-    };
-    Ok((student, report))
-}
-
 /// Embeds each state (as [`state_text`](crate::state_text::state_text) writes
-/// it) and pairs it with the teacher's decision: the rows [`distill`] trains on.
+/// it) and pairs it with the teacher's decision: the rows [`distill`](super::distill) trains on.
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
