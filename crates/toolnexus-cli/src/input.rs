@@ -189,6 +189,7 @@ mod tests {
         assert!(e.to_string().contains("is the run input"), "{e}");
         assert_eq!(crate::exit::exit_of(&e), crate::exit::Exit::Usage);
         assert!(refuse_overwrite("--out", &dir.join("new.json"), &[("run", &run)]).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -208,6 +209,7 @@ mod tests {
             read_json_arg("--state", &bom.display().to_string()).unwrap(),
             serde_json::json!({"a": 1})
         );
+        std::fs::remove_dir_all(&dir).unwrap();
         let e = read_json_arg("--questions", r#"{"q": {"type": "noul", "type": "score"}}"#)
             .unwrap_err();
         assert_eq!(
