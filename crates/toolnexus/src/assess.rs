@@ -48,6 +48,7 @@ pub use run::{Outcome, Progress, RUN_FORMAT, RUN_VERSION, Row, Run, RunOptions, 
 pub use samples::{
     RunSample, RunSamples, RunsFit, SampleCounts, fit_runs, fit_samples, read_fit_samples,
 };
+pub use sorted::TempFile;
 pub use stream::{FileRun, RunIds, RunReader, run_examples_file, summarize_file};
 pub use summary::{
     AnsweredBy, CURVE_POINTS, CostSummary, ECE_BINS, GateSummary, PRECISION_CUTS, PrecisionAt,

@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
+use toolnexus::assess::TempFile;
 use toolnexus::classifier::{Decision, DecisionAnswer, Questions};
 
 use crate::embed::Embedder;
@@ -29,40 +28,6 @@ pub const MEMORY_ROWS: usize = 4096;
 
 /// Records read from the file at once.
 const READ_ROWS: usize = 256;
-
-/// A temporary file, removed when dropped.
-struct TempFile {
-    file: File,
-    path: PathBuf,
-}
-
-impl TempFile {
-    fn create() -> io::Result<TempFile> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "toolnexus-distill-{}-{}-{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        Ok(TempFile { file, path })
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        // Best effort: the file holds only training rows, and a failure to
-        // remove it must not turn a trained student into an error.
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
 
 /// One head's place in a record.
 #[derive(Debug, Clone)]
@@ -304,7 +269,7 @@ impl TeacherRows {
     /// Moves the rows held in memory to the file.
     fn spill(&mut self) -> io::Result<()> {
         if self.file.is_none() {
-            let t = TempFile::create()?;
+            let t = TempFile::create("toolnexus-distill")?;
             let w = BufWriter::with_capacity(1 << 16, t.file.try_clone()?);
             self.file = Some((t, w));
         }
@@ -332,7 +297,7 @@ impl TeacherRows {
                     w.flush()?;
                     drop(w);
                     self.buf = Vec::new();
-                    let to = TempFile::create()?;
+                    let to = TempFile::create("toolnexus-distill")?;
                     let mut out = BufWriter::with_capacity(1 << 16, to.file.try_clone()?);
                     let mut src = from.file.try_clone()?;
                     let mut record = vec![0u8; len];
@@ -444,7 +409,7 @@ impl Ordered {
                 read().map_err(|e| {
                     StudentError::new(format!(
                         "distill: cannot read the training rows back from {}: {e}",
-                        f.path.display()
+                        f.path().display()
                     ))
                 })?;
             }

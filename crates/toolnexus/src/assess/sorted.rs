@@ -35,20 +35,36 @@ pub(crate) fn value(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
-/// A temporary file, removed when dropped.
-struct TempFile {
-    file: File,
+/// A temporary file under [`std::env::temp_dir`], open for reading and
+/// writing, removed when dropped (on success and on every error path): where
+/// the summary's sorts and `distill`'s training rows spill.
+///
+/// ```
+/// use std::io::Write as _;
+/// let mut t = toolnexus::assess::TempFile::create("toolnexus-doc")?;
+/// t.file.write_all(b"rows")?;
+/// let path = t.path().to_path_buf();
+/// assert!(path.is_file());
+/// drop(t);
+/// assert!(!path.exists());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct TempFile {
+    /// The open file.
+    pub file: File,
     path: PathBuf,
 }
 
 impl TempFile {
-    fn create() -> io::Result<TempFile> {
+    /// A new, empty file named `PREFIX-PID-N-NANOS`, never one that exists.
+    pub fn create(prefix: &str) -> io::Result<TempFile> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let path = std::env::temp_dir().join(format!(
-            "toolnexus-sort-{}-{}-{nanos}",
+            "{prefix}-{}-{}-{nanos}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
@@ -59,12 +75,17 @@ impl TempFile {
             .open(&path)?;
         Ok(TempFile { file, path })
     }
+
+    /// Where the file is.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
 }
 
 impl Drop for TempFile {
     fn drop(&mut self) {
-        // Best effort: the file holds only sort keys, and a failure to remove
-        // it must not turn a finished summary into an error.
+        // Best effort: the file holds only spilled intermediate records, and
+        // a failure to remove it must not turn a finished result into an error.
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -118,7 +139,7 @@ impl Spill {
         }
         self.buf.sort_unstable();
         if self.file.is_none() {
-            let t = TempFile::create()?;
+            let t = TempFile::create("toolnexus-sort")?;
             let w = BufWriter::with_capacity(1 << 16, t.file.try_clone()?);
             self.file = Some((t, w));
         }
@@ -334,7 +355,11 @@ mod tests {
         for i in 0..CHUNK as u64 + 1 {
             s.push(i, 0).unwrap();
         }
-        let path = s.file.as_ref().map(|(t, _)| t.path.clone()).unwrap();
+        let path = s
+            .file
+            .as_ref()
+            .map(|(t, _)| t.path().to_path_buf())
+            .unwrap();
         assert!(path.exists());
         let mut sorted = s.sorted().unwrap();
         assert_eq!(sorted.next(), Some((0, 0)));
