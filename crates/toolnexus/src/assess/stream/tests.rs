@@ -155,7 +155,6 @@ fn a_file_summary_is_the_summary_of_the_loaded_run() {
     run.rows.insert(7, f7);
     run.rows.remove(8);
     run.rows[9] = f9;
-    let mut text = run.to_jsonl();
     let mut again = run.rows[7].clone();
     again.outcome = synthetic_run(&SyntheticOptions {
         rows: 8,
@@ -164,6 +163,19 @@ fn a_file_summary_is_the_summary_of_the_loaded_run() {
     .rows[7]
         .outcome
         .clone();
+    let loaded = written_again_and_torn(&path, &run, again);
+    assert_eq!(loaded.rows.len(), 3_000);
+    for s in file_summaries_match(&path, &loaded, ["claim", "topic"]) {
+        assert_eq!((s.rows, s.failed_rows), (3_000, 1));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `run` written to `path` with `again` (a row of an id already there, as a
+/// rerun of the errors writes it) and a torn last line after it; the run as
+/// `Run::load` reads it back.
+fn written_again_and_torn(path: &Path, run: &Run, again: crate::assess::Row) -> Run {
+    let mut text = run.to_jsonl();
     text.push_str(
         Run::new(run.questions.clone(), vec![again])
             .to_jsonl()
@@ -172,23 +184,30 @@ fn a_file_summary_is_the_summary_of_the_loaded_run() {
             .unwrap(),
     );
     text.push_str("\n{\"id\":\"s5\",\"lab");
-    std::fs::write(&path, &text).unwrap();
-    let loaded = Run::load(&path).unwrap();
-    assert_eq!(loaded.rows.len(), 3_000);
-    for options in [
+    std::fs::write(path, &text).unwrap();
+    Run::load(path).unwrap()
+}
+
+/// The file's summaries equal the loaded run's, with default options and
+/// with a gate on `gate` and bands; they are returned for more checks.
+fn file_summaries_match(path: &Path, loaded: &Run, gate: [&str; 2]) -> Vec<Summary> {
+    let options = [
         SummaryOptions::default(),
         SummaryOptions {
-            gate_keys: Some(vec!["claim".into(), "topic".into()]),
+            gate_keys: Some(gate.map(String::from).to_vec()),
             bands: Some((Default::default(), Default::default())),
             ..Default::default()
         },
-    ] {
-        let (s, torn) = summarize_file(&path, &options).unwrap();
-        assert_eq!(s, summarize(&loaded, &options));
-        assert_eq!(torn, loaded.torn_line);
-        assert_eq!((s.rows, s.failed_rows), (3_000, 1));
-    }
-    std::fs::remove_dir_all(&d).unwrap();
+    ];
+    options
+        .iter()
+        .map(|options| {
+            let (s, torn) = summarize_file(path, options).unwrap();
+            assert_eq!(s, summarize(loaded, options));
+            assert_eq!(torn, loaded.torn_line);
+            s
+        })
+        .collect()
 }
 
 #[test]
@@ -203,31 +222,11 @@ fn a_varied_file_summary_is_the_summary_of_the_loaded_run() {
     assert!(matches!(run.rows[11].outcome, Outcome::Failed { .. }));
     let mut again = run.rows[11].clone();
     again.outcome = run.rows[12].outcome.clone();
-    let mut text = run.to_jsonl();
-    text.push_str(
-        Run::new(run.questions.clone(), vec![again])
-            .to_jsonl()
-            .lines()
-            .nth(1)
-            .unwrap(),
-    );
-    text.push_str("\n{\"id\":\"s5\",\"lab");
-    std::fs::write(&path, &text).unwrap();
-    let loaded = Run::load(&path).unwrap();
+    let loaded = written_again_and_torn(&path, &run, again);
     assert_eq!(loaded.rows.len(), 2_000);
     assert!(loaded.rows[11].decision().is_some());
-    for options in [
-        SummaryOptions::default(),
-        SummaryOptions {
-            gate_keys: Some(vec!["quality".into(), "topic".into()]),
-            bands: Some((Default::default(), Default::default())),
-            ..Default::default()
-        },
-    ] {
-        let (s, torn) = summarize_file(&path, &options).unwrap();
-        assert_eq!(s, summarize(&loaded, &options));
+    for s in file_summaries_match(&path, &loaded, ["quality", "topic"]) {
         assert!(s.latency_p95_ms.is_some() && s.cost.known_rows > 0);
-        assert_eq!(torn, loaded.torn_line);
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
