@@ -36,6 +36,18 @@ pub fn real_model() -> Option<PathBuf> {
     dir
 }
 
+/// `--precision bf16` refused on a CPU without a bf16 unit: bad usage
+/// (exit 2) naming the flag.
+pub fn no_bf16_unit(out: &Out) {
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("--precision bf16: local: bf16 needs a CPU"),
+        "{}",
+        out.stderr
+    );
+}
+
 /// A file of the shipped assess demo: `demo("questions.json")`,
 /// `demo("labels.jsonl")`, ….
 pub fn demo(name: &str) -> String {
