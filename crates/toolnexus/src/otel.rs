@@ -39,6 +39,7 @@ use crate::classifier::{
 
 mod attributes;
 mod delivery;
+mod fast;
 mod otlp;
 mod spans;
 
@@ -214,8 +215,8 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         _ => {}
     }
     let resource = resource(&options);
-    let spans = match otlp::config(options.endpoint.as_deref()) {
-        Some(config) => otlp::Traces::Ours(otlp::OtlpHttp::new(config)),
+    let traces = match otlp::config(options.endpoint.as_deref()) {
+        Some(config) => otlp::Traces::Ours(config),
         None => {
             let spans = opentelemetry_otlp::SpanExporter::builder().with_http();
             let spans = match &options.endpoint {
@@ -244,11 +245,27 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| "http://localhost:4318".into());
     let counts = Arc::new(delivery::Counts::default());
-    let spans = Arc::new(spans::Spans::new(
-        delivery::Warned::new(spans, &collector, counts.clone()),
-        &resource,
-        counts.clone(),
-    ));
+    let spans = match traces {
+        otlp::Traces::Ours(config) => {
+            let batch = fast::Batch::from_env();
+            let mut poster = otlp::Poster::new(config, batch.timeout);
+            spans::Spans::ours(
+                Box::new(move |body| poster.post(body)),
+                delivery::Notice::new(&collector, counts.clone()),
+                &resource,
+                counts.clone(),
+                batch,
+                spans::Parts::from_env(),
+            )
+            .map_err(|e| OtelError(format!("traces exporter: {e}")))?
+        }
+        otlp::Traces::Sdk(exporter) => spans::Spans::new(
+            delivery::Warned::new(exporter, &collector, counts.clone()),
+            &resource,
+            counts.clone(),
+        ),
+    };
+    let spans = Arc::new(spans);
     let meters = SdkMeterProvider::builder()
         .with_periodic_exporter(metrics)
         .with_resource(resource)
@@ -377,19 +394,34 @@ struct Watch {
 }
 
 /// A call's span, built when the call ended and sent when it is exported.
-struct Ended {
-    spans: Arc<spans::Spans>,
-    draft: spans::Draft,
+enum Ended {
+    /// Written as protobuf but for the guard's verdict.
+    Written(Arc<spans::Spans>, fast::Open),
+    /// Made of `KeyValue`s for the SDK's path.
+    Draft(Arc<spans::Spans>, spans::Draft),
+    /// Not sampled: nothing to send.
+    Dropped,
 }
 
 impl EndedCall for Ended {
     fn export(self: Box<Self>, guard: Option<&GuardVerdict>) {
-        let Ended { spans, mut draft } = *self;
-        if let Some(v) = guard {
-            draft.attributes.extend(guard_attributes(v));
+        match *self {
+            Ended::Written(spans, span) => spans.close(span, guard),
+            Ended::Draft(spans, mut draft) => {
+                if let Some(v) = guard {
+                    draft.attributes.extend(guard_attributes(v));
+                }
+                spans.send(draft);
+            }
+            Ended::Dropped => {}
         }
-        spans.send(draft);
     }
+}
+
+/// A shared span name (`evaluate <model>`, `guard <tool>`): one string for
+/// every span that carries it.
+fn span_name(name: String) -> std::borrow::Cow<'static, str> {
+    attributes::intern(&name).map_or(name.into(), Into::into)
 }
 
 impl CallExport for Export {
@@ -420,15 +452,24 @@ impl CallExport for Export {
     }
 
     fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
+        let name = span_name(format!("guard {}", verdict.tool));
+        let parent = crate::classifier::current_trace_parent();
+        if self.spans.writes_protobuf() {
+            let times = (started, started + took);
+            if let Some(span) = self
+                .spans
+                .open(name, SpanKind::Internal, times, parent, None)
+            {
+                self.spans.close(span, Some(verdict));
+            }
+            return;
+        }
         self.spans.send(spans::Draft {
-            name: {
-                let name = format!("guard {}", verdict.tool);
-                attributes::intern(&name).map_or(name.into(), Into::into)
-            },
+            name,
             kind: SpanKind::Internal,
             started,
             ended: started + took,
-            parent: crate::classifier::current_trace_parent(),
+            parent,
             attributes: guard_attributes(verdict),
             events: Vec::new(),
             error: None,
@@ -448,23 +489,36 @@ impl CallWatch for Watch {
             cascade_stage: end.cascade_stage,
             state: self.state.as_deref(),
         };
+        let error = end.result.as_ref().err().map(|e| e.kind().as_str());
+        let name = span_name(format!("evaluate {}", self.asked));
+        let ended = self.started + end.duration;
+        if self.spans.writes_protobuf() {
+            let times = (self.started, ended);
+            let Some(mut span) = self
+                .spans
+                .open(name, SpanKind::Client, times, self.parent, error)
+            else {
+                return Box::new(Ended::Dropped);
+            };
+            attributes::write_span_attributes(&record, &mut span.attributes());
+            for (key, answer) in attributes::answers(&record) {
+                span.event(|a| {
+                    attributes::write_event_attributes(key, answer, &self.instructions, a);
+                });
+            }
+            return Box::new(Ended::Written(self.spans, span));
+        }
         let draft = spans::Draft {
             attributes: span_attributes(&record),
             events: evaluation_events(&record, &self.instructions),
-            error: end.result.as_ref().err().map(|e| e.kind().as_str()),
-            name: {
-                let name = format!("evaluate {}", self.asked);
-                attributes::intern(&name).map_or(name.into(), Into::into)
-            },
+            error,
+            name,
             kind: SpanKind::Client,
             started: self.started,
-            ended: self.started + end.duration,
+            ended,
             parent: self.parent,
         };
-        Box::new(Ended {
-            spans: self.spans,
-            draft,
-        })
+        Box::new(Ended::Draft(self.spans, draft))
     }
 }
 
