@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
+use opentelemetry::metrics::{Histogram, MeterProvider as _};
 use opentelemetry::trace::SpanKind;
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
@@ -42,6 +42,7 @@ mod delivery;
 mod fast;
 mod otlp;
 mod spans;
+mod tally;
 
 pub use attributes::{CallRecord, evaluation_events, guard_attributes, span_attributes};
 pub use delivery::undelivered_spans;
@@ -124,54 +125,10 @@ struct Export {
 }
 
 struct Instruments {
-    requests: Counter<u64>,
-    answers: Counter<u64>,
-    errors: Counter<u64>,
-    warnings: Counter<u64>,
-    cache_hits: Counter<u64>,
-    tokens: Counter<u64>,
-    cost_usd: Counter<f64>,
+    /// The counters' sums, read by the SDK's observable counters.
+    tally: Arc<tally::Tally>,
+    _counters: tally::Counters,
     duration: Histogram<f64>,
-    labels: Labels,
-}
-
-/// The request counter's label sets, made once per style, model and
-/// outcome: a process calls a few models in one or two styles, and a set
-/// made again for each call costs the strings' lookups and the values.
-#[derive(Default)]
-struct Labels(std::sync::Mutex<Vec<(String, String, [KeyValue; 3])>>);
-
-impl Labels {
-    /// How many label sets are kept; past them a set is made for its call.
-    const MAX: usize = 64;
-
-    /// Runs `f` with the labels of (`style`, `model`, `outcome`).
-    fn with(&self, style: &str, model: &str, outcome: &'static str, f: impl FnOnce(&[KeyValue])) {
-        let make = || {
-            [
-                KeyValue::new("style", attributes::shared(style)),
-                KeyValue::new("model", attributes::shared(model)),
-                KeyValue::new("outcome", outcome),
-            ]
-        };
-        // A poisoned lock holds whole label sets either way.
-        let mut sets = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let found = sets
-            .iter()
-            .position(|(s, m, l)| s == style && m == model && l[2].value.as_str() == outcome);
-        let labels = match found {
-            Some(i) => sets[i].2.clone(),
-            None => {
-                let labels = make();
-                if sets.len() < Self::MAX {
-                    sets.push((style.to_string(), model.to_string(), labels.clone()));
-                }
-                labels
-            }
-        };
-        drop(sets);
-        f(&labels);
-    }
 }
 
 /// Keeps the export running; [`OtelGuard::shutdown`] (or dropping it) sends
@@ -525,74 +482,25 @@ impl CallWatch for Watch {
 impl Instruments {
     fn new(meters: &SdkMeterProvider) -> Instruments {
         let m = meters.meter("toolnexus");
-        let counter = |name: &'static str, what: &'static str| {
-            m.u64_counter(name).with_description(what).build()
-        };
+        let tally = Arc::new(tally::Tally::default());
         Instruments {
-            requests: counter(
-                "toolnexus.requests",
-                "Calls evaluated, by style, model and outcome.",
-            ),
-            answers: counter("toolnexus.answers", "Answers returned, by answer type."),
-            errors: counter("toolnexus.errors", "Failed calls, by error kind."),
-            warnings: counter(
-                "toolnexus.warnings",
-                "Warnings about questions and answers.",
-            ),
-            cache_hits: counter("toolnexus.cache_hits", "Calls answered from a cache."),
-            tokens: counter("toolnexus.tokens", "Tokens spent, by direction."),
-            cost_usd: m
-                .f64_counter("toolnexus.cost_usd")
-                .with_description("Known cost of the calls in US dollars.")
-                .build(),
+            _counters: tally::Counters::new(&m, &tally),
+            tally,
             duration: m
                 .f64_histogram("toolnexus.request.duration")
                 .with_unit("s")
                 .with_description("Wall time of a call.")
                 .with_boundaries(crate::metrics::DURATION_BUCKETS.to_vec())
                 .build(),
-            labels: Labels::default(),
         }
     }
-}
 
-impl Instruments {
     /// Counts one call or warning.
     fn record(&self, e: &MetricEvent) {
-        let i = self;
-        if e.name == MetricName::Warning || e.status == MetricStatus::Warning {
-            i.warnings.add(1, &[]);
-            return;
+        self.tally.record(e);
+        if e.name != MetricName::Warning && e.status != MetricStatus::Warning {
+            self.duration.record(e.duration.as_secs_f64(), &[]);
         }
-        let outcome = if e.status == MetricStatus::Ok {
-            "ok"
-        } else {
-            "error"
-        };
-        i.labels.with(&e.style, &e.model, outcome, |labels| {
-            i.requests.add(1, labels);
-        });
-        for t in &e.answers {
-            i.answers.add(1, &[KeyValue::new("type", *t)]);
-        }
-        if let Some(kind) = e.error_kind {
-            i.errors.add(1, &[KeyValue::new("kind", kind.as_str())]);
-        }
-        if e.cache_hit {
-            i.cache_hits.add(1, &[]);
-        }
-        i.tokens.add(
-            e.input_tokens.max(0) as u64,
-            &[KeyValue::new("direction", "input")],
-        );
-        i.tokens.add(
-            e.output_tokens.max(0) as u64,
-            &[KeyValue::new("direction", "output")],
-        );
-        if let Some(usd) = e.cost.filter(|c| c.is_finite() && *c > 0.0) {
-            i.cost_usd.add(usd, &[]);
-        }
-        i.duration.record(e.duration.as_secs_f64(), &[]);
     }
 }
 
