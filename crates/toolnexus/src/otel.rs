@@ -375,12 +375,6 @@ impl EndedCall for Ended {
     }
 }
 
-/// A shared span name (`evaluate <model>`, `guard <tool>`): one string for
-/// every span that carries it.
-fn span_name(name: String) -> std::borrow::Cow<'static, str> {
-    attributes::intern(&name).map_or(name.into(), Into::into)
-}
-
 impl CallExport for Export {
     fn start(&self, state: &Value, questions: &Questions, asked: &str) -> Box<dyn CallWatch> {
         let (state, instructions) = if self.content {
@@ -409,7 +403,7 @@ impl CallExport for Export {
     }
 
     fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
-        let name = span_name(format!("guard {}", verdict.tool));
+        let name = attributes::intern_joined("guard ", &verdict.tool);
         let parent = crate::classifier::current_trace_parent();
         if self.spans.writes_protobuf() {
             let times = (started, started + took);
@@ -447,7 +441,7 @@ impl CallWatch for Watch {
             state: self.state.as_deref(),
         };
         let error = end.result.as_ref().err().map(|e| e.kind().as_str());
-        let name = span_name(format!("evaluate {}", self.asked));
+        let name = attributes::intern_joined("evaluate ", &self.asked);
         let ended = self.started + end.duration;
         if self.spans.writes_protobuf() {
             let times = (self.started, ended);

@@ -427,6 +427,23 @@ pub(super) fn intern(text: &str) -> Option<&'static str> {
     Some(s)
 }
 
+/// `prefix` and `text` joined, shared as [`intern`] shares a string; found
+/// among the strings this thread used last without joining them first.
+pub(super) fn intern_joined(prefix: &str, text: &str) -> std::borrow::Cow<'static, str> {
+    let joined = |s: &&'static str| {
+        s.len() == prefix.len() + text.len() && s.starts_with(prefix) && s.ends_with(text)
+    };
+    let near = NEAR
+        .try_with(|n| n.borrow().iter().copied().find(joined))
+        .ok()
+        .flatten();
+    if let Some(s) = near {
+        return s.into();
+    }
+    let name = format!("{prefix}{text}");
+    intern(&name).map_or(name.into(), Into::into)
+}
+
 /// `text` as an attribute value: shared ([`intern`]) while the set has
 /// room, a copy after.
 pub(super) fn shared(text: &str) -> StringValue {

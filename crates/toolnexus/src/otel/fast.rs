@@ -18,6 +18,7 @@
 //! for the same span (tested).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -206,13 +207,43 @@ pub(super) struct Open {
     events_dropped: u32,
 }
 
+thread_local! {
+    /// Span buffers a thread is done with, for its next spans: a buffer of
+    /// a few kilobytes is past the allocator's per-thread cache, and taking
+    /// one from its shared bins costs more than writing the span.
+    static BODIES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many span buffers a thread keeps.
+const BODIES_KEPT: usize = 16;
+
+/// An empty buffer for a span: one this thread kept, or a new one.
+fn take_body() -> Vec<u8> {
+    BODIES
+        .try_with(|b| b.borrow_mut().pop())
+        .ok()
+        .flatten()
+        // A call's span with a few answers fits; a larger one grows once.
+        .unwrap_or_else(|| Vec::with_capacity(2048))
+}
+
+/// Keeps `body` for this thread's next span, while there is room.
+fn give_body(mut body: Vec<u8>) {
+    body.clear();
+    let _ = BODIES.try_with(move |b| {
+        let mut b = b.borrow_mut();
+        if b.len() < BODIES_KEPT {
+            b.push(body);
+        }
+    });
+}
+
 impl Open {
     pub(super) fn new(head: Head, limits: Limits) -> Open {
         Open {
             head,
             limits,
-            // A call's span with a few answers fits; a larger one grows once.
-            body: Vec::with_capacity(2048),
+            body: take_body(),
             attributes_end: None,
             attributes: Kept::new(limits.attributes),
             events: 0,
@@ -300,6 +331,7 @@ impl Open {
         }
         otlp::end(out, status);
         otlp::fixed32(out, 16, otlp::span_flags(head.parent.is_some(), head.flags));
+        give_body(body);
     }
 }
 
