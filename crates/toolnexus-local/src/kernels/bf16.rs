@@ -17,7 +17,8 @@
 //! zeros.
 //! The activations are converted row by row to bf16 (an odd row padded with
 //! a zero), so each 32-bit word of a converted row is one input pair, which
-//! the kernel broadcasts to every lane.
+//! the kernel broadcasts to every lane. Each row is converted once per
+//! product, before the panels are shared out, and every worker reads it.
 //!
 //! Which path runs is decided once per process ([`unit`]): AVX-512 BF16
 //! where the CPU has it, a portable path (the same packing, plain loops, the
@@ -457,45 +458,76 @@ pub(crate) fn matmul_bf16_on(
     };
     let dst = OutPtr(out.as_mut_ptr());
     let chunk = chunk_rows(w.inputs).min(m);
+    let pairs = w.pairs();
+    // Every row converted once, into one buffer the calling thread keeps
+    // from call to call (no fresh pages per product) and every worker reads:
+    // a worker that converted only the chunks it took panels from converted
+    // each row once per thread.
+    let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if scratch.len() < m * pairs {
+        scratch.resize(m * pairs, 0);
+    }
+    let a = &mut scratch[..m * pairs];
+    convert_rows(vector, x, a, chunk, t);
+    let a = &*a;
     // The panels of each chunk of rows go to whichever worker asks next:
     // a worker slowed down (by another process on its core) takes fewer.
     let next: Vec<AtomicUsize> = (0..m.div_ceil(chunk))
         .map(|_| AtomicUsize::new(0))
         .collect();
-    // Each worker's converted rows, in one buffer the calling thread keeps
-    // from call to call: no fresh pages per product.
-    let words = chunk * w.pairs();
-    let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    if scratch.len() < t * words {
-        scratch.resize(t * words, 0);
-    }
-    let work = |a: &mut [u32]| {
+    let work = || {
         // SAFETY: `out` was checked above for `m` rows of `n` at
         // `out_stride`; a worker writes only the columns of the panels it
         // took from `next`, which hands each (chunk, panel) out once, and
         // `out` stays mutably borrowed until every worker has ended.
-        unsafe { panels_into(vector, x, w, bias, dst, out_stride, into, chunk, &next, a) }
+        unsafe { panels_into(vector, a, m, w, bias, dst, out_stride, into, chunk, &next) }
     };
-    if t == 1 {
-        work(&mut scratch[..words]);
-    } else {
-        // On rayon's pool, which stays up between products: a scoped thread
-        // of its own per product cost 40–115 µs to start and join on a
-        // shared machine, more than a short text's whole product. The
-        // calling thread works too, in place.
-        rayon::in_place_scope(|s| {
-            let work = &work;
-            let mut parts = scratch[..t * words].chunks_mut(words);
-            let mine = parts.next();
-            for a in parts {
-                s.spawn(move |_| work(a));
-            }
-            if let Some(a) = mine {
-                work(a);
-            }
-        });
-    }
+    on_workers(t, &work);
     SCRATCH.with(|s| *s.borrow_mut() = scratch);
+}
+
+/// Runs `work` on `t` threads at once, the calling thread one of them, and
+/// returns when every one has ended; `work` shares out what there is to do.
+fn on_workers(t: usize, work: &(impl Fn() + Sync)) {
+    if t <= 1 {
+        work();
+        return;
+    }
+    // On rayon's pool, which stays up between products: a scoped thread of
+    // its own per product cost 40–115 µs to start and join on a shared
+    // machine, more than a short text's whole product. The calling thread
+    // works too, in place.
+    rayon::in_place_scope(|s| {
+        for _ in 1..t {
+            s.spawn(move |_| work());
+        }
+        work();
+    });
+}
+
+/// `x`'s rows to bf16 pairs into `a` (`x.rows × pairs` words, row after
+/// row), chunk by chunk to whichever of `t` workers asks next.
+fn convert_rows(vector: bool, x: Rows<'_>, a: &mut [u32], chunk: usize, t: usize) {
+    let pairs = x.cols.div_ceil(2);
+    assert!(a.len() >= x.rows * pairs, "conversion buffer too short");
+    // Each chunk's words behind a lock of its own, taken once, by the worker
+    // `next` hands the chunk to: never contended.
+    let parts: Vec<std::sync::Mutex<&mut [u32]>> = a[..x.rows * pairs]
+        .chunks_mut((chunk * pairs).max(1))
+        .map(std::sync::Mutex::new)
+        .collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let c = next.fetch_add(1, Ordering::Relaxed);
+            let Some(part) = parts.get(c) else { break };
+            let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
+            for (r, dst) in (c * chunk..).zip(part.chunks_mut(pairs.max(1))) {
+                convert_row(vector, &x.data[r * x.stride..][..x.cols], dst);
+            }
+        }
+    };
+    on_workers(t.min(parts.len()), &work);
 }
 
 thread_local! {
@@ -503,28 +535,30 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Rows converted at once: their bf16 copy (`rows × inputs × 2` bytes) stays
-/// within about 256 KiB, so it is read from L2 while every panel passes over it.
+/// Rows a panel passes over before the next panel (and converted as one
+/// piece): their bf16 copy (`rows × inputs × 2` bytes) stays within about
+/// 256 KiB, so it is read from L2 while every panel passes over it.
 fn chunk_rows(inputs: usize) -> usize {
     let rows = (256 * 1024 / (2 * inputs.max(1))).max(MR);
     rows / MR * MR
 }
 
-/// The product's panels that `next` hands this worker, all rows: the rows
-/// in chunks of `chunk` converted to bf16 into `a` (at least `chunk × pairs`
-/// words), then each panel taken from the chunk's counter over the chunk,
+/// The product's panels that `next` hands this worker, all `m` rows: `a`
+/// holds every row converted to bf16 (`pairs` words each); in chunks of `chunk`
+/// rows, each panel taken from the chunk's counter runs over the chunk,
 /// [`MR`] rows at a time.
 ///
 /// # Safety
 ///
-/// `out` must be valid for reads and writes of `x.rows` rows of
+/// `out` must be valid for reads and writes of `m` rows of
 /// `w.outputs()` at `out_stride`, and nothing else may access the columns of
 /// a (chunk, panel) this worker takes from `next` during the call. `vector`
 /// only where the CPU has AVX-512 BF16.
 #[allow(clippy::too_many_arguments)]
 unsafe fn panels_into(
     vector: bool,
-    x: Rows<'_>,
+    a: &[u32],
+    m: usize,
     w: &Bf16Weights,
     bias: Option<&[f32]>,
     out: OutPtr,
@@ -532,20 +566,12 @@ unsafe fn panels_into(
     into: Out,
     chunk: usize,
     next: &[AtomicUsize],
-    a: &mut [u32],
 ) {
     let pairs = w.pairs();
     let panels = w.outputs.div_ceil(PANEL);
-    for (i0, next) in (0..x.rows).step_by(chunk).zip(next) {
-        if next.load(Ordering::Relaxed) >= panels {
-            continue;
-        }
-        let rows = chunk.min(x.rows - i0);
-        let a = &mut a[..rows * pairs];
-        for (r, dst) in a.chunks_mut(pairs).enumerate() {
-            let src = &x.data[(i0 + r) * x.stride..][..x.cols];
-            convert_row(vector, src, dst);
-        }
+    for (i0, next) in (0..m).step_by(chunk).zip(next) {
+        let rows = chunk.min(m - i0);
+        let a = &a[i0 * pairs..(i0 + rows) * pairs];
         loop {
             let j = next.fetch_add(1, Ordering::Relaxed);
             if j >= panels {
