@@ -7,8 +7,8 @@
 use serde::Deserialize;
 
 use crate::kernels::{
-    Attend, Bf16Weights, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, gelu_rows,
-    groups, packed_starts,
+    Attend, Bf16Weights, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, bf16,
+    gelu_rows, groups, packed_starts,
 };
 use crate::weights::prepared::Part;
 use crate::weights::{F32s, Tensors};
@@ -280,7 +280,6 @@ impl Bert {
     }
 
     /// Whether the linear matrices are kept in bf16.
-    #[cfg(test)]
     pub(crate) fn is_bf16(&self) -> bool {
         self.layers.first().is_some_and(|l| l.qkv.is_bf16())
     }
@@ -344,6 +343,12 @@ impl Bert {
             rope: None,
             window: None,
             block: self.max_positions,
+        };
+        // In bf16, attention on the bf16 path's own kernel; f32 keeps the
+        // `gemm` path and its bits.
+        let attention = match self.is_bf16() {
+            true => bf16::attention::attention,
+            false => attention,
         };
         for layer in &self.layers {
             let (w_qkv, w_out) = (HeldLin::of(&layer.qkv)?, HeldLin::of(&layer.out)?);

@@ -670,7 +670,6 @@ impl Lin {
     }
 
     /// Whether the weight is kept in bf16.
-    #[cfg(test)]
     pub(crate) fn is_bf16(&self) -> bool {
         matches!(self.w, LinWeight::Bf16(_))
     }

@@ -42,6 +42,8 @@ use toolnexus::classifier::Evaluated;
 use crate::engine::Precision;
 use crate::error::{LocalError, msg};
 
+pub(crate) mod attention;
+
 /// Output columns in one packed panel: two 16-lane vectors.
 const PANEL: usize = 32;
 
