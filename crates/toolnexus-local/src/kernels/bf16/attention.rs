@@ -144,7 +144,7 @@ struct Buffers {
     kt: Vec<f32>,
     /// Scores, then the softmax's numerators, of [`QUERIES`] queries: rows of `stride`.
     s: Vec<f32>,
-    /// One key with rotary positions applied.
+    /// The keys, rotated where the model has rotary positions: `len` rows of `hd`.
     k: Vec<f32>,
     /// The row length the transposed keys are laid out for: `len` rounded up to [`KEYS`].
     stride: usize,
@@ -157,7 +157,7 @@ impl Buffers {
             q: vec![0f32; longest.div_ceil(QUERIES) * QUERIES * hd],
             kt: vec![0f32; hd * stride],
             s: vec![0f32; QUERIES * stride],
-            k: vec![0f32; hd],
+            k: vec![0f32; longest * hd],
             stride,
         }
     }
@@ -170,29 +170,58 @@ impl Buffers {
         self.stride = len.div_ceil(KEYS) * KEYS;
         let stride = self.stride;
         let scale = 1.0 / (hd as f32).sqrt();
+        prefetch(t);
+        // The keys first into rows of their own, so the transposition below
+        // reads them from L1 (its scattered stores would otherwise hold up
+        // the reads of the next tokens).
         for p in 0..len {
             let (qs, ks) = (&t.qkv[t.at(p, 0)..][..hd], &t.qkv[t.at(p, 1)..][..hd]);
-            let q = &mut self.q[p * hd..(p + 1) * hd];
-            let k: &[f32] = match rope {
+            let (q, k) = (
+                &mut self.q[p * hd..(p + 1) * hd],
+                &mut self.k[p * hd..(p + 1) * hd],
+            );
+            match rope {
                 Some(r) => {
                     let (cos, sin) = (&r.cos[p * half..][..half], &r.sin[p * half..][..half]);
                     rotate(qs, cos, sin, q);
-                    rotate(ks, cos, sin, &mut self.k);
-                    &self.k
+                    rotate(ks, cos, sin, k);
                 }
                 None => {
                     q.copy_from_slice(qs);
-                    ks
+                    k.copy_from_slice(ks);
                 }
-            };
-            q.iter_mut().for_each(|v| *v *= scale);
-            for (d, &v) in k.iter().enumerate() {
-                self.kt[d * stride + p] = v;
             }
+            q.iter_mut().for_each(|v| *v *= scale);
         }
         self.q[len * hd..len.div_ceil(QUERIES) * QUERIES * hd].fill(0.0);
-        for d in 0..hd {
-            self.kt[d * stride + len..(d + 1) * stride].fill(0.0);
+        for (d, row) in self.kt.chunks_exact_mut(stride).take(hd).enumerate() {
+            for (v, k) in row.iter_mut().zip(self.k.chunks_exact(hd).take(len)) {
+                *v = k[d];
+            }
+            row[len..].fill(0.0);
+        }
+    }
+}
+
+/// Asks for the task's q, k and v lines ahead of their reads: each token's
+/// are a few hundred bytes, thousands apart, likely in the other core's
+/// cache (its half of the product wrote them).
+fn prefetch(t: &Task<'_>) {
+    #[cfg(target_arch = "x86_64")]
+    for p in 0..t.len {
+        for part in 0..3 {
+            let at = t.at(p, part);
+            for line in (0..t.hd).step_by(16) {
+                if let Some(v) = t.qkv.get(at + line) {
+                    // SAFETY: a prefetch reads nothing into the program and
+                    // cannot fault; the address is inside `qkv` anyway.
+                    unsafe {
+                        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                            std::ptr::from_ref(v).cast(),
+                        )
+                    };
+                }
+            }
         }
     }
 }
