@@ -273,10 +273,19 @@ pub(crate) fn rows_in_parallel(
         return;
     }
     let per = rows.div_ceil(t);
-    std::thread::scope(|s| {
-        for (i, chunk) in out.chunks_mut(per * row_len).enumerate() {
-            let work = &work;
-            s.spawn(move || work(i * per, chunk));
+    // On rayon's pool, which stays up between calls: a scoped thread of its
+    // own per call cost tens of µs to start and join, and faulted in a fresh
+    // stack, about twenty times per forward pass. The calling thread takes
+    // the first rows itself. The rows each thread gets are as before.
+    rayon::in_place_scope(|s| {
+        let work = &work;
+        let mut chunks = out.chunks_mut(per * row_len).enumerate();
+        let mine = chunks.next();
+        for (i, chunk) in chunks {
+            s.spawn(move |_| work(i * per, chunk));
+        }
+        if let Some((i, chunk)) = mine {
+            work(i * per, chunk);
         }
     });
 }
