@@ -4,6 +4,8 @@
 //! rows packed without padding, query, key and value as one product per
 //! layer, attention per (row, head), GELU with an exact-to-f32 erf.
 
+use std::sync::Mutex;
+
 use serde::Deserialize;
 
 use crate::kernels::{
@@ -83,6 +85,52 @@ pub(crate) struct Bert {
     intermediate: usize,
     vocab: usize,
     max_positions: usize,
+    /// The last forward pass's working buffers, kept for the next (see [`Scratch`]).
+    scratch: Mutex<Option<Scratch>>,
+}
+
+/// A forward pass's working buffers (all but the hidden states it returns),
+/// kept by the encoder from pass to pass: allocated afresh, about 12 MB for
+/// a group of 32 short texts came from newly mapped pages, each faulted in
+/// and zeroed by the kernel, every pass. Every cell a pass reads it has
+/// written first in the same pass, so what a kept buffer held before never
+/// reaches a result.
+#[derive(Default)]
+struct Scratch {
+    normed: Vec<f32>,
+    qkv: Vec<f32>,
+    ctx: Vec<f32>,
+    up: Vec<f32>,
+    act: Vec<f32>,
+}
+
+impl Scratch {
+    /// The most bytes of buffers kept between passes; a pass that needed
+    /// more (a very large batch) lets its own go.
+    const KEEP: usize = 64 << 20;
+
+    /// Each buffer at least as long as a pass needs.
+    fn fit(&mut self, normed: usize, qkv: usize, ctx: usize, up: usize) {
+        for (v, n) in [
+            (&mut self.normed, normed),
+            (&mut self.qkv, qkv),
+            (&mut self.ctx, ctx),
+            (&mut self.up, up),
+            (&mut self.act, up),
+        ] {
+            if v.len() < n {
+                v.resize(n, 0.0);
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        let values = [&self.normed, &self.qkv, &self.ctx, &self.up, &self.act]
+            .iter()
+            .map(|v| v.capacity())
+            .sum::<usize>();
+        values * size_of::<f32>()
+    }
 }
 
 struct Layer {
@@ -257,6 +305,7 @@ impl Bert {
             intermediate: c.intermediate_size,
             vocab: c.vocab_size,
             max_positions: c.max_position_embeddings,
+            scratch: Mutex::new(None),
         };
         Ok((bert, used))
     }
@@ -308,13 +357,26 @@ impl Bert {
             );
         }
         let (starts, n) = packed_starts(&lengths);
-        let mut x = vec![0f32; n * h];
+        let groups = groups(&lengths, GROUP_TOKENS);
+        let most = groups.iter().map(|g| g.tokens).max().unwrap_or(0);
+        // Another pass running at the same time finds none and makes its own.
+        let kept = self.scratch.lock().ok().and_then(|mut s| s.take());
+        let mut scratch = kept.unwrap_or_default();
+        scratch.fit(n * h, most * 3 * h, most * h, most * inter);
+        let Scratch {
+            normed,
+            qkv,
+            ctx,
+            up,
+            act,
+        } = &mut scratch;
+        // The embeddings into `normed`, their norm into `x`.
         {
             let (word, position) = (self.word.values(), self.position.values());
             let tokens = rows
                 .iter()
                 .flat_map(|r| r.iter().enumerate())
-                .zip(x.chunks_mut(h));
+                .zip(normed[..n * h].chunks_mut(h));
             for ((p, &id), x) in tokens {
                 let id = id as usize;
                 if id >= self.vocab {
@@ -326,17 +388,8 @@ impl Bert {
                 }
             }
         }
-        let mut normed = vec![0f32; n * h];
-        HeldNorm::of(&self.norm)?.apply(&x, &mut normed);
-        std::mem::swap(&mut x, &mut normed);
-
-        let groups = groups(&lengths, GROUP_TOKENS);
-        let most = groups.iter().map(|g| g.tokens).max().unwrap_or(0);
-        normed.truncate(most * h);
-        let mut qkv = vec![0f32; most * 3 * h];
-        let mut ctx = vec![0f32; most * h];
-        let mut up = vec![0f32; most * inter];
-        let mut act = vec![0f32; most * inter];
+        let mut x = vec![0f32; n * h];
+        HeldNorm::of(&self.norm)?.apply(&normed[..n * h], &mut x);
         let attend = Attend {
             heads: self.heads,
             head_dim: h / self.heads,
@@ -376,6 +429,11 @@ impl Bert {
                 down_norm.apply(x, normed);
                 x.copy_from_slice(normed);
             }
+        }
+        if scratch.bytes() <= Scratch::KEEP
+            && let Ok(mut kept) = self.scratch.lock()
+        {
+            *kept = Some(scratch);
         }
         Ok(Packed {
             data: x,
