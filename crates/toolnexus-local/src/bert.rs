@@ -388,20 +388,26 @@ impl Bert {
                 }
             }
         }
+        // In bf16, attention on the bf16 path's own kernel and the norms'
+        // variance summed in lanes; f32 keeps the `gemm` path, the one-lane
+        // sum and their bits.
+        let in_bf16 = self.is_bf16();
+        let attention = match in_bf16 {
+            true => bf16::attention::attention,
+            false => attention,
+        };
+        let norm = |n: &HeldNorm<'_>, x: &[f32], out: &mut [f32]| match in_bf16 {
+            true => n.apply_lanes(x, out),
+            false => n.apply(x, out),
+        };
         let mut x = vec![0f32; n * h];
-        HeldNorm::of(&self.norm)?.apply(&normed[..n * h], &mut x);
+        norm(&HeldNorm::of(&self.norm)?, &normed[..n * h], &mut x);
         let attend = Attend {
             heads: self.heads,
             head_dim: h / self.heads,
             rope: None,
             window: None,
             block: self.max_positions,
-        };
-        // In bf16, attention on the bf16 path's own kernel; f32 keeps the
-        // `gemm` path and its bits.
-        let attention = match self.is_bf16() {
-            true => bf16::attention::attention,
-            false => attention,
         };
         for layer in &self.layers {
             let (w_qkv, w_out) = (HeldLin::of(&layer.qkv)?, HeldLin::of(&layer.out)?);
@@ -418,7 +424,7 @@ impl Bert {
                 let ctx = &mut ctx[..tokens * h];
                 attention(qkv, &g.rows(&starts, &lengths), &attend, ctx);
                 w_out.apply(Rows::packed(ctx, tokens, h), x, Out::Add);
-                out_norm.apply(x, normed);
+                norm(&out_norm, x, normed);
                 // x = norm(x + down(gelu(up(x)))).
                 let up = &mut up[..tokens * inter];
                 w_up.apply(Rows::packed(normed, tokens, h), up, Out::Overwrite);
@@ -426,7 +432,7 @@ impl Bert {
                 gelu_rows(up, act, inter);
                 x.copy_from_slice(normed);
                 w_down.apply(Rows::packed(act, tokens, inter), x, Out::Add);
-                down_norm.apply(x, normed);
+                norm(&down_norm, x, normed);
                 x.copy_from_slice(normed);
             }
         }

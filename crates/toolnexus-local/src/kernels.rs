@@ -291,6 +291,8 @@ pub(crate) fn rows_in_parallel(
 }
 
 /// LayerNorm over rows of `d` values: `(x − mean) / √(var + eps) · w + b`.
+/// With `lanes`, the variance is summed in sixteen lanes (the bf16 path's:
+/// a running sum in one lane, as f32 sums it, waits on each addition).
 pub(crate) fn layer_norm(
     x: &[f32],
     out: &mut [f32],
@@ -298,20 +300,36 @@ pub(crate) fn layer_norm(
     w: &[f32],
     b: Option<&[f32]>,
     eps: f32,
+    lanes: bool,
 ) {
     assert!(x.len() == out.len() && w.len() == d && b.is_none_or(|b| b.len() == d));
     rows_in_parallel(out, d, |first, out| {
-        wide::norm_rows(&x[first * d..first * d + out.len()], out, d, w, b, eps);
+        let x = &x[first * d..first * d + out.len()];
+        match lanes {
+            true => wide::norm_rows_lanes(x, out, d, w, b, eps),
+            false => wide::norm_rows(x, out, d, w, b, eps),
+        }
     });
 }
 
 /// [`layer_norm`] of whole rows, `x` and `out` holding the same rows (the
-/// loop [`wide::norm_rows`] compiles twice).
+/// loop [`wide::norm_rows`] compiles twice), the variance summed in one lane
+/// or, with `LANES`, in sixteen.
 #[inline(always)]
-fn norm_rows_body(x: &[f32], out: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32) {
+fn norm_rows_body<const LANES: bool>(
+    x: &[f32],
+    out: &mut [f32],
+    d: usize,
+    w: &[f32],
+    b: Option<&[f32]>,
+    eps: f32,
+) {
     for (x, o) in x.chunks_exact(d).zip(out.chunks_mut(d)) {
         let mean = sum(x) / d as f32;
-        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
+        let var = match LANES {
+            true => wide::sum_of_squares(x, mean),
+            false => x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>(),
+        } / d as f32;
         let inv = 1.0 / (var + eps).sqrt();
         match b {
             Some(b) => {
@@ -781,7 +799,13 @@ impl<'a> HeldNorm<'a> {
 
     /// The norm of each row of `x` into `out`.
     pub(crate) fn apply(&self, x: &[f32], out: &mut [f32]) {
-        layer_norm(x, out, self.w.len(), self.w, self.b, self.eps);
+        layer_norm(x, out, self.w.len(), self.w, self.b, self.eps, false);
+    }
+
+    /// [`apply`](HeldNorm::apply) with the variance summed in sixteen lanes:
+    /// the bf16 path's (not f32's bits, within f32 rounding of them).
+    pub(crate) fn apply_lanes(&self, x: &[f32], out: &mut [f32]) {
+        layer_norm(x, out, self.w.len(), self.w, self.b, self.eps, true);
     }
 }
 
