@@ -425,15 +425,14 @@ impl Bert {
                 attention(qkv, &g.rows(&starts, &lengths), &attend, ctx);
                 w_out.apply(Rows::packed(ctx, tokens, h), x, Out::Add);
                 norm(&out_norm, x, normed);
-                // x = norm(x + down(gelu(up(x)))).
+                // x = norm(x + down(gelu(up(x)))), the sum made in `normed`
+                // (which holds x) and its norm written back to `x`: no copy.
                 let up = &mut up[..tokens * inter];
                 w_up.apply(Rows::packed(normed, tokens, h), up, Out::Overwrite);
                 let act = &mut act[..tokens * inter];
                 gelu_rows(up, act, inter);
-                x.copy_from_slice(normed);
-                w_down.apply(Rows::packed(act, tokens, inter), x, Out::Add);
-                norm(&down_norm, x, normed);
-                x.copy_from_slice(normed);
+                w_down.apply(Rows::packed(act, tokens, inter), normed, Out::Add);
+                norm(&down_norm, normed, x);
             }
         }
         if scratch.bytes() <= Scratch::KEEP
