@@ -582,40 +582,39 @@ unsafe fn panels_into(
             let panel = w.panel(j);
             let cols = PANEL.min(w.outputs - j * PANEL);
             let bias = bias.map(|b| &b[j * PANEL..j * PANEL + cols]);
+            // SAFETY: rows `i0..i0 + rows` and columns `j·PANEL..j·PANEL +
+            // cols` are inside `out` (the caller's contract), in a (chunk,
+            // panel) only this worker took.
+            let c = unsafe { out.0.add(i0 * out_stride + j * PANEL) };
+            let tile = Tile {
+                a,
+                pairs,
+                rows,
+                panel,
+                c,
+                ldc: out_stride,
+                cols,
+                bias,
+                add: into == Out::Add,
+            };
+            #[cfg(target_arch = "x86_64")]
+            if vector {
+                // SAFETY: the CPU has AVX-512 BF16 (the caller's contract);
+                // the tile's ranges are as `Tile` documents.
+                unsafe { avx512::tiles(&tile) };
+                continue;
+            }
             for r0 in (0..rows).step_by(MR) {
-                let mr = MR.min(rows - r0);
-                let a = &a[r0 * pairs..(r0 + mr) * pairs];
-                // SAFETY: rows `i0 + r0..i0 + r0 + mr` and columns
-                // `j·PANEL..j·PANEL + cols` are inside `out` (the caller's
-                // contract), in a (chunk, panel) only this worker took.
-                let c = unsafe { out.0.add((i0 + r0) * out_stride + j * PANEL) };
-                let tile = Tile {
-                    a,
-                    pairs,
-                    rows: mr,
-                    panel,
-                    c,
-                    ldc: out_stride,
-                    cols,
-                    bias,
-                    add: into == Out::Add,
-                };
-                #[cfg(target_arch = "x86_64")]
-                if vector {
-                    // SAFETY: the CPU has AVX-512 BF16 (the caller's
-                    // contract); the tile's ranges are as `Tile` documents.
-                    unsafe { avx512::tile(&tile) };
-                    continue;
-                }
                 // SAFETY: as above.
-                unsafe { portable_tile(&tile) };
+                unsafe { portable_tile(&tile.block(r0)) };
             }
         }
     }
 }
 
-/// One call's worth of the product: `rows` (at most [`MR`]) rows of
-/// converted activations against one panel.
+/// Rows of converted activations against one panel: a (chunk, panel) of
+/// the product, or one kernel call's [`MR`] rows of it ([`Tile::block`]).
+#[derive(Clone, Copy)]
 struct Tile<'a> {
     /// `rows × pairs` words, one input pair each, row after row.
     a: &'a [u32],
@@ -631,6 +630,19 @@ struct Tile<'a> {
     cols: usize,
     bias: Option<&'a [f32]>,
     add: bool,
+}
+
+impl<'a> Tile<'a> {
+    /// Rows `r0..r0 + MR` of this tile (fewer at its end), `r0 < rows`.
+    fn block(&self, r0: usize) -> Tile<'a> {
+        let rows = MR.min(self.rows - r0);
+        Tile {
+            a: &self.a[r0 * self.pairs..(r0 + rows) * self.pairs],
+            rows,
+            c: self.c.wrapping_add(r0 * self.ldc),
+            ..*self
+        }
+    }
 }
 
 /// A row of activations to bf16 pairs: `dst[p]` holds `src[2p]` in its low
@@ -735,30 +747,36 @@ mod avx512 {
         if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
     }
 
-    /// The tile for its row count: one copy of the kernel per count, so the
-    /// accumulators stay in registers.
+    /// The tile's rows, [`MR`] at a time, each block on the kernel for its
+    /// row count (one copy of the kernel per count, so the accumulators stay
+    /// in registers), all in one call.
     ///
     /// # Safety
     ///
     /// The CPU must have AVX-512 F and BF16; `t.c` as [`Tile`] documents.
-    pub(super) unsafe fn tile(t: &Tile<'_>) {
-        assert!(t.rows >= 1 && t.rows <= MR && t.a.len() >= t.rows * t.pairs);
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn tiles(t: &Tile<'_>) {
+        assert!(t.rows >= 1 && t.a.len() >= t.rows * t.pairs);
         assert!(t.panel.len() >= 2 * t.pairs && t.bias.is_none_or(|b| b.len() >= t.cols));
-        // SAFETY: the caller's contract, and the asserts above.
-        unsafe {
-            match t.rows {
-                1 => tile_of::<1>(t),
-                2 => tile_of::<2>(t),
-                3 => tile_of::<3>(t),
-                4 => tile_of::<4>(t),
-                5 => tile_of::<5>(t),
-                6 => tile_of::<6>(t),
-                7 => tile_of::<7>(t),
-                8 => tile_of::<8>(t),
-                9 => tile_of::<9>(t),
-                10 => tile_of::<10>(t),
-                11 => tile_of::<11>(t),
-                _ => tile_of::<MR>(t),
+        for r0 in (0..t.rows).step_by(MR) {
+            let b = t.block(r0);
+            // SAFETY: the caller's contract, and the asserts above: a block
+            // is rows of the tile, `b.rows == R` for the kernel it runs on.
+            unsafe {
+                match b.rows {
+                    1 => tile_of::<1>(&b),
+                    2 => tile_of::<2>(&b),
+                    3 => tile_of::<3>(&b),
+                    4 => tile_of::<4>(&b),
+                    5 => tile_of::<5>(&b),
+                    6 => tile_of::<6>(&b),
+                    7 => tile_of::<7>(&b),
+                    8 => tile_of::<8>(&b),
+                    9 => tile_of::<9>(&b),
+                    10 => tile_of::<10>(&b),
+                    11 => tile_of::<11>(&b),
+                    _ => tile_of::<MR>(&b),
+                }
             }
         }
     }
@@ -768,8 +786,9 @@ mod avx512 {
     ///
     /// # Safety
     ///
-    /// As [`tile`], with `t.rows == R`.
+    /// As [`tiles`], with `t.rows == R`.
     #[target_feature(enable = "avx512f,avx512bf16")]
+    #[inline]
     unsafe fn tile_of<const R: usize>(t: &Tile<'_>) {
         let mut acc = [[_mm512_setzero_ps(); 2]; R];
         let a = t.a.as_ptr();
