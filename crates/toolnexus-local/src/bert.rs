@@ -110,13 +110,13 @@ impl Scratch {
     const KEEP: usize = 64 << 20;
 
     /// Each buffer at least as long as a pass needs.
-    fn fit(&mut self, normed: usize, qkv: usize, ctx: usize, up: usize) {
+    fn fit(&mut self, normed: usize, qkv: usize, ctx: usize, up: usize, act: usize) {
         for (v, n) in [
             (&mut self.normed, normed),
             (&mut self.qkv, qkv),
             (&mut self.ctx, ctx),
             (&mut self.up, up),
-            (&mut self.act, up),
+            (&mut self.act, act),
         ] {
             if v.len() < n {
                 v.resize(n, 0.0);
@@ -362,7 +362,10 @@ impl Bert {
         // Another pass running at the same time finds none and makes its own.
         let kept = self.scratch.lock().ok().and_then(|mut s| s.take());
         let mut scratch = kept.unwrap_or_default();
-        scratch.fit(n * h, most * 3 * h, most * h, most * inter);
+        let in_bf16 = self.is_bf16();
+        // In bf16, GELU's output is never written out: no buffer for it.
+        let act = if in_bf16 { 0 } else { most * inter };
+        scratch.fit(n * h, most * 3 * h, most * h, most * inter, act);
         let Scratch {
             normed,
             qkv,
@@ -391,7 +394,6 @@ impl Bert {
         // In bf16, attention on the bf16 path's own kernel and the norms'
         // variance summed in lanes; f32 keeps the `gemm` path, the one-lane
         // sum and their bits.
-        let in_bf16 = self.is_bf16();
         let attention = match in_bf16 {
             true => bf16::attention::attention,
             false => attention,
@@ -429,9 +431,14 @@ impl Bert {
                 // (which holds x) and its norm written back to `x`: no copy.
                 let up = &mut up[..tokens * inter];
                 w_up.apply(Rows::packed(normed, tokens, h), up, Out::Overwrite);
-                let act = &mut act[..tokens * inter];
-                gelu_rows(up, act, inter);
-                w_down.apply(Rows::packed(act, tokens, inter), normed, Out::Add);
+                if in_bf16 {
+                    // GELU on each row as it goes to bf16 for the product.
+                    w_down.apply_gelu(Rows::packed(up, tokens, inter), normed, Out::Add);
+                } else {
+                    let act = &mut act[..tokens * inter];
+                    gelu_rows(up, act, inter);
+                    w_down.apply(Rows::packed(act, tokens, inter), normed, Out::Add);
+                }
                 norm(&down_norm, normed, x);
             }
         }

@@ -27,7 +27,7 @@ pub(crate) mod bf16;
 mod wide;
 
 pub(crate) use bf16::Bf16Weights;
-use bf16::matmul_bf16;
+use bf16::{matmul_bf16, matmul_bf16_gelu};
 
 /// Worker threads for the kernels: candle's own count (the cores, or
 /// `RAYON_NUM_THREADS`), worked out once per process. candle works it out
@@ -777,6 +777,21 @@ impl<'a> HeldLin<'a> {
                 linear(x, wt, self.b, out, out_stride, into);
             }
             HeldWeight::Bf16(w) => matmul_bf16(x, w, self.b, out, w.outputs(), into),
+        }
+    }
+
+    /// [`apply`](HeldLin::apply) to GELU of `x`; in bf16 without writing
+    /// GELU's output anywhere (each row goes through it on its way to bf16).
+    pub(crate) fn apply_gelu(&self, x: Rows<'_>, out: &mut [f32], into: Out) {
+        match self.w {
+            HeldWeight::Bf16(w) => matmul_bf16_gelu(x, w, self.b, out, w.outputs(), into),
+            HeldWeight::F32(_) => {
+                let mut act = vec![0f32; x.rows * x.cols];
+                for (r, act) in act.chunks_mut(x.cols.max(1)).enumerate() {
+                    gelu(&x.data[r * x.stride..][..x.cols], act);
+                }
+                self.apply(Rows::packed(&act, x.rows, x.cols), out, into);
+            }
         }
     }
 }

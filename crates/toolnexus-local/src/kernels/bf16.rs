@@ -423,10 +423,39 @@ pub(crate) fn matmul_bf16(
     matmul_bf16_on(unit(), x, w, bias, out, out_stride, into);
 }
 
+/// [`matmul_bf16`] of GELU of `x`: each row goes through
+/// [`gelu`](super::gelu) on its way to bf16, so the activations are never
+/// written out in f32 (the same values as GELU's output multiplied).
+pub(crate) fn matmul_bf16_gelu(
+    x: Rows<'_>,
+    w: &Bf16Weights,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    out_stride: usize,
+    into: Out,
+) {
+    matmul_bf16_with(unit(), x, true, w, bias, out, out_stride, into);
+}
+
 /// [`matmul_bf16`] on a given unit (the tests run each path this CPU has).
 pub(crate) fn matmul_bf16_on(
     unit: Bf16Unit,
     x: Rows<'_>,
+    w: &Bf16Weights,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    out_stride: usize,
+    into: Out,
+) {
+    matmul_bf16_with(unit, x, false, w, bias, out, out_stride, into);
+}
+
+/// [`matmul_bf16_on`], of GELU of `x` with `gelu`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_bf16_with(
+    unit: Bf16Unit,
+    x: Rows<'_>,
+    gelu: bool,
     w: &Bf16Weights,
     bias: Option<&[f32]>,
     out: &mut [f32],
@@ -470,7 +499,7 @@ pub(crate) fn matmul_bf16_on(
         scratch.resize(m * pairs, 0);
     }
     let a = &mut scratch[..m * pairs];
-    convert_rows(vector, x, a, chunk, t);
+    convert_rows(vector, x, gelu, a, chunk, t);
     let a = &*a;
     // The panels of each chunk of rows go to whichever worker asks next:
     // a worker slowed down (by another process on its core) takes fewer.
@@ -507,9 +536,10 @@ fn on_workers(t: usize, work: &(impl Fn() + Sync)) {
     });
 }
 
-/// `x`'s rows to bf16 pairs into `a` (`x.rows × pairs` words, row after
-/// row), chunk by chunk to whichever of `t` workers asks next.
-fn convert_rows(vector: bool, x: Rows<'_>, a: &mut [u32], chunk: usize, t: usize) {
+/// `x`'s rows (through GELU first with `gelu`) to bf16 pairs into `a`
+/// (`x.rows × pairs` words, row after row), chunk by chunk to whichever of
+/// `t` workers asks next.
+fn convert_rows(vector: bool, x: Rows<'_>, gelu: bool, a: &mut [u32], chunk: usize, t: usize) {
     let pairs = x.cols.div_ceil(2);
     assert!(a.len() >= x.rows * pairs, "conversion buffer too short");
     // Each chunk's words behind a lock of its own, taken once, by the worker
@@ -520,12 +550,19 @@ fn convert_rows(vector: bool, x: Rows<'_>, a: &mut [u32], chunk: usize, t: usize
         .collect();
     let next = AtomicUsize::new(0);
     let work = || {
+        let mut row = vec![0f32; if gelu { x.cols } else { 0 }];
         loop {
             let c = next.fetch_add(1, Ordering::Relaxed);
             let Some(part) = parts.get(c) else { break };
             let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
             for (r, dst) in (c * chunk..).zip(part.chunks_mut(pairs.max(1))) {
-                convert_row(vector, &x.data[r * x.stride..][..x.cols], dst);
+                let src = &x.data[r * x.stride..][..x.cols];
+                if gelu {
+                    super::gelu(src, &mut row);
+                    convert_row(vector, &row, dst);
+                } else {
+                    convert_row(vector, src, dst);
+                }
             }
         }
     };
