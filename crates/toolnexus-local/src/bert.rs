@@ -4,11 +4,13 @@
 //! rows packed without padding, query, key and value as one product per
 //! layer, attention per (row, head), GELU with an exact-to-f32 erf.
 
+use std::sync::Mutex;
+
 use serde::Deserialize;
 
 use crate::kernels::{
-    Attend, Bf16Weights, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, gelu_rows,
-    groups, packed_starts,
+    Attend, Bf16Weights, HeldLin, HeldNorm, Lin, Norm, Out, Packed, Rows, attention, bf16,
+    gelu_rows, groups, packed_starts,
 };
 use crate::weights::prepared::Part;
 use crate::weights::{F32s, Tensors};
@@ -83,6 +85,53 @@ pub(crate) struct Bert {
     intermediate: usize,
     vocab: usize,
     max_positions: usize,
+    /// The last forward pass's working buffers, kept for the next (see [`Scratch`]).
+    scratch: Mutex<Option<Scratch>>,
+}
+
+/// A forward pass's working buffers (all but the hidden states it returns),
+/// kept by the encoder from pass to pass: allocated afresh, about 13 MB for
+/// a group of 32 short texts came from newly mapped pages, each faulted in
+/// and zeroed by the kernel, every pass. Every cell a pass reads it has
+/// written first in the same pass, so what a kept buffer held before never
+/// reaches a result.
+#[derive(Default)]
+struct Scratch {
+    normed: Vec<f32>,
+    qkv: Vec<f32>,
+    ctx: Vec<f32>,
+    up: Vec<f32>,
+    act: Vec<f32>,
+}
+
+impl Scratch {
+    /// The most bytes of buffers kept between passes (a group of 32 texts
+    /// of 40 tokens needs about 25 MB in f32, 18 MB in bf16); a pass that
+    /// needed more lets its own go, as every pass did before.
+    const KEEP: usize = 32 << 20;
+
+    /// Each buffer at least as long as a pass needs.
+    fn fit(&mut self, normed: usize, qkv: usize, ctx: usize, up: usize, act: usize) {
+        for (v, n) in [
+            (&mut self.normed, normed),
+            (&mut self.qkv, qkv),
+            (&mut self.ctx, ctx),
+            (&mut self.up, up),
+            (&mut self.act, act),
+        ] {
+            if v.len() < n {
+                v.resize(n, 0.0);
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        let values = [&self.normed, &self.qkv, &self.ctx, &self.up, &self.act]
+            .iter()
+            .map(|v| v.capacity())
+            .sum::<usize>();
+        values * size_of::<f32>()
+    }
 }
 
 struct Layer {
@@ -257,6 +306,7 @@ impl Bert {
             intermediate: c.intermediate_size,
             vocab: c.vocab_size,
             max_positions: c.max_position_embeddings,
+            scratch: Mutex::new(None),
         };
         Ok((bert, used))
     }
@@ -280,7 +330,6 @@ impl Bert {
     }
 
     /// Whether the linear matrices are kept in bf16.
-    #[cfg(test)]
     pub(crate) fn is_bf16(&self) -> bool {
         self.layers.first().is_some_and(|l| l.qkv.is_bf16())
     }
@@ -309,13 +358,29 @@ impl Bert {
             );
         }
         let (starts, n) = packed_starts(&lengths);
-        let mut x = vec![0f32; n * h];
+        let groups = groups(&lengths, GROUP_TOKENS);
+        let most = groups.iter().map(|g| g.tokens).max().unwrap_or(0);
+        // Another pass running at the same time finds none and makes its own.
+        let kept = self.scratch.lock().ok().and_then(|mut s| s.take());
+        let mut scratch = kept.unwrap_or_default();
+        let in_bf16 = self.is_bf16();
+        // In bf16, GELU's output is never written out: no buffer for it.
+        let act = if in_bf16 { 0 } else { most * inter };
+        scratch.fit(n * h, most * 3 * h, most * h, most * inter, act);
+        let Scratch {
+            normed,
+            qkv,
+            ctx,
+            up,
+            act,
+        } = &mut scratch;
+        // The embeddings into `normed`, their norm into `x`.
         {
             let (word, position) = (self.word.values(), self.position.values());
             let tokens = rows
                 .iter()
                 .flat_map(|r| r.iter().enumerate())
-                .zip(x.chunks_mut(h));
+                .zip(normed[..n * h].chunks_mut(h));
             for ((p, &id), x) in tokens {
                 let id = id as usize;
                 if id >= self.vocab {
@@ -327,17 +392,19 @@ impl Bert {
                 }
             }
         }
-        let mut normed = vec![0f32; n * h];
-        HeldNorm::of(&self.norm)?.apply(&x, &mut normed);
-        std::mem::swap(&mut x, &mut normed);
-
-        let groups = groups(&lengths, GROUP_TOKENS);
-        let most = groups.iter().map(|g| g.tokens).max().unwrap_or(0);
-        normed.truncate(most * h);
-        let mut qkv = vec![0f32; most * 3 * h];
-        let mut ctx = vec![0f32; most * h];
-        let mut up = vec![0f32; most * inter];
-        let mut act = vec![0f32; most * inter];
+        // In bf16, attention on the bf16 path's own kernel and the norms'
+        // variance summed in lanes; f32 keeps the `gemm` path, the one-lane
+        // sum and their bits.
+        let attention = match in_bf16 {
+            true => bf16::attention::attention,
+            false => attention,
+        };
+        let norm = |n: &HeldNorm<'_>, x: &[f32], out: &mut [f32]| match in_bf16 {
+            true => n.apply_lanes(x, out),
+            false => n.apply(x, out),
+        };
+        let mut x = vec![0f32; n * h];
+        norm(&HeldNorm::of(&self.norm)?, &normed[..n * h], &mut x);
         let attend = Attend {
             heads: self.heads,
             head_dim: h / self.heads,
@@ -360,17 +427,26 @@ impl Bert {
                 let ctx = &mut ctx[..tokens * h];
                 attention(qkv, &g.rows(&starts, &lengths), &attend, ctx);
                 w_out.apply(Rows::packed(ctx, tokens, h), x, Out::Add);
-                out_norm.apply(x, normed);
-                // x = norm(x + down(gelu(up(x)))).
+                norm(&out_norm, x, normed);
+                // x = norm(x + down(gelu(up(x)))), the sum made in `normed`
+                // (which holds x) and its norm written back to `x`: no copy.
                 let up = &mut up[..tokens * inter];
                 w_up.apply(Rows::packed(normed, tokens, h), up, Out::Overwrite);
-                let act = &mut act[..tokens * inter];
-                gelu_rows(up, act, inter);
-                x.copy_from_slice(normed);
-                w_down.apply(Rows::packed(act, tokens, inter), x, Out::Add);
-                down_norm.apply(x, normed);
-                x.copy_from_slice(normed);
+                if in_bf16 {
+                    // GELU on each row as it goes to bf16 for the product.
+                    w_down.apply_gelu(Rows::packed(up, tokens, inter), normed, Out::Add);
+                } else {
+                    let act = &mut act[..tokens * inter];
+                    gelu_rows(up, act, inter);
+                    w_down.apply(Rows::packed(act, tokens, inter), normed, Out::Add);
+                }
+                norm(&down_norm, normed, x);
             }
+        }
+        if scratch.bytes() <= Scratch::KEEP
+            && let Ok(mut kept) = self.scratch.lock()
+        {
+            *kept = Some(scratch);
         }
         Ok(Packed {
             data: x,

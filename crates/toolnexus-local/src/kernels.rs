@@ -27,7 +27,7 @@ pub(crate) mod bf16;
 mod wide;
 
 pub(crate) use bf16::Bf16Weights;
-use bf16::matmul_bf16;
+use bf16::{matmul_bf16, matmul_bf16_gelu};
 
 /// Worker threads for the kernels: candle's own count (the cores, or
 /// `RAYON_NUM_THREADS`), worked out once per process. candle works it out
@@ -273,15 +273,26 @@ pub(crate) fn rows_in_parallel(
         return;
     }
     let per = rows.div_ceil(t);
-    std::thread::scope(|s| {
-        for (i, chunk) in out.chunks_mut(per * row_len).enumerate() {
-            let work = &work;
-            s.spawn(move || work(i * per, chunk));
+    // On rayon's pool, which stays up between calls: a scoped thread of its
+    // own per call cost tens of µs to start and join, and faulted in a fresh
+    // stack, about twenty times per forward pass. The calling thread takes
+    // the first rows itself. The rows each thread gets are as before.
+    rayon::in_place_scope(|s| {
+        let work = &work;
+        let mut chunks = out.chunks_mut(per * row_len).enumerate();
+        let mine = chunks.next();
+        for (i, chunk) in chunks {
+            s.spawn(move |_| work(i * per, chunk));
+        }
+        if let Some((i, chunk)) = mine {
+            work(i * per, chunk);
         }
     });
 }
 
 /// LayerNorm over rows of `d` values: `(x − mean) / √(var + eps) · w + b`.
+/// With `lanes`, the variance is summed in sixteen lanes (the bf16 path's:
+/// a running sum in one lane, as f32 sums it, waits on each addition).
 pub(crate) fn layer_norm(
     x: &[f32],
     out: &mut [f32],
@@ -289,20 +300,36 @@ pub(crate) fn layer_norm(
     w: &[f32],
     b: Option<&[f32]>,
     eps: f32,
+    lanes: bool,
 ) {
     assert!(x.len() == out.len() && w.len() == d && b.is_none_or(|b| b.len() == d));
     rows_in_parallel(out, d, |first, out| {
-        wide::norm_rows(&x[first * d..first * d + out.len()], out, d, w, b, eps);
+        let x = &x[first * d..first * d + out.len()];
+        match lanes {
+            true => wide::norm_rows_lanes(x, out, d, w, b, eps),
+            false => wide::norm_rows(x, out, d, w, b, eps),
+        }
     });
 }
 
 /// [`layer_norm`] of whole rows, `x` and `out` holding the same rows (the
-/// loop [`wide::norm_rows`] compiles twice).
+/// loop [`wide::norm_rows`] compiles twice), the variance summed in one lane
+/// or, with `LANES`, in sixteen.
 #[inline(always)]
-fn norm_rows_body(x: &[f32], out: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32) {
+fn norm_rows_body<const LANES: bool>(
+    x: &[f32],
+    out: &mut [f32],
+    d: usize,
+    w: &[f32],
+    b: Option<&[f32]>,
+    eps: f32,
+) {
     for (x, o) in x.chunks_exact(d).zip(out.chunks_mut(d)) {
         let mean = sum(x) / d as f32;
-        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
+        let var = match LANES {
+            true => wide::sum_of_squares(x, mean),
+            false => x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>(),
+        } / d as f32;
         let inv = 1.0 / (var + eps).sqrt();
         match b {
             Some(b) => {
@@ -670,7 +697,6 @@ impl Lin {
     }
 
     /// Whether the weight is kept in bf16.
-    #[cfg(test)]
     pub(crate) fn is_bf16(&self) -> bool {
         matches!(self.w, LinWeight::Bf16(_))
     }
@@ -753,6 +779,21 @@ impl<'a> HeldLin<'a> {
             HeldWeight::Bf16(w) => matmul_bf16(x, w, self.b, out, w.outputs(), into),
         }
     }
+
+    /// [`apply`](HeldLin::apply) to GELU of `x`; in bf16 without writing
+    /// GELU's output anywhere (each row goes through it on its way to bf16).
+    pub(crate) fn apply_gelu(&self, x: Rows<'_>, out: &mut [f32], into: Out) {
+        match self.w {
+            HeldWeight::Bf16(w) => matmul_bf16_gelu(x, w, self.b, out, w.outputs(), into),
+            HeldWeight::F32(_) => {
+                let mut act = vec![0f32; x.rows * x.cols];
+                for (r, act) in act.chunks_mut(x.cols.max(1)).enumerate() {
+                    gelu(&x.data[r * x.stride..][..x.cols], act);
+                }
+                self.apply(Rows::packed(&act, x.rows, x.cols), out, into);
+            }
+        }
+    }
 }
 
 /// A LayerNorm's weights, read in place for one pass.
@@ -773,7 +814,13 @@ impl<'a> HeldNorm<'a> {
 
     /// The norm of each row of `x` into `out`.
     pub(crate) fn apply(&self, x: &[f32], out: &mut [f32]) {
-        layer_norm(x, out, self.w.len(), self.w, self.b, self.eps);
+        layer_norm(x, out, self.w.len(), self.w, self.b, self.eps, false);
+    }
+
+    /// [`apply`](HeldNorm::apply) with the variance summed in sixteen lanes:
+    /// the bf16 path's (not f32's bits, within f32 rounding of them).
+    pub(crate) fn apply_lanes(&self, x: &[f32], out: &mut [f32]) {
+        layer_norm(x, out, self.w.len(), self.w, self.b, self.eps, true);
     }
 }
 

@@ -76,6 +76,23 @@ fn many_texts_keep_their_order_across_groups() {
     }
 }
 
+/// The encoder keeps its working buffers from pass to pass: what a larger
+/// pass left in them never reaches a later, smaller one.
+#[test]
+fn a_pass_after_a_larger_one_gives_the_bits_of_a_fresh_model() {
+    let texts: Vec<String> = (0..GROUP)
+        .map(|i| "the refund for my late parcel ".repeat(i % 5 + 1))
+        .collect();
+    let small = ["late parcel", "hello"];
+    let (_used_dir, used) = tiny("kept-buffers");
+    used.embed(&texts).unwrap();
+    let after = used.embed(&small).unwrap();
+    let (_fresh_dir, fresh) = tiny("fresh-buffers");
+    let first = fresh.embed(&small).unwrap();
+    let bits = |v: &[Vec<f32>]| -> Vec<u32> { v.iter().flatten().map(|x| x.to_bits()).collect() };
+    assert_eq!(bits(&after), bits(&first));
+}
+
 #[test]
 fn the_shipped_fixed_padding_and_truncation_are_overridden() {
     let (_dir, e) = tiny("override");

@@ -17,7 +17,8 @@
 //! zeros.
 //! The activations are converted row by row to bf16 (an odd row padded with
 //! a zero), so each 32-bit word of a converted row is one input pair, which
-//! the kernel broadcasts to every lane.
+//! the kernel broadcasts to every lane. Each row is converted once per
+//! product, before the panels are shared out, and every worker reads it.
 //!
 //! Which path runs is decided once per process ([`unit`]): AVX-512 BF16
 //! where the CPU has it, a portable path (the same packing, plain loops, the
@@ -40,6 +41,8 @@ use toolnexus::classifier::Evaluated;
 
 use crate::engine::Precision;
 use crate::error::{LocalError, msg};
+
+pub(crate) mod attention;
 
 /// Output columns in one packed panel: two 16-lane vectors.
 const PANEL: usize = 32;
@@ -420,10 +423,39 @@ pub(crate) fn matmul_bf16(
     matmul_bf16_on(unit(), x, w, bias, out, out_stride, into);
 }
 
+/// [`matmul_bf16`] of GELU of `x`: each row goes through
+/// [`gelu`](super::gelu) on its way to bf16, so the activations are never
+/// written out in f32 (the same values as GELU's output multiplied).
+pub(crate) fn matmul_bf16_gelu(
+    x: Rows<'_>,
+    w: &Bf16Weights,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    out_stride: usize,
+    into: Out,
+) {
+    matmul_bf16_with(unit(), x, true, w, bias, out, out_stride, into);
+}
+
 /// [`matmul_bf16`] on a given unit (the tests run each path this CPU has).
 pub(crate) fn matmul_bf16_on(
     unit: Bf16Unit,
     x: Rows<'_>,
+    w: &Bf16Weights,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    out_stride: usize,
+    into: Out,
+) {
+    matmul_bf16_with(unit, x, false, w, bias, out, out_stride, into);
+}
+
+/// [`matmul_bf16_on`], of GELU of `x` with `gelu`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_bf16_with(
+    unit: Bf16Unit,
+    x: Rows<'_>,
+    gelu: bool,
     w: &Bf16Weights,
     bias: Option<&[f32]>,
     out: &mut [f32],
@@ -457,45 +489,84 @@ pub(crate) fn matmul_bf16_on(
     };
     let dst = OutPtr(out.as_mut_ptr());
     let chunk = chunk_rows(w.inputs).min(m);
+    let pairs = w.pairs();
+    // Every row converted once, into one buffer the calling thread keeps
+    // from call to call (no fresh pages per product) and every worker reads:
+    // a worker that converted only the chunks it took panels from converted
+    // each row once per thread.
+    let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if scratch.len() < m * pairs {
+        scratch.resize(m * pairs, 0);
+    }
+    let a = &mut scratch[..m * pairs];
+    convert_rows(vector, x, gelu, a, chunk, t);
+    let a = &*a;
     // The panels of each chunk of rows go to whichever worker asks next:
     // a worker slowed down (by another process on its core) takes fewer.
     let next: Vec<AtomicUsize> = (0..m.div_ceil(chunk))
         .map(|_| AtomicUsize::new(0))
         .collect();
-    // Each worker's converted rows, in one buffer the calling thread keeps
-    // from call to call: no fresh pages per product.
-    let words = chunk * w.pairs();
-    let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    if scratch.len() < t * words {
-        scratch.resize(t * words, 0);
-    }
-    let work = |a: &mut [u32]| {
+    let work = || {
         // SAFETY: `out` was checked above for `m` rows of `n` at
         // `out_stride`; a worker writes only the columns of the panels it
         // took from `next`, which hands each (chunk, panel) out once, and
         // `out` stays mutably borrowed until every worker has ended.
-        unsafe { panels_into(vector, x, w, bias, dst, out_stride, into, chunk, &next, a) }
+        unsafe { panels_into(vector, a, m, w, bias, dst, out_stride, into, chunk, &next) }
     };
-    if t == 1 {
-        work(&mut scratch[..words]);
-    } else {
-        // On rayon's pool, which stays up between products: a scoped thread
-        // of its own per product cost 40–115 µs to start and join on a
-        // shared machine, more than a short text's whole product. The
-        // calling thread works too, in place.
-        rayon::in_place_scope(|s| {
-            let work = &work;
-            let mut parts = scratch[..t * words].chunks_mut(words);
-            let mine = parts.next();
-            for a in parts {
-                s.spawn(move |_| work(a));
-            }
-            if let Some(a) = mine {
-                work(a);
-            }
-        });
-    }
+    on_workers(t, &work);
     SCRATCH.with(|s| *s.borrow_mut() = scratch);
+}
+
+/// Runs `work` on `t` threads at once, the calling thread one of them, and
+/// returns when every one has ended; `work` shares out what there is to do.
+fn on_workers(t: usize, work: &(impl Fn() + Sync)) {
+    if t <= 1 {
+        work();
+        return;
+    }
+    // On rayon's pool, which stays up between products: a scoped thread of
+    // its own per product cost 40–115 µs to start and join on a shared
+    // machine, more than a short text's whole product. The calling thread
+    // works too, in place.
+    rayon::in_place_scope(|s| {
+        for _ in 1..t {
+            s.spawn(move |_| work());
+        }
+        work();
+    });
+}
+
+/// `x`'s rows (through GELU first with `gelu`) to bf16 pairs into `a`
+/// (`x.rows × pairs` words, row after row), chunk by chunk to whichever of
+/// `t` workers asks next.
+fn convert_rows(vector: bool, x: Rows<'_>, gelu: bool, a: &mut [u32], chunk: usize, t: usize) {
+    let pairs = x.cols.div_ceil(2);
+    assert!(a.len() >= x.rows * pairs, "conversion buffer too short");
+    // Each chunk's words behind a lock of its own, taken once, by the worker
+    // `next` hands the chunk to: never contended.
+    let parts: Vec<std::sync::Mutex<&mut [u32]>> = a[..x.rows * pairs]
+        .chunks_mut((chunk * pairs).max(1))
+        .map(std::sync::Mutex::new)
+        .collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut row = vec![0f32; if gelu { x.cols } else { 0 }];
+        loop {
+            let c = next.fetch_add(1, Ordering::Relaxed);
+            let Some(part) = parts.get(c) else { break };
+            let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
+            for (r, dst) in (c * chunk..).zip(part.chunks_mut(pairs.max(1))) {
+                let src = &x.data[r * x.stride..][..x.cols];
+                if gelu {
+                    super::gelu(src, &mut row);
+                    convert_row(vector, &row, dst);
+                } else {
+                    convert_row(vector, src, dst);
+                }
+            }
+        }
+    };
+    on_workers(t.min(parts.len()), &work);
 }
 
 thread_local! {
@@ -503,28 +574,30 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Rows converted at once: their bf16 copy (`rows × inputs × 2` bytes) stays
-/// within about 256 KiB, so it is read from L2 while every panel passes over it.
+/// Rows a panel passes over before the next panel (and converted as one
+/// piece): their bf16 copy (`rows × inputs × 2` bytes) stays within about
+/// 256 KiB, so it is read from L2 while every panel passes over it.
 fn chunk_rows(inputs: usize) -> usize {
     let rows = (256 * 1024 / (2 * inputs.max(1))).max(MR);
     rows / MR * MR
 }
 
-/// The product's panels that `next` hands this worker, all rows: the rows
-/// in chunks of `chunk` converted to bf16 into `a` (at least `chunk × pairs`
-/// words), then each panel taken from the chunk's counter over the chunk,
+/// The product's panels that `next` hands this worker, all `m` rows: `a`
+/// holds every row converted to bf16 (`pairs` words each); in chunks of `chunk`
+/// rows, each panel taken from the chunk's counter runs over the chunk,
 /// [`MR`] rows at a time.
 ///
 /// # Safety
 ///
-/// `out` must be valid for reads and writes of `x.rows` rows of
+/// `out` must be valid for reads and writes of `m` rows of
 /// `w.outputs()` at `out_stride`, and nothing else may access the columns of
 /// a (chunk, panel) this worker takes from `next` during the call. `vector`
 /// only where the CPU has AVX-512 BF16.
 #[allow(clippy::too_many_arguments)]
 unsafe fn panels_into(
     vector: bool,
-    x: Rows<'_>,
+    a: &[u32],
+    m: usize,
     w: &Bf16Weights,
     bias: Option<&[f32]>,
     out: OutPtr,
@@ -532,20 +605,12 @@ unsafe fn panels_into(
     into: Out,
     chunk: usize,
     next: &[AtomicUsize],
-    a: &mut [u32],
 ) {
     let pairs = w.pairs();
     let panels = w.outputs.div_ceil(PANEL);
-    for (i0, next) in (0..x.rows).step_by(chunk).zip(next) {
-        if next.load(Ordering::Relaxed) >= panels {
-            continue;
-        }
-        let rows = chunk.min(x.rows - i0);
-        let a = &mut a[..rows * pairs];
-        for (r, dst) in a.chunks_mut(pairs).enumerate() {
-            let src = &x.data[(i0 + r) * x.stride..][..x.cols];
-            convert_row(vector, src, dst);
-        }
+    for (i0, next) in (0..m).step_by(chunk).zip(next) {
+        let rows = chunk.min(m - i0);
+        let a = &a[i0 * pairs..(i0 + rows) * pairs];
         loop {
             let j = next.fetch_add(1, Ordering::Relaxed);
             if j >= panels {
@@ -554,40 +619,39 @@ unsafe fn panels_into(
             let panel = w.panel(j);
             let cols = PANEL.min(w.outputs - j * PANEL);
             let bias = bias.map(|b| &b[j * PANEL..j * PANEL + cols]);
+            // SAFETY: rows `i0..i0 + rows` and columns `j·PANEL..j·PANEL +
+            // cols` are inside `out` (the caller's contract), in a (chunk,
+            // panel) only this worker took.
+            let c = unsafe { out.0.add(i0 * out_stride + j * PANEL) };
+            let tile = Tile {
+                a,
+                pairs,
+                rows,
+                panel,
+                c,
+                ldc: out_stride,
+                cols,
+                bias,
+                add: into == Out::Add,
+            };
+            #[cfg(target_arch = "x86_64")]
+            if vector {
+                // SAFETY: the CPU has AVX-512 BF16 (the caller's contract);
+                // the tile's ranges are as `Tile` documents.
+                unsafe { avx512::tiles(&tile) };
+                continue;
+            }
             for r0 in (0..rows).step_by(MR) {
-                let mr = MR.min(rows - r0);
-                let a = &a[r0 * pairs..(r0 + mr) * pairs];
-                // SAFETY: rows `i0 + r0..i0 + r0 + mr` and columns
-                // `j·PANEL..j·PANEL + cols` are inside `out` (the caller's
-                // contract), in a (chunk, panel) only this worker took.
-                let c = unsafe { out.0.add((i0 + r0) * out_stride + j * PANEL) };
-                let tile = Tile {
-                    a,
-                    pairs,
-                    rows: mr,
-                    panel,
-                    c,
-                    ldc: out_stride,
-                    cols,
-                    bias,
-                    add: into == Out::Add,
-                };
-                #[cfg(target_arch = "x86_64")]
-                if vector {
-                    // SAFETY: the CPU has AVX-512 BF16 (the caller's
-                    // contract); the tile's ranges are as `Tile` documents.
-                    unsafe { avx512::tile(&tile) };
-                    continue;
-                }
                 // SAFETY: as above.
-                unsafe { portable_tile(&tile) };
+                unsafe { portable_tile(&tile.block(r0)) };
             }
         }
     }
 }
 
-/// One call's worth of the product: `rows` (at most [`MR`]) rows of
-/// converted activations against one panel.
+/// Rows of converted activations against one panel: a (chunk, panel) of
+/// the product, or one kernel call's [`MR`] rows of it ([`Tile::block`]).
+#[derive(Clone, Copy)]
 struct Tile<'a> {
     /// `rows × pairs` words, one input pair each, row after row.
     a: &'a [u32],
@@ -603,6 +667,19 @@ struct Tile<'a> {
     cols: usize,
     bias: Option<&'a [f32]>,
     add: bool,
+}
+
+impl<'a> Tile<'a> {
+    /// Rows `r0..r0 + MR` of this tile (fewer at its end), `r0 < rows`.
+    fn block(&self, r0: usize) -> Tile<'a> {
+        let rows = MR.min(self.rows - r0);
+        Tile {
+            a: &self.a[r0 * self.pairs..(r0 + rows) * self.pairs],
+            rows,
+            c: self.c.wrapping_add(r0 * self.ldc),
+            ..*self
+        }
+    }
 }
 
 /// A row of activations to bf16 pairs: `dst[p]` holds `src[2p]` in its low
@@ -707,30 +784,36 @@ mod avx512 {
         if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
     }
 
-    /// The tile for its row count: one copy of the kernel per count, so the
-    /// accumulators stay in registers.
+    /// The tile's rows, [`MR`] at a time, each block on the kernel for its
+    /// row count (one copy of the kernel per count, so the accumulators stay
+    /// in registers), all in one call.
     ///
     /// # Safety
     ///
     /// The CPU must have AVX-512 F and BF16; `t.c` as [`Tile`] documents.
-    pub(super) unsafe fn tile(t: &Tile<'_>) {
-        assert!(t.rows >= 1 && t.rows <= MR && t.a.len() >= t.rows * t.pairs);
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn tiles(t: &Tile<'_>) {
+        assert!(t.rows >= 1 && t.a.len() >= t.rows * t.pairs);
         assert!(t.panel.len() >= 2 * t.pairs && t.bias.is_none_or(|b| b.len() >= t.cols));
-        // SAFETY: the caller's contract, and the asserts above.
-        unsafe {
-            match t.rows {
-                1 => tile_of::<1>(t),
-                2 => tile_of::<2>(t),
-                3 => tile_of::<3>(t),
-                4 => tile_of::<4>(t),
-                5 => tile_of::<5>(t),
-                6 => tile_of::<6>(t),
-                7 => tile_of::<7>(t),
-                8 => tile_of::<8>(t),
-                9 => tile_of::<9>(t),
-                10 => tile_of::<10>(t),
-                11 => tile_of::<11>(t),
-                _ => tile_of::<MR>(t),
+        for r0 in (0..t.rows).step_by(MR) {
+            let b = t.block(r0);
+            // SAFETY: the caller's contract, and the asserts above: a block
+            // is rows of the tile, `b.rows == R` for the kernel it runs on.
+            unsafe {
+                match b.rows {
+                    1 => tile_of::<1>(&b),
+                    2 => tile_of::<2>(&b),
+                    3 => tile_of::<3>(&b),
+                    4 => tile_of::<4>(&b),
+                    5 => tile_of::<5>(&b),
+                    6 => tile_of::<6>(&b),
+                    7 => tile_of::<7>(&b),
+                    8 => tile_of::<8>(&b),
+                    9 => tile_of::<9>(&b),
+                    10 => tile_of::<10>(&b),
+                    11 => tile_of::<11>(&b),
+                    _ => tile_of::<MR>(&b),
+                }
             }
         }
     }
@@ -740,8 +823,9 @@ mod avx512 {
     ///
     /// # Safety
     ///
-    /// As [`tile`], with `t.rows == R`.
+    /// As [`tiles`], with `t.rows == R`.
     #[target_feature(enable = "avx512f,avx512bf16")]
+    #[inline]
     unsafe fn tile_of<const R: usize>(t: &Tile<'_>) {
         let mut acc = [[_mm512_setzero_ps(); 2]; R];
         let a = t.a.as_ptr();

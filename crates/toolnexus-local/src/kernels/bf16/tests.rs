@@ -477,3 +477,25 @@ fn bench() {
     packing.iter().for_each(|l| println!("{l}"));
     println!("load after: {}", load().trim());
 }
+
+/// GELU taken on the way to bf16 gives the product of GELU's output, to the bit.
+#[test]
+fn a_product_of_gelu_is_the_product_of_gelus_output() {
+    for unit in units() {
+        // One thread, and past PARALLEL_BF16 over several conversion chunks.
+        for (m, k, n) in [(5, 33, 40), (230, 1030, 70)] {
+            let x: Vec<f32> = numbers(m * k, 31).iter().map(|v| v * 4.0).collect();
+            let w = Bf16Weights::from_in_out(&numbers(k * n, 32), k, n);
+            let b = numbers(n, 33);
+            let mut act = vec![0f32; m * k];
+            crate::kernels::gelu(&x, &mut act);
+            let before = numbers(m * n, 34);
+            let (mut fused, mut apart) = (before.clone(), before);
+            let rows = |d| Rows::packed(d, m, k);
+            matmul_bf16_with(unit, rows(&x), true, &w, Some(&b), &mut fused, n, Out::Add);
+            matmul_bf16_on(unit, rows(&act), &w, Some(&b), &mut apart, n, Out::Add);
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fused), bits(&apart), "{unit:?} {m}×{k}·{k}×{n}");
+        }
+    }
+}
