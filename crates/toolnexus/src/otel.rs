@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
+use opentelemetry::metrics::{Histogram, MeterProvider as _};
 use opentelemetry::trace::SpanKind;
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
@@ -39,8 +39,10 @@ use crate::classifier::{
 
 mod attributes;
 mod delivery;
+mod fast;
 mod otlp;
 mod spans;
+mod tally;
 
 pub use attributes::{CallRecord, evaluation_events, guard_attributes, span_attributes};
 pub use delivery::undelivered_spans;
@@ -123,54 +125,10 @@ struct Export {
 }
 
 struct Instruments {
-    requests: Counter<u64>,
-    answers: Counter<u64>,
-    errors: Counter<u64>,
-    warnings: Counter<u64>,
-    cache_hits: Counter<u64>,
-    tokens: Counter<u64>,
-    cost_usd: Counter<f64>,
+    /// The counters' sums, read by the SDK's observable counters.
+    tally: Arc<tally::Tally>,
+    _counters: tally::Counters,
     duration: Histogram<f64>,
-    labels: Labels,
-}
-
-/// The request counter's label sets, made once per style, model and
-/// outcome: a process calls a few models in one or two styles, and a set
-/// made again for each call costs the strings' lookups and the values.
-#[derive(Default)]
-struct Labels(std::sync::Mutex<Vec<(String, String, [KeyValue; 3])>>);
-
-impl Labels {
-    /// How many label sets are kept; past them a set is made for its call.
-    const MAX: usize = 64;
-
-    /// Runs `f` with the labels of (`style`, `model`, `outcome`).
-    fn with(&self, style: &str, model: &str, outcome: &'static str, f: impl FnOnce(&[KeyValue])) {
-        let make = || {
-            [
-                KeyValue::new("style", attributes::shared(style)),
-                KeyValue::new("model", attributes::shared(model)),
-                KeyValue::new("outcome", outcome),
-            ]
-        };
-        // A poisoned lock holds whole label sets either way.
-        let mut sets = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let found = sets
-            .iter()
-            .position(|(s, m, l)| s == style && m == model && l[2].value.as_str() == outcome);
-        let labels = match found {
-            Some(i) => sets[i].2.clone(),
-            None => {
-                let labels = make();
-                if sets.len() < Self::MAX {
-                    sets.push((style.to_string(), model.to_string(), labels.clone()));
-                }
-                labels
-            }
-        };
-        drop(sets);
-        f(&labels);
-    }
 }
 
 /// Keeps the export running; [`OtelGuard::shutdown`] (or dropping it) sends
@@ -214,8 +172,8 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         _ => {}
     }
     let resource = resource(&options);
-    let spans = match otlp::config(options.endpoint.as_deref()) {
-        Some(config) => otlp::Traces::Ours(otlp::OtlpHttp::new(config)),
+    let traces = match otlp::config(options.endpoint.as_deref()) {
+        Some(config) => otlp::Traces::Ours(config),
         None => {
             let spans = opentelemetry_otlp::SpanExporter::builder().with_http();
             let spans = match &options.endpoint {
@@ -244,11 +202,27 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| "http://localhost:4318".into());
     let counts = Arc::new(delivery::Counts::default());
-    let spans = Arc::new(spans::Spans::new(
-        delivery::Warned::new(spans, &collector, counts.clone()),
-        &resource,
-        counts.clone(),
-    ));
+    let spans = match traces {
+        otlp::Traces::Ours(config) => {
+            let batch = fast::Batch::from_env();
+            let mut poster = otlp::Poster::new(config, batch.timeout);
+            spans::Spans::ours(
+                Box::new(move |body| poster.post(body)),
+                delivery::Notice::new(&collector, counts.clone()),
+                &resource,
+                counts.clone(),
+                batch,
+                spans::Parts::from_env(),
+            )
+            .map_err(|e| OtelError(format!("traces exporter: {e}")))?
+        }
+        otlp::Traces::Sdk(exporter) => spans::Spans::new(
+            delivery::Warned::new(exporter, &collector, counts.clone()),
+            &resource,
+            counts.clone(),
+        ),
+    };
+    let spans = Arc::new(spans);
     let meters = SdkMeterProvider::builder()
         .with_periodic_exporter(metrics)
         .with_resource(resource)
@@ -377,18 +351,27 @@ struct Watch {
 }
 
 /// A call's span, built when the call ended and sent when it is exported.
-struct Ended {
-    spans: Arc<spans::Spans>,
-    draft: spans::Draft,
+enum Ended {
+    /// Written as protobuf but for the guard's verdict.
+    Written(Arc<spans::Spans>, fast::Open),
+    /// Made of `KeyValue`s for the SDK's path.
+    Draft(Arc<spans::Spans>, spans::Draft),
+    /// Not sampled: nothing to send.
+    Dropped,
 }
 
 impl EndedCall for Ended {
     fn export(self: Box<Self>, guard: Option<&GuardVerdict>) {
-        let Ended { spans, mut draft } = *self;
-        if let Some(v) = guard {
-            draft.attributes.extend(guard_attributes(v));
+        match *self {
+            Ended::Written(spans, span) => spans.close(span, guard),
+            Ended::Draft(spans, mut draft) => {
+                if let Some(v) = guard {
+                    draft.attributes.extend(guard_attributes(v));
+                }
+                spans.send(draft);
+            }
+            Ended::Dropped => {}
         }
-        spans.send(draft);
     }
 }
 
@@ -420,15 +403,24 @@ impl CallExport for Export {
     }
 
     fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
+        let name = attributes::intern_joined("guard ", &verdict.tool);
+        let parent = crate::classifier::current_trace_parent();
+        if self.spans.writes_protobuf() {
+            let times = (started, started + took);
+            if let Some(span) = self
+                .spans
+                .open(name, SpanKind::Internal, times, parent, None)
+            {
+                self.spans.close(span, Some(verdict));
+            }
+            return;
+        }
         self.spans.send(spans::Draft {
-            name: {
-                let name = format!("guard {}", verdict.tool);
-                attributes::intern(&name).map_or(name.into(), Into::into)
-            },
+            name,
             kind: SpanKind::Internal,
             started,
             ended: started + took,
-            parent: crate::classifier::current_trace_parent(),
+            parent,
             attributes: guard_attributes(verdict),
             events: Vec::new(),
             error: None,
@@ -448,97 +440,61 @@ impl CallWatch for Watch {
             cascade_stage: end.cascade_stage,
             state: self.state.as_deref(),
         };
+        let error = end.result.as_ref().err().map(|e| e.kind().as_str());
+        let name = attributes::intern_joined("evaluate ", &self.asked);
+        let ended = self.started + end.duration;
+        if self.spans.writes_protobuf() {
+            let times = (self.started, ended);
+            let Some(mut span) = self
+                .spans
+                .open(name, SpanKind::Client, times, self.parent, error)
+            else {
+                return Box::new(Ended::Dropped);
+            };
+            attributes::write_span_attributes(&record, &mut span.attributes());
+            for (key, answer) in attributes::answers(&record) {
+                span.event(|a| {
+                    attributes::write_event_attributes(key, answer, &self.instructions, a);
+                });
+            }
+            return Box::new(Ended::Written(self.spans, span));
+        }
         let draft = spans::Draft {
             attributes: span_attributes(&record),
             events: evaluation_events(&record, &self.instructions),
-            error: end.result.as_ref().err().map(|e| e.kind().as_str()),
-            name: {
-                let name = format!("evaluate {}", self.asked);
-                attributes::intern(&name).map_or(name.into(), Into::into)
-            },
+            error,
+            name,
             kind: SpanKind::Client,
             started: self.started,
-            ended: self.started + end.duration,
+            ended,
             parent: self.parent,
         };
-        Box::new(Ended {
-            spans: self.spans,
-            draft,
-        })
+        Box::new(Ended::Draft(self.spans, draft))
     }
 }
 
 impl Instruments {
     fn new(meters: &SdkMeterProvider) -> Instruments {
         let m = meters.meter("toolnexus");
-        let counter = |name: &'static str, what: &'static str| {
-            m.u64_counter(name).with_description(what).build()
-        };
+        let tally = Arc::new(tally::Tally::default());
         Instruments {
-            requests: counter(
-                "toolnexus.requests",
-                "Calls evaluated, by style, model and outcome.",
-            ),
-            answers: counter("toolnexus.answers", "Answers returned, by answer type."),
-            errors: counter("toolnexus.errors", "Failed calls, by error kind."),
-            warnings: counter(
-                "toolnexus.warnings",
-                "Warnings about questions and answers.",
-            ),
-            cache_hits: counter("toolnexus.cache_hits", "Calls answered from a cache."),
-            tokens: counter("toolnexus.tokens", "Tokens spent, by direction."),
-            cost_usd: m
-                .f64_counter("toolnexus.cost_usd")
-                .with_description("Known cost of the calls in US dollars.")
-                .build(),
+            _counters: tally::Counters::new(&m, &tally),
+            tally,
             duration: m
                 .f64_histogram("toolnexus.request.duration")
                 .with_unit("s")
                 .with_description("Wall time of a call.")
                 .with_boundaries(crate::metrics::DURATION_BUCKETS.to_vec())
                 .build(),
-            labels: Labels::default(),
         }
     }
-}
 
-impl Instruments {
     /// Counts one call or warning.
     fn record(&self, e: &MetricEvent) {
-        let i = self;
-        if e.name == MetricName::Warning || e.status == MetricStatus::Warning {
-            i.warnings.add(1, &[]);
-            return;
+        self.tally.record(e);
+        if e.name != MetricName::Warning && e.status != MetricStatus::Warning {
+            self.duration.record(e.duration.as_secs_f64(), &[]);
         }
-        let outcome = if e.status == MetricStatus::Ok {
-            "ok"
-        } else {
-            "error"
-        };
-        i.labels.with(&e.style, &e.model, outcome, |labels| {
-            i.requests.add(1, labels);
-        });
-        for t in &e.answers {
-            i.answers.add(1, &[KeyValue::new("type", *t)]);
-        }
-        if let Some(kind) = e.error_kind {
-            i.errors.add(1, &[KeyValue::new("kind", kind.as_str())]);
-        }
-        if e.cache_hit {
-            i.cache_hits.add(1, &[]);
-        }
-        i.tokens.add(
-            e.input_tokens.max(0) as u64,
-            &[KeyValue::new("direction", "input")],
-        );
-        i.tokens.add(
-            e.output_tokens.max(0) as u64,
-            &[KeyValue::new("direction", "output")],
-        );
-        if let Some(usd) = e.cost.filter(|c| c.is_finite() && *c > 0.0) {
-            i.cost_usd.add(usd, &[]);
-        }
-        i.duration.record(e.duration.as_secs_f64(), &[]);
     }
 }
 

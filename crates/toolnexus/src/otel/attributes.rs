@@ -62,68 +62,157 @@ pub struct CallRecord<'a> {
 /// assert_eq!(attrs[0].key.as_str(), "gen_ai.operation.name");
 /// ```
 pub fn span_attributes(r: &CallRecord<'_>) -> Vec<KeyValue> {
-    let id = r.identity;
     // Room for every attribute a call can carry, and a guard's five: the
     // vector is never grown.
     let mut a = Vec::with_capacity(24);
-    let style = shared(&id.style);
-    a.push(KeyValue::new("gen_ai.operation.name", "evaluate"));
-    a.push(KeyValue::new("gen_ai.provider.name", style.clone()));
-    a.push(KeyValue::new("gen_ai.request.model", shared(r.asked)));
-    a.push(KeyValue::new("toolnexus.style", style));
-    a.push(KeyValue::new("toolnexus.local", id.local));
+    write_span_attributes(r, &mut a);
+    a
+}
+
+/// A string attribute's value, by how long it lives: a `KeyValue` shares a
+/// `'static` text as it is, a repeated one through [`shared`], and copies
+/// the rest; the protobuf writer copies the bytes of each the same way.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Text<'a> {
+    /// A text of the program's own.
+    Static(&'static str),
+    /// A text many calls repeat: a model, a style, a key, an option id.
+    Shared(&'a str),
+    /// A text of this call only: the state, instructions.
+    Owned(&'a str),
+}
+
+impl Text<'_> {
+    pub(super) fn as_str(&self) -> &str {
+        match self {
+            Text::Static(s) => s,
+            Text::Shared(s) | Text::Owned(s) => s,
+        }
+    }
+}
+
+/// Where the attribute builders put each attribute, in order: a vector of
+/// `KeyValue`s (the public functions, the SDK's path) or the protobuf of the
+/// OTLP `KeyValue` messages written straight into a span's bytes.
+pub(super) trait Sink {
+    /// A string attribute.
+    fn text(&mut self, key: &'static str, value: Text<'_>);
+    /// A boolean attribute.
+    fn flag(&mut self, key: &'static str, value: bool);
+    /// An integer attribute.
+    fn int(&mut self, key: &'static str, value: i64);
+    /// A floating-point attribute.
+    fn float(&mut self, key: &'static str, value: f64);
+    /// An array of repeated strings.
+    fn texts<'a, I>(&mut self, key: &'static str, values: I)
+    where
+        I: Iterator<Item = &'a str> + Clone;
+    /// An array of floating-point numbers.
+    fn floats<I>(&mut self, key: &'static str, values: I)
+    where
+        I: Iterator<Item = f64> + Clone;
+}
+
+impl Sink for Vec<KeyValue> {
+    fn text(&mut self, key: &'static str, value: Text<'_>) {
+        let value = match value {
+            Text::Static(s) => StringValue::from(s),
+            Text::Shared(s) => shared(s),
+            Text::Owned(s) => StringValue::from(s.to_string()),
+        };
+        self.push(KeyValue::new(key, value));
+    }
+
+    fn flag(&mut self, key: &'static str, value: bool) {
+        self.push(KeyValue::new(key, value));
+    }
+
+    fn int(&mut self, key: &'static str, value: i64) {
+        self.push(KeyValue::new(key, value));
+    }
+
+    fn float(&mut self, key: &'static str, value: f64) {
+        self.push(KeyValue::new(key, value));
+    }
+
+    fn texts<'a, I>(&mut self, key: &'static str, values: I)
+    where
+        I: Iterator<Item = &'a str> + Clone,
+    {
+        let values: Vec<StringValue> = values.map(shared).collect();
+        self.push(KeyValue::new(key, OtelValue::Array(Array::String(values))));
+    }
+
+    fn floats<I>(&mut self, key: &'static str, values: I)
+    where
+        I: Iterator<Item = f64> + Clone,
+    {
+        self.push(KeyValue::new(
+            key,
+            OtelValue::Array(Array::F64(values.collect())),
+        ));
+    }
+}
+
+/// [`span_attributes`] into any [`Sink`].
+pub(super) fn write_span_attributes(r: &CallRecord<'_>, a: &mut impl Sink) {
+    let id = r.identity;
+    a.text("gen_ai.operation.name", Text::Static("evaluate"));
+    a.text("gen_ai.provider.name", Text::Shared(&id.style));
+    a.text("gen_ai.request.model", Text::Shared(r.asked));
+    a.text("toolnexus.style", Text::Shared(&id.style));
+    a.flag("toolnexus.local", id.local);
     if let Some((host, port)) = id.endpoint.as_deref().and_then(host_and_port) {
-        a.push(KeyValue::new("server.address", shared(host)));
+        a.text("server.address", Text::Shared(host));
         if let Some(port) = port {
-            a.push(KeyValue::new("server.port", i64::from(port)));
+            a.int("server.port", i64::from(port));
         }
     }
     if !r.call_name.is_empty() {
-        a.push(KeyValue::new("toolnexus.call_name", shared(r.call_name)));
+        a.text("toolnexus.call_name", Text::Shared(r.call_name));
     }
     if let Some(stage) = r.cascade_stage {
-        a.push(KeyValue::new("toolnexus.cascade_stage", stage));
+        a.text("toolnexus.cascade_stage", Text::Static(stage));
     }
     if let Some(state) = r.state {
-        a.push(KeyValue::new("toolnexus.state", state.to_string()));
+        a.text("toolnexus.state", Text::Owned(state));
     }
     match r.result {
         Ok(e) => {
             let d = &e.decision;
-            a.push(KeyValue::new("gen_ai.response.model", shared(r.answered)));
+            a.text("gen_ai.response.model", Text::Shared(r.answered));
             let (input, output) = if e.cache_hit {
                 (0, 0)
             } else {
                 (d.usage.input_tokens, d.usage.output_tokens)
             };
-            a.push(KeyValue::new("gen_ai.usage.input_tokens", input));
-            a.push(KeyValue::new("gen_ai.usage.output_tokens", output));
-            a.push(KeyValue::new("toolnexus.calibrated", d.calibrated));
-            a.push(KeyValue::new("toolnexus.cache_hit", e.cache_hit));
+            a.int("gen_ai.usage.input_tokens", input);
+            a.int("gen_ai.usage.output_tokens", output);
+            a.flag("toolnexus.calibrated", d.calibrated);
+            a.flag("toolnexus.cache_hit", e.cache_hit);
             if e.cache_hit {
                 let hit = crate::price::Cost::cache_hit();
-                cost_attributes(&hit, &mut a);
+                cost_attributes(&hit, a);
             } else {
-                cost_attributes(&e.cost, &mut a);
+                cost_attributes(&e.cost, a);
             }
         }
-        Err(e) => a.push(KeyValue::new("error.type", e.kind().as_str())),
+        Err(e) => a.text("error.type", Text::Static(e.kind().as_str())),
     }
-    a
 }
 
 /// The cost's figure and where it came from.
-fn cost_attributes(cost: &crate::price::Cost, a: &mut Vec<KeyValue>) {
+fn cost_attributes(cost: &crate::price::Cost, a: &mut impl Sink) {
     if let Some(usd) = cost.usd {
-        a.push(KeyValue::new("toolnexus.cost_usd", usd));
+        a.float("toolnexus.cost_usd", usd);
     }
     match &cost.source {
         Some(crate::price::CostSource::Priced { table, checked }) => {
-            a.push(KeyValue::new("toolnexus.cost_source", "priced"));
-            a.push(KeyValue::new("toolnexus.cost_table", shared(table)));
-            a.push(KeyValue::new("toolnexus.cost_checked", shared(checked)));
+            a.text("toolnexus.cost_source", Text::Static("priced"));
+            a.text("toolnexus.cost_table", Text::Shared(table));
+            a.text("toolnexus.cost_checked", Text::Shared(checked));
         }
-        Some(source) => a.push(KeyValue::new("toolnexus.cost_source", source.as_str())),
+        Some(source) => a.text("toolnexus.cost_source", Text::Static(source.as_str())),
         None => {}
     }
 }
@@ -148,14 +237,19 @@ fn cost_attributes(cost: &crate::price::Cost, a: &mut Vec<KeyValue>) {
 /// ```
 pub fn guard_attributes(v: &GuardVerdict) -> Vec<KeyValue> {
     let mut a = Vec::with_capacity(5);
-    a.push(KeyValue::new("toolnexus.guard.verdict", v.verdict));
-    a.push(KeyValue::new("toolnexus.guard.decided_by", v.decided_by));
-    a.push(KeyValue::new("toolnexus.guard.tool", shared(&v.tool)));
-    a.push(KeyValue::new("toolnexus.guard.judge_asked", v.judge_asked));
-    if let Some(rule) = &v.rule {
-        a.push(KeyValue::new("toolnexus.guard.rule", shared(rule)));
-    }
+    write_guard_attributes(v, &mut a);
     a
+}
+
+/// [`guard_attributes`] into any [`Sink`].
+pub(super) fn write_guard_attributes(v: &GuardVerdict, a: &mut impl Sink) {
+    a.text("toolnexus.guard.verdict", Text::Static(v.verdict));
+    a.text("toolnexus.guard.decided_by", Text::Static(v.decided_by));
+    a.text("toolnexus.guard.tool", Text::Shared(&v.tool));
+    a.flag("toolnexus.guard.judge_asked", v.judge_asked);
+    if let Some(rule) = &v.rule {
+        a.text("toolnexus.guard.rule", Text::Shared(rule));
+    }
 }
 
 /// One `gen_ai.evaluation.result` event's attributes per answer, in key
@@ -185,24 +279,42 @@ pub fn evaluation_events(
             // The most an answer carries: name, type, value, label, labels,
             // probabilities, confidence, near_uniform, instructions.
             let mut a = Vec::with_capacity(9);
-            a.push(KeyValue::new("gen_ai.evaluation.name", shared(key)));
-            a.push(KeyValue::new("toolnexus.answer_type", answer.answer_type()));
-            answer_attributes(answer, &mut a);
-            // Only given with content export on: a handful of questions.
-            if let Some((_, text)) = instructions.iter().find(|(k, _)| k == key) {
-                a.push(KeyValue::new("toolnexus.instructions", text.clone()));
-            }
+            write_event_attributes(key, answer, instructions, &mut a);
             a
         })
         .collect()
 }
 
-fn answer_attributes(answer: &DecisionAnswer, a: &mut Vec<KeyValue>) {
+/// The answers of a call, each with its key: one event each (none for a
+/// failed call).
+pub(super) fn answers<'a>(
+    r: &CallRecord<'a>,
+) -> impl Iterator<Item = (&'a String, &'a DecisionAnswer)> + 'a {
+    r.result.iter().flat_map(|e| e.decision.answers.iter())
+}
+
+/// One answer's event attributes ([`evaluation_events`]) into any [`Sink`].
+pub(super) fn write_event_attributes(
+    key: &str,
+    answer: &DecisionAnswer,
+    instructions: &[(String, String)],
+    a: &mut impl Sink,
+) {
+    a.text("gen_ai.evaluation.name", Text::Shared(key));
+    a.text("toolnexus.answer_type", Text::Static(answer.answer_type()));
+    answer_attributes(answer, a);
+    // Only given with content export on: a handful of questions.
+    if let Some((_, text)) = instructions.iter().find(|(k, _)| k == key) {
+        a.text("toolnexus.instructions", Text::Owned(text));
+    }
+}
+
+fn answer_attributes(answer: &DecisionAnswer, a: &mut impl Sink) {
     match answer {
         DecisionAnswer::Noul(n) => {
-            a.push(KeyValue::new("gen_ai.evaluation.score.value", n.noul));
+            a.float("gen_ai.evaluation.score.value", n.noul);
             let label = if n.noul >= 0.5 { "true" } else { "false" };
-            a.push(KeyValue::new("gen_ai.evaluation.score.label", label));
+            a.text("gen_ai.evaluation.score.label", Text::Static(label));
         }
         DecisionAnswer::Choice(c) => {
             let p = c
@@ -210,60 +322,54 @@ fn answer_attributes(answer: &DecisionAnswer, a: &mut Vec<KeyValue>) {
                 .get(&c.choice)
                 .copied()
                 .unwrap_or(c.confidence);
-            a.push(KeyValue::new("gen_ai.evaluation.score.value", p));
-            a.push(KeyValue::new(
-                "gen_ai.evaluation.score.label",
-                shared(&c.choice),
-            ));
+            a.float("gen_ai.evaluation.score.value", p);
+            a.text("gen_ai.evaluation.score.label", Text::Shared(&c.choice));
             probabilities(&c.probabilities, a);
-            a.push(KeyValue::new("toolnexus.confidence", c.confidence));
-            a.push(KeyValue::new("toolnexus.near_uniform", c.near_uniform));
+            a.float("toolnexus.confidence", c.confidence);
+            a.flag("toolnexus.near_uniform", c.near_uniform);
         }
         DecisionAnswer::Score(s) => {
-            a.push(KeyValue::new("gen_ai.evaluation.score.value", s.score));
+            a.float("gen_ai.evaluation.score.value", s.score);
             let level = s.score.round().max(0.0) as i64;
-            a.push(KeyValue::new(
-                "gen_ai.evaluation.score.label",
-                level_label(level),
-            ));
+            match level_label(level) {
+                Some(l) => a.text("gen_ai.evaluation.score.label", Text::Static(l)),
+                None => a.text(
+                    "gen_ai.evaluation.score.label",
+                    Text::Owned(&level.to_string()),
+                ),
+            }
             probabilities(&s.probabilities, a);
-            a.push(KeyValue::new("toolnexus.confidence", s.confidence));
+            a.float("toolnexus.confidence", s.confidence);
         }
         DecisionAnswer::Box(b) => {
             if let Some(c) = b.confidence {
-                a.push(KeyValue::new("gen_ai.evaluation.score.value", c));
-                a.push(KeyValue::new("toolnexus.confidence", c));
+                a.float("gen_ai.evaluation.score.value", c);
+                a.float("toolnexus.confidence", c);
             }
             let c = &b.coordinates;
-            a.push(KeyValue::new(
+            a.floats(
                 "toolnexus.box",
-                OtelValue::Array(Array::F64(vec![c.top, c.bottom, c.left, c.right])),
-            ));
+                [c.top, c.bottom, c.left, c.right].into_iter(),
+            );
         }
     }
 }
 
-/// A score's level as its label: the first levels without allocating.
-fn level_label(level: i64) -> StringValue {
+/// A score's level as its label, for the first levels (the rest are
+/// written out).
+fn level_label(level: i64) -> Option<&'static str> {
     const LEVELS: [&str; 11] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
-    match usize::try_from(level).ok().and_then(|l| LEVELS.get(l)) {
-        Some(l) => StringValue::from(*l),
-        None => StringValue::from(level.to_string()),
-    }
+    usize::try_from(level)
+        .ok()
+        .and_then(|l| LEVELS.get(l))
+        .copied()
 }
 
 /// The distribution as two parallel arrays: `toolnexus.labels` (option ids or
 /// level indices) and `toolnexus.probabilities`.
-fn probabilities(p: &BTreeMap<String, f64>, a: &mut Vec<KeyValue>) {
-    let labels: Vec<StringValue> = p.keys().map(|k| shared(k)).collect();
-    a.push(KeyValue::new(
-        "toolnexus.labels",
-        OtelValue::Array(Array::String(labels)),
-    ));
-    a.push(KeyValue::new(
-        "toolnexus.probabilities",
-        OtelValue::Array(Array::F64(p.values().copied().collect())),
-    ));
+fn probabilities(p: &BTreeMap<String, f64>, a: &mut impl Sink) {
+    a.texts("toolnexus.labels", p.keys().map(String::as_str));
+    a.floats("toolnexus.probabilities", p.values().copied());
 }
 
 /// How many distinct strings [`intern`] keeps; past them a string is
@@ -319,6 +425,23 @@ pub(super) fn intern(text: &str) -> Option<&'static str> {
         n.push(s);
     });
     Some(s)
+}
+
+/// `prefix` and `text` joined, shared as [`intern`] shares a string; found
+/// among the strings this thread used last without joining them first.
+pub(super) fn intern_joined(prefix: &str, text: &str) -> std::borrow::Cow<'static, str> {
+    let joined = |s: &&'static str| {
+        s.len() == prefix.len() + text.len() && s.starts_with(prefix) && s.ends_with(text)
+    };
+    let near = NEAR
+        .try_with(|n| n.borrow().iter().copied().find(joined))
+        .ok()
+        .flatten();
+    if let Some(s) = near {
+        return s.into();
+    }
+    let name = format!("{prefix}{text}");
+    intern(&name).map_or(name.into(), Into::into)
 }
 
 /// `text` as an attribute value: shared ([`intern`]) while the set has

@@ -74,23 +74,54 @@ impl Counts {
     }
 }
 
-/// The OTLP exporter, warning about the first batch the collector refuses.
+/// What is told of each batch the collector answered: counted, and the
+/// first one it did not take warned about, naming the collector without
+/// its credentials.
 #[derive(Debug)]
-pub(super) struct Warned<E> {
-    inner: E,
+pub(super) struct Notice {
     /// The collector's URL without credentials or query, for the warning.
     collector: String,
     warned: AtomicBool,
     counts: Arc<Counts>,
 }
 
+impl Notice {
+    pub(super) fn new(collector: &str, counts: Arc<Counts>) -> Notice {
+        Notice {
+            collector: crate::redact::redact_url(collector),
+            warned: AtomicBool::new(false),
+            counts,
+        }
+    }
+
+    /// A batch of `n` spans settled: taken by the collector or not.
+    pub(super) fn settled(&self, n: u64, taken: bool) {
+        self.counts.settled(n, !taken);
+        // The error's text may quote the URL with its credentials: the
+        // warning names the collector as configured, redacted.
+        if !taken && !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                target: "toolnexus::otel",
+                "otel: the collector at {} did not take the spans; calls go on without it",
+                self.collector
+            );
+        }
+    }
+}
+
+/// The SDK's OTLP exporter, warning about the first batch the collector
+/// refuses.
+#[derive(Debug)]
+pub(super) struct Warned<E> {
+    inner: E,
+    notice: Notice,
+}
+
 impl<E> Warned<E> {
     pub(super) fn new(inner: E, collector: &str, counts: Arc<Counts>) -> Warned<E> {
         Warned {
             inner,
-            collector: crate::redact::redact_url(collector),
-            warned: AtomicBool::new(false),
-            counts,
+            notice: Notice::new(collector, counts),
         }
     }
 }
@@ -104,18 +135,7 @@ impl<E: SpanExporter> SpanExporter for Warned<E> {
         let sent = self.inner.export(batch);
         async move {
             let result = sent.await;
-            self.counts.settled(n, result.is_err());
-            if result.is_err() {
-                // The error's text may quote the URL with its credentials:
-                // the warning names the collector as configured, redacted.
-                if !self.warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(
-                        target: "toolnexus::otel",
-                        "otel: the collector at {} did not take the spans; calls go on without it",
-                        self.collector
-                    );
-                }
-            }
+            self.notice.settled(n, result.is_ok());
             result
         }
     }

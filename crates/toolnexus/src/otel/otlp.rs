@@ -1,13 +1,13 @@
-//! The spans' OTLP/HTTP exporter: a batch of the SDK's `SpanData` written
-//! straight to an `ExportTraceServiceRequest` in protobuf, and posted.
+//! The spans' OTLP/HTTP wire: the configuration read as the SDK reads it,
+//! the protobuf writer, and the post of a finished request.
 //!
 //! The SDK's own exporter first copies every span into the generated
 //! `opentelemetry-proto` structs (a `String` for every key and value) and
-//! then lets `prost` measure each nested message before writing it. A batch
-//! of our spans is all of one resource and one scope, and its messages are
-//! small: writing each field once into one buffer, a nested message's length
-//! spliced in front of it when it is known, costs a fraction of that and
-//! makes the same bytes (the tests compare them with the SDK's).
+//! then lets `prost` measure each nested message before writing it. Our
+//! spans are written field by field into one buffer instead, a nested
+//! message's length spliced in front of it when it is known, in tag order
+//! with proto3 defaults left out as `prost` writes them: the same bytes (the
+//! tests compare them with the SDK's) at a fraction of the cost.
 //!
 //! The configuration is the SDK's, read from the same variables: the
 //! endpoint (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, or
@@ -19,13 +19,10 @@
 //! to the SDK's exporter ([`config`] answers `None`), so that such a setting
 //! behaves, or fails, exactly as the SDK has it.
 
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
+use opentelemetry::trace::SpanKind;
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
-use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 
 /// Where and how the spans are posted.
@@ -150,112 +147,57 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The exporter the batch processor hands each batch to, on its own thread.
+/// Posts finished OTLP requests to the collector, from the export's own
+/// thread.
 #[derive(Debug)]
-pub(super) struct OtlpHttp {
+pub(super) struct Poster {
     config: Config,
-    /// The resource's message, written once.
-    resource: Vec<u8>,
-    resource_schema: String,
-    state: Mutex<Posting>,
-}
-
-/// What the processor's thread keeps between batches.
-#[derive(Debug, Default)]
-struct Posting {
-    /// Made on the first batch, on the processor's thread: a blocking client
+    /// Made on the first post, on the export's thread: a blocking client
     /// must not be made (nor dropped) inside an async runtime, where the
     /// export may be installed from.
     client: Option<reqwest::blocking::Client>,
-    /// The size of the last body, for the next one's buffer.
-    last_len: usize,
-    shut: bool,
 }
 
-impl OtlpHttp {
-    pub(super) fn new(config: Config) -> OtlpHttp {
-        OtlpHttp {
+impl Poster {
+    /// A poster for `config`, each post bounded by the smaller of its timeout
+    /// and `bound` (`OTEL_BSP_EXPORT_TIMEOUT`).
+    pub(super) fn new(mut config: Config, bound: Duration) -> Poster {
+        config.timeout = config.timeout.min(bound);
+        Poster {
             config,
-            resource: Vec::new(),
-            resource_schema: String::new(),
-            state: Mutex::default(),
+            client: None,
         }
     }
 
-    fn post(&self, batch: &[SpanData]) -> OTelSdkResult {
-        // Only the processor's thread exports; a poisoned lock holds a
-        // client and a size, whole either way.
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.shut {
-            return Err(OTelSdkError::AlreadyShutdown);
-        }
-        let mut body = Vec::with_capacity(state.last_len + state.last_len / 8);
-        encode_request(&mut body, &self.resource, &self.resource_schema, batch);
-        state.last_len = body.len();
-        let client = match &state.client {
-            Some(c) => c.clone(),
+    /// Posts one `ExportTraceServiceRequest`; the error names what failed
+    /// without the URL's credentials ever leaving this module's caller (its
+    /// text goes no further: `delivery` warns with the redacted collector).
+    pub(super) fn post(&mut self, body: Vec<u8>) -> Result<(), String> {
+        let client = match &self.client {
+            Some(c) => c,
             None => {
                 let c = reqwest::blocking::Client::builder()
                     .timeout(self.config.timeout)
                     .build()
-                    .map_err(|e| OTelSdkError::InternalFailure(format!("HTTP client: {e}")))?;
-                state.client = Some(c.clone());
-                c
+                    .map_err(|e| format!("HTTP client: {e}"))?;
+                self.client.insert(c)
             }
         };
-        drop(state);
-        // The error's text may hold the URL: it goes no further than the
-        // SDK's result, and `delivery` warns with the redacted collector.
         let response = client
             .post(&self.config.endpoint)
             .headers(self.config.headers.clone())
             .header(CONTENT_TYPE, "application/x-protobuf")
             .body(body)
             .send()
-            .map_err(|e| OTelSdkError::InternalFailure(format!("trace export: {e}")))?;
+            .map_err(|e| format!("trace export: {e}"))?;
         let status = response.status();
         // Read to its end so that the connection is kept for the next batch.
         let _ = response.bytes();
         if status.is_success() {
             Ok(())
         } else {
-            Err(OTelSdkError::InternalFailure(format!(
-                "trace export answered {}",
-                status.as_u16()
-            )))
+            Err(format!("trace export answered {}", status.as_u16()))
         }
-    }
-}
-
-impl SpanExporter for OtlpHttp {
-    fn export(
-        &self,
-        batch: Vec<SpanData>,
-    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        // The processor blocks on this future on its own thread: posting
-        // with the blocking client there is what the SDK's exporter does.
-        std::future::ready(self.post(&batch))
-    }
-
-    fn shutdown_with_timeout(&mut self, _timeout: Duration) -> OTelSdkResult {
-        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if std::mem::replace(&mut state.shut, true) {
-            return Err(OTelSdkError::AlreadyShutdown);
-        }
-        state.client = None;
-        Ok(())
-    }
-
-    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
-        let mut buf = Vec::new();
-        for (k, v) in resource.iter() {
-            let at = begin(&mut buf, 1);
-            string(&mut buf, 1, k.as_str());
-            any_value(&mut buf, 2, v);
-            end(&mut buf, at);
-        }
-        self.resource = buf;
-        self.resource_schema = resource.schema_url().unwrap_or_default().to_string();
     }
 }
 
@@ -263,163 +205,52 @@ impl SpanExporter for OtlpHttp {
 /// setting to it.
 #[derive(Debug)]
 pub(super) enum Traces {
-    /// Written and posted by this module.
-    Ours(OtlpHttp),
-    /// The SDK's OTLP exporter.
+    /// Written on the calling threads and posted by `otel/fast.rs`.
+    Ours(Config),
+    /// The SDK's OTLP exporter behind its batch processor.
     Sdk(opentelemetry_otlp::SpanExporter),
 }
 
-impl SpanExporter for Traces {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        match self {
-            Traces::Ours(e) => e.export(batch).await,
-            Traces::Sdk(e) => e.export(batch).await,
-        }
+/// The resource's `Resource` message (its attributes) and its schema URL,
+/// written once for every request.
+pub(super) fn resource_message(resource: &opentelemetry_sdk::Resource) -> (Vec<u8>, String) {
+    let mut buf = Vec::new();
+    for (k, v) in resource.iter() {
+        let at = begin(&mut buf, 1);
+        string(&mut buf, 1, k.as_str());
+        any_value(&mut buf, 2, v);
+        end(&mut buf, at);
     }
+    let schema = resource.schema_url().unwrap_or_default().to_string();
+    (buf, schema)
+}
 
-    fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
-        match self {
-            Traces::Ours(e) => e.shutdown_with_timeout(timeout),
-            Traces::Sdk(e) => e.shutdown_with_timeout(timeout),
-        }
+/// The scope's `InstrumentationScope` message and its schema URL.
+pub(super) fn scope_message(scope: &InstrumentationScope) -> (Vec<u8>, String) {
+    let mut out = Vec::new();
+    string(&mut out, 1, scope.name());
+    string(&mut out, 2, scope.version().unwrap_or_default());
+    for kv in scope.attributes() {
+        key_value(&mut out, 3, kv);
     }
-
-    fn force_flush(&mut self) -> OTelSdkResult {
-        match self {
-            Traces::Ours(e) => e.force_flush(),
-            Traces::Sdk(e) => e.force_flush(),
-        }
-    }
-
-    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
-        match self {
-            Traces::Ours(e) => e.set_resource(resource),
-            Traces::Sdk(e) => e.set_resource(resource),
-        }
-    }
+    let schema = scope.schema_url().unwrap_or_default().to_string();
+    (out, schema)
 }
 
 // Protobuf wire types.
-const VARINT: u8 = 0;
-const FIXED64: u8 = 1;
-const LEN: u8 = 2;
-const FIXED32: u8 = 5;
+pub(super) const VARINT: u8 = 0;
+pub(super) const FIXED64: u8 = 1;
+pub(super) const LEN: u8 = 2;
+pub(super) const FIXED32: u8 = 5;
 
 /// The SDK's span flags: the parent's trace flags, and whether the parent is
 /// remote (OTLP `SpanFlags`: bit 8 says bit 9 is known).
-fn span_flags(is_remote: bool, trace_flags: u8) -> u32 {
+pub(super) fn span_flags(is_remote: bool, trace_flags: u8) -> u32 {
     u32::from(trace_flags) | 0x100 | if is_remote { 0x200 } else { 0 }
 }
 
-/// Writes `batch` as one `ExportTraceServiceRequest` into `out`: one
-/// `ResourceSpans` (the resource's message already written in `resource`),
-/// one `ScopeSpans` per instrumentation scope in the order first seen.
-pub(super) fn encode_request(
-    out: &mut Vec<u8>,
-    resource: &[u8],
-    resource_schema: &str,
-    batch: &[SpanData],
-) {
-    if batch.is_empty() {
-        return;
-    }
-    let rs = begin(out, 1);
-    let r = begin(out, 1);
-    out.extend_from_slice(resource);
-    end(out, r);
-    let mut scopes: Vec<&InstrumentationScope> = Vec::with_capacity(1);
-    for s in batch {
-        if !scopes.contains(&&s.instrumentation_scope) {
-            scopes.push(&s.instrumentation_scope);
-        }
-    }
-    for scope in scopes {
-        let ss = begin(out, 2);
-        let sc = begin(out, 1);
-        string(out, 1, scope.name());
-        string(out, 2, scope.version().unwrap_or_default());
-        for kv in scope.attributes() {
-            key_value(out, 3, kv);
-        }
-        end(out, sc);
-        for span in batch.iter().filter(|s| &s.instrumentation_scope == scope) {
-            encode_span(out, span);
-        }
-        string(out, 3, scope.schema_url().unwrap_or_default());
-        end(out, ss);
-    }
-    string(out, 3, resource_schema);
-    end(out, rs);
-}
-
-/// One `Span` (field 2 of `ScopeSpans`), its fields in tag order as `prost`
-/// writes them, defaults left out.
-fn encode_span(out: &mut Vec<u8>, s: &SpanData) {
-    let at = begin(out, 2);
-    let cx = &s.span_context;
-    bytes(out, 1, &cx.trace_id().to_bytes());
-    bytes(out, 2, &cx.span_id().to_bytes());
-    trace_state(out, 3, cx);
-    if s.parent_span_id != SpanId::INVALID {
-        bytes(out, 4, &s.parent_span_id.to_bytes());
-    }
-    string(out, 5, &s.name);
-    uint(out, 6, span_kind(&s.span_kind));
-    fixed64(out, 7, nanos(s.start_time));
-    fixed64(out, 8, nanos(s.end_time));
-    for kv in &s.attributes {
-        key_value(out, 9, kv);
-    }
-    uint(out, 10, u64::from(s.dropped_attributes_count));
-    for e in s.events.iter() {
-        let ev = begin(out, 11);
-        fixed64(out, 1, nanos(e.timestamp));
-        string(out, 2, &e.name);
-        for kv in &e.attributes {
-            key_value(out, 3, kv);
-        }
-        uint(out, 4, u64::from(e.dropped_attributes_count));
-        end(out, ev);
-    }
-    uint(out, 12, u64::from(s.events.dropped_count));
-    for l in s.links.iter() {
-        let lk = begin(out, 13);
-        let lcx = &l.span_context;
-        bytes(out, 1, &lcx.trace_id().to_bytes());
-        bytes(out, 2, &lcx.span_id().to_bytes());
-        trace_state(out, 3, lcx);
-        for kv in &l.attributes {
-            key_value(out, 4, kv);
-        }
-        uint(out, 5, u64::from(l.dropped_attributes_count));
-        fixed32(
-            out,
-            6,
-            span_flags(lcx.is_remote(), lcx.trace_flags().to_u8()),
-        );
-        end(out, lk);
-    }
-    uint(out, 14, u64::from(s.links.dropped_count));
-    let st = begin(out, 15);
-    match &s.status {
-        Status::Error { description } => {
-            string(out, 2, description);
-            uint(out, 3, 2);
-        }
-        Status::Ok => uint(out, 3, 1),
-        Status::Unset => {}
-    }
-    end(out, st);
-    fixed32(
-        out,
-        16,
-        span_flags(s.parent_span_is_remote, cx.trace_flags().to_u8()),
-    );
-    end(out, at);
-}
-
 /// The OTLP `SpanKind` number.
-fn span_kind(kind: &SpanKind) -> u64 {
+pub(super) fn span_kind(kind: &SpanKind) -> u64 {
     match kind {
         SpanKind::Internal => 1,
         SpanKind::Server => 2,
@@ -429,18 +260,12 @@ fn span_kind(kind: &SpanKind) -> u64 {
     }
 }
 
-/// A span context's W3C trace state, when it has one.
-fn trace_state(out: &mut Vec<u8>, field: u32, cx: &SpanContext) {
-    let header = cx.trace_state().header();
-    string(out, field, &header);
-}
-
-fn nanos(t: SystemTime) -> u64 {
+pub(super) fn nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
 }
 
 /// One `KeyValue` message.
-fn key_value(out: &mut Vec<u8>, field: u32, kv: &KeyValue) {
+pub(super) fn key_value(out: &mut Vec<u8>, field: u32, kv: &KeyValue) {
     let at = begin(out, field);
     string(out, 1, kv.key.as_str());
     any_value(out, 2, &kv.value);
@@ -449,7 +274,7 @@ fn key_value(out: &mut Vec<u8>, field: u32, kv: &KeyValue) {
 
 /// One `AnyValue` message: the oneof is written even when it holds its
 /// type's default, as `prost` does.
-fn any_value(out: &mut Vec<u8>, field: u32, v: &Value) {
+pub(super) fn any_value(out: &mut Vec<u8>, field: u32, v: &Value) {
     let at = begin(out, field);
     match v {
         Value::String(s) => string_always(out, 1, s.as_str()),
@@ -485,27 +310,27 @@ fn each<T>(out: &mut Vec<u8>, vals: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
     }
 }
 
-fn bool_always(out: &mut Vec<u8>, b: bool) {
+pub(super) fn bool_always(out: &mut Vec<u8>, b: bool) {
     key(out, 2, VARINT);
     out.push(u8::from(b));
 }
 
-fn int_always(out: &mut Vec<u8>, i: i64) {
+pub(super) fn int_always(out: &mut Vec<u8>, i: i64) {
     key(out, 3, VARINT);
     // Two's complement, as protobuf writes a negative int64.
     varint(out, i as u64);
 }
 
-fn double_always(out: &mut Vec<u8>, f: f64) {
+pub(super) fn double_always(out: &mut Vec<u8>, f: f64) {
     key(out, 4, FIXED64);
     out.extend_from_slice(&f.to_le_bytes());
 }
 
-fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
+pub(super) fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
     varint(out, u64::from(field << 3 | u32::from(wire)));
 }
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -513,38 +338,38 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
+pub(super) fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
     if v != 0 {
         key(out, field, VARINT);
         varint(out, v);
     }
 }
 
-fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
+pub(super) fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
     if v != 0 {
         key(out, field, FIXED64);
         out.extend_from_slice(&v.to_le_bytes());
     }
 }
 
-fn fixed32(out: &mut Vec<u8>, field: u32, v: u32) {
+pub(super) fn fixed32(out: &mut Vec<u8>, field: u32, v: u32) {
     if v != 0 {
         key(out, field, FIXED32);
         out.extend_from_slice(&v.to_le_bytes());
     }
 }
 
-fn string(out: &mut Vec<u8>, field: u32, s: &str) {
+pub(super) fn string(out: &mut Vec<u8>, field: u32, s: &str) {
     bytes(out, field, s.as_bytes());
 }
 
-fn string_always(out: &mut Vec<u8>, field: u32, s: &str) {
+pub(super) fn string_always(out: &mut Vec<u8>, field: u32, s: &str) {
     key(out, field, LEN);
     varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
 }
 
-fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+pub(super) fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
     if !b.is_empty() {
         key(out, field, LEN);
         varint(out, b.len() as u64);
@@ -555,14 +380,14 @@ fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
 /// Starts a nested message: its key and one byte for its length, which
 /// [`end`] fills (most messages here are shorter than 128 bytes; a longer
 /// one moves its bytes up by the few its length needs more).
-fn begin(out: &mut Vec<u8>, field: u32) -> usize {
+pub(super) fn begin(out: &mut Vec<u8>, field: u32) -> usize {
     key(out, field, LEN);
     out.push(0);
     out.len()
 }
 
 /// Ends the message [`begin`] started at `at`.
-fn end(out: &mut Vec<u8>, at: usize) {
+pub(super) fn end(out: &mut Vec<u8>, at: usize) {
     let len = out.len() - at;
     if len < 0x80 {
         out[at - 1] = len as u8;

@@ -1,16 +1,19 @@
-//! The spans' way to the collector: each ended call becomes the SDK's
-//! `SpanData`, built once, and goes straight to the SDK's batch processor
-//! and its OTLP exporter.
+//! The spans' way to the collector: each ended call is sampled and given
+//! its ids here, then either written as OTLP protobuf on the calling thread
+//! and queued as bytes (`fast.rs`, when our OTLP writer is in use), or made
+//! the SDK's `SpanData`, once, and handed to the SDK's batch processor and
+//! its OTLP exporter (a compression or an endpoint only the SDK reads).
 //!
 //! A call's span is complete when it is built (its times, attributes and
 //! events are known), so the SDK's `Tracer` and `Span` — made for spans that
 //! grow while code runs — would only copy it into one more shape first. What
 //! they did beyond that is done here the SDK's way, with the SDK's parts: the
 //! sampler and the span limits its `Config` reads (`OTEL_TRACES_SAMPLER`,
-//! `OTEL_SPAN_*_LIMIT`), its random ids, and its `BatchSpanProcessor` with
-//! the `OTEL_BSP_*` bounded queue (a full queue drops, it never blocks).
+//! `OTEL_SPAN_*_LIMIT`), its random ids, and the `OTEL_BSP_*` bounded queue
+//! (a full queue drops, it never blocks).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -25,11 +28,9 @@ use opentelemetry_sdk::trace::{
     SpanLimits, SpanLinks, SpanProcessor as _,
 };
 
-use super::delivery::Counts;
-use crate::classifier::TraceParent;
-
-/// The name of each answer's event (GenAI semantic conventions).
-const EVALUATION_RESULT: &str = "gen_ai.evaluation.result";
+use super::delivery::{Counts, Notice};
+use super::fast::{self, EVALUATION_RESULT};
+use crate::classifier::{GuardVerdict, TraceParent};
 
 /// One span, built and not yet sampled or sent.
 pub(super) struct Draft {
@@ -46,10 +47,11 @@ pub(super) struct Draft {
     pub(super) error: Option<&'static str>,
 }
 
-/// The SDK's span machinery without its `Tracer`: sampler, ids, limits, the
-/// batch processor and, behind it, the OTLP exporter.
+/// The SDK's span machinery without its `Tracer`: sampler, ids, limits, and
+/// the queue — ours of encoded spans, or the SDK's batch processor with the
+/// OTLP exporter behind it.
 pub(super) struct Spans {
-    processor: BatchSpanProcessor,
+    out: Out,
     sampler: Box<dyn ShouldSample>,
     ids: Box<dyn IdGenerator>,
     limits: SpanLimits,
@@ -57,33 +59,213 @@ pub(super) struct Spans {
     counts: Arc<Counts>,
 }
 
-impl Spans {
-    /// Spans exported by `exporter` for `resource`, configured by the
-    /// standard variables the SDK reads.
-    pub(super) fn new<E>(
-        mut exporter: E,
-        resource: &opentelemetry_sdk::Resource,
-        counts: Arc<Counts>,
-    ) -> Spans
-    where
-        E: SpanExporter + Send + Sync + 'static,
-    {
-        exporter.set_resource(resource);
-        // `Config::default` reads OTEL_TRACES_SAMPLER(_ARG) and the
-        // OTEL_SPAN_*_LIMIT variables; the batch config reads OTEL_BSP_*.
+/// Where sampled spans go.
+enum Out {
+    /// As protobuf, to our queue of bytes.
+    Ours(fast::Queue),
+    /// As `SpanData`, to the SDK's batch processor.
+    Sdk(BatchSpanProcessor),
+}
+
+/// The SDK `Config`'s parts a span needs: sampler, ids and limits.
+pub(super) struct Parts {
+    pub(super) sampler: Box<dyn ShouldSample>,
+    pub(super) ids: Box<dyn IdGenerator>,
+    pub(super) limits: SpanLimits,
+}
+
+impl Parts {
+    /// As the SDK's `Config::default` reads them: `OTEL_TRACES_SAMPLER(_ARG)`
+    /// and the `OTEL_SPAN_*_LIMIT` variables.
+    pub(super) fn from_env() -> Parts {
         let Config {
             sampler,
             id_generator,
             span_limits,
             ..
         } = Config::default();
-        Spans {
-            processor: BatchSpanProcessor::builder(exporter).build(),
+        Parts {
             sampler,
             ids: id_generator,
             limits: span_limits,
-            scope: InstrumentationScope::builder("toolnexus").build(),
+        }
+    }
+}
+
+/// The sampler's answer for a span it keeps, and the span's ids.
+struct Sampled {
+    context: SpanContext,
+    parent: Option<SpanContext>,
+    attributes: Vec<KeyValue>,
+}
+
+thread_local! {
+    /// The bytes of the span a calling thread is closing, kept for its next.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Spans {
+    /// Spans exported by the SDK's batch processor and `exporter` for
+    /// `resource`, configured by the standard variables the SDK reads.
+    pub(super) fn new<E>(
+        exporter: E,
+        resource: &opentelemetry_sdk::Resource,
+        counts: Arc<Counts>,
+    ) -> Spans
+    where
+        E: SpanExporter + Send + Sync + 'static,
+    {
+        Spans::with_sdk(exporter, resource, counts, Parts::from_env())
+    }
+
+    /// [`Spans::new`] with the sampler, ids and limits given.
+    pub(super) fn with_sdk<E>(
+        mut exporter: E,
+        resource: &opentelemetry_sdk::Resource,
+        counts: Arc<Counts>,
+        parts: Parts,
+    ) -> Spans
+    where
+        E: SpanExporter + Send + Sync + 'static,
+    {
+        exporter.set_resource(resource);
+        // The batch config reads OTEL_BSP_*.
+        let processor = BatchSpanProcessor::builder(exporter).build();
+        Spans::with_out(Out::Sdk(processor), counts, parts)
+    }
+
+    /// Spans written as protobuf on the calling threads, queued as
+    /// `batch` says and posted by `post` for `resource`, each batch told
+    /// to `notice`.
+    pub(super) fn ours(
+        post: fast::Post,
+        notice: Notice,
+        resource: &opentelemetry_sdk::Resource,
+        counts: Arc<Counts>,
+        batch: fast::Batch,
+        parts: Parts,
+    ) -> std::io::Result<Spans> {
+        let envelope = fast::Envelope::new(resource, &scope());
+        let queue = fast::Queue::start(batch, envelope, post, notice)?;
+        Ok(Spans::with_out(Out::Ours(queue), counts, parts))
+    }
+
+    fn with_out(out: Out, counts: Arc<Counts>, parts: Parts) -> Spans {
+        Spans {
+            out,
+            sampler: parts.sampler,
+            ids: parts.ids,
+            limits: parts.limits,
+            scope: scope(),
             counts,
+        }
+    }
+
+    /// Whether spans are written with [`Spans::open`] and [`Spans::close`]
+    /// (our queue) rather than sent as a [`Draft`].
+    pub(super) fn writes_protobuf(&self) -> bool {
+        matches!(self.out, Out::Ours(_))
+    }
+
+    /// Samples a span as the SDK's tracer would; `None` when it is not
+    /// exported (dropped, or only recorded: a caller's unsampled trace).
+    fn sample(
+        &self,
+        name: &str,
+        kind: &SpanKind,
+        parent: Option<TraceParent>,
+        attributes: &[KeyValue],
+    ) -> Option<Sampled> {
+        let parent = parent.map(remote_parent);
+        let trace_id = match &parent {
+            Some(p) => p.trace_id(),
+            None => self.ids.new_trace_id(),
+        };
+        let parent_cx = parent
+            .as_ref()
+            .map(|p| Context::new().with_remote_span_context(p.clone()));
+        let sampled =
+            self.sampler
+                .should_sample(parent_cx.as_ref(), trace_id, name, kind, attributes, &[]);
+        if sampled.decision != SamplingDecision::RecordAndSample {
+            return None;
+        }
+        let flags = parent
+            .as_ref()
+            .map_or(TraceFlags::default(), SpanContext::trace_flags)
+            .with_sampled(true);
+        let context = SpanContext::new(
+            trace_id,
+            self.ids.new_span_id(),
+            flags,
+            false,
+            sampled.trace_state,
+        );
+        Some(Sampled {
+            context,
+            parent,
+            attributes: sampled.attributes,
+        })
+    }
+
+    /// A span to write as protobuf, sampled as the SDK's tracer would
+    /// (the sampler is asked before any attribute is made: those the
+    /// standard variables configure do not read them); `None` when it is
+    /// not exported.
+    pub(super) fn open(
+        &self,
+        name: Cow<'static, str>,
+        kind: SpanKind,
+        (started, ended): (SystemTime, SystemTime),
+        parent: Option<TraceParent>,
+        error: Option<&'static str>,
+    ) -> Option<fast::Open> {
+        let s = self.sample(&name, &kind, parent, &[])?;
+        let head = fast::Head {
+            trace_id: s.context.trace_id().to_bytes(),
+            span_id: s.context.span_id().to_bytes(),
+            trace_state: s.context.trace_state().header(),
+            parent: s.parent.as_ref().map(|p| p.span_id().to_bytes()),
+            flags: s.context.trace_flags().to_u8(),
+            name,
+            kind: super::otlp::span_kind(&kind),
+            start: super::otlp::nanos(started),
+            end: super::otlp::nanos(ended),
+            error,
+            sampler: s.attributes,
+        };
+        let limits = fast::Limits {
+            attributes: self.limits.max_attributes_per_span,
+            events: self.limits.max_events_per_span,
+            per_event: self.limits.max_attributes_per_event,
+        };
+        Some(fast::Open::new(head, limits))
+    }
+
+    /// Finishes a span [`Spans::open`] began, with the verdict of the guard
+    /// it was made for, and queues it (a full queue drops it: the call never
+    /// waits).
+    pub(super) fn close(&self, span: fast::Open, guard: Option<&GuardVerdict>) {
+        let Out::Ours(queue) = &self.out else {
+            // Only a queue of ours opens spans.
+            return;
+        };
+        self.counts.queued();
+        let mut span = Some(span);
+        let queued = SCRATCH.try_with(|scratch| {
+            let mut out = scratch.borrow_mut();
+            if let Some(span) = span.take() {
+                span.close(guard, &mut out);
+            }
+            queue.push(&out);
+        });
+        // A thread being torn down has no scratch: a buffer of its own.
+        if queued.is_err()
+            && let Some(span) = span
+        {
+            let mut out = Vec::new();
+            span.close(guard, &mut out);
+            queue.push(&out);
         }
     }
 
@@ -100,39 +282,13 @@ impl Spans {
             events,
             error,
         } = draft;
-        let parent = parent.map(remote_parent);
-        let trace_id = match &parent {
-            Some(p) => p.trace_id(),
-            None => self.ids.new_trace_id(),
-        };
-        let parent_cx = parent
-            .as_ref()
-            .map(|p| Context::new().with_remote_span_context(p.clone()));
-        let sampled = self.sampler.should_sample(
-            parent_cx.as_ref(),
-            trace_id,
-            &name,
-            &kind,
-            &attributes,
-            &[],
-        );
         // A span the sampler dropped or only records (a caller's unsampled
         // trace) is never exported: only the others wait to be delivered.
-        if sampled.decision != SamplingDecision::RecordAndSample {
+        let Some(sampled) = self.sample(&name, &kind, parent, &attributes) else {
             return;
-        }
+        };
         attributes.extend(sampled.attributes);
-        let flags = parent
-            .as_ref()
-            .map_or(TraceFlags::default(), SpanContext::trace_flags)
-            .with_sampled(true);
-        let context = SpanContext::new(
-            trace_id,
-            self.ids.new_span_id(),
-            flags,
-            false,
-            sampled.trace_state,
-        );
+        let (context, parent) = (sampled.context, sampled.parent);
         let limit = self.limits.max_attributes_per_span as usize;
         let dropped_attributes_count = attributes.len().saturating_sub(limit) as u32;
         attributes.truncate(limit);
@@ -167,15 +323,37 @@ impl Spans {
             },
             instrumentation_scope: self.scope.clone(),
         };
+        let Out::Sdk(processor) = &self.out else {
+            // Our queue takes only spans written as protobuf.
+            return;
+        };
         self.counts.queued();
-        self.processor.on_end(data);
+        processor.on_end(data);
     }
 
     /// Sends what is queued and stops the processor's thread, waiting at
     /// most `timeout` (the SDK's own bound).
     pub(super) fn shutdown(&self, timeout: Duration) -> OTelSdkResult {
-        self.processor.shutdown_with_timeout(timeout)
+        match &self.out {
+            Out::Ours(queue) => queue.shutdown(timeout),
+            Out::Sdk(processor) => processor.shutdown_with_timeout(timeout),
+        }
     }
+
+    /// How many spans our full queue dropped (the SDK's processor keeps
+    /// its count to itself).
+    #[cfg(test)]
+    pub(super) fn dropped(&self) -> u64 {
+        match &self.out {
+            Out::Ours(queue) => queue.dropped(),
+            Out::Sdk(_) => 0,
+        }
+    }
+}
+
+/// This library's instrumentation scope.
+fn scope() -> InstrumentationScope {
+    InstrumentationScope::builder("toolnexus").build()
 }
 
 /// The incoming request's span, as the SDK names a remote parent.

@@ -299,3 +299,22 @@ fn a_repeated_string_is_shared_across_threads_not_copied() {
         "jev-interned-1"
     );
 }
+
+#[test]
+fn a_joined_name_is_the_shared_string_of_the_whole() {
+    let whole = attributes::intern("evaluate jev-joined-1").expect("the set has room");
+    let joined = attributes::intern_joined("evaluate ", "jev-joined-1");
+    assert!(
+        matches!(joined, std::borrow::Cow::Borrowed(s) if std::ptr::eq(s, whole)),
+        "found without a copy"
+    );
+    // A prefix and text that only end alike are not taken for it.
+    assert_eq!(
+        attributes::intern_joined("guard ", "jev-joined-1"),
+        "guard jev-joined-1"
+    );
+    assert_eq!(
+        attributes::intern_joined("evaluate", " jev-joined-1"),
+        "evaluate jev-joined-1"
+    );
+}

@@ -1,0 +1,603 @@
+//! The spans' way to the collector when our own OTLP writer is in use: each
+//! sampled span is written as OTLP protobuf on the calling thread, straight
+//! from what the call knows, and appended to a bounded queue of bytes that
+//! one thread of ours posts in batches.
+//!
+//! The SDK's way builds a `KeyValue` (and a `Vec`) per attribute, a
+//! `SpanData` per span, and hands it across threads to its batch processor,
+//! whose thread encodes it and frees memory the calling threads allocated
+//! (in glibc, behind their arenas' locks). Here a span is one buffer, written
+//! once and copied into the queue; what crosses threads is bytes. What the
+//! SDK decides is kept: its sampler and ids (`spans.rs`), its span limits
+//! (the attributes and events past them are dropped and counted as it counts
+//! them), its resource and scope, and its batch settings (`OTEL_BSP_*`, read
+//! by its rules): a full queue drops the span and never blocks, a batch
+//! leaves every `OTEL_BSP_SCHEDULE_DELAY` or as soon as
+//! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans wait, and each post is bounded by
+//! `OTEL_BSP_EXPORT_TIMEOUT`. The bytes are those the SDK's exporter writes
+//! for the same span (tested).
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+
+use super::attributes::{Sink, Text, write_guard_attributes};
+use super::delivery::Notice;
+use super::otlp::{self, LEN};
+use crate::classifier::GuardVerdict;
+
+/// The name of each answer's event (GenAI semantic conventions).
+pub(super) const EVALUATION_RESULT: &str = "gen_ai.evaluation.result";
+
+/// How many attributes a message keeps, and how many it dropped past that
+/// (the SDK's span limits: the first ones are kept).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Kept {
+    n: usize,
+    limit: usize,
+    dropped: u32,
+}
+
+impl Kept {
+    fn new(limit: u32) -> Kept {
+        Kept {
+            n: 0,
+            limit: limit as usize,
+            dropped: 0,
+        }
+    }
+
+    /// Whether one more attribute is kept; counted as dropped if not.
+    fn admit(&mut self) -> bool {
+        if self.n < self.limit {
+            self.n += 1;
+            true
+        } else {
+            self.dropped = self.dropped.saturating_add(1);
+            false
+        }
+    }
+}
+
+/// Attributes written as OTLP `KeyValue` messages, field `field` of the
+/// message being written, within its limit.
+pub(super) struct Proto<'a> {
+    out: &'a mut Vec<u8>,
+    field: u32,
+    kept: &'a mut Kept,
+}
+
+impl Proto<'_> {
+    /// Starts an attribute's `KeyValue` and its `AnyValue`; `None` when the
+    /// limit drops it.
+    fn open(&mut self, key: &str) -> Option<(usize, usize)> {
+        if !self.kept.admit() {
+            return None;
+        }
+        let kv = otlp::begin(self.out, self.field);
+        otlp::string(self.out, 1, key);
+        Some((kv, otlp::begin(self.out, 2)))
+    }
+
+    fn close(&mut self, (kv, value): (usize, usize)) {
+        // The inner message first: its length may move its bytes, never
+        // the outer one's start.
+        otlp::end(self.out, value);
+        otlp::end(self.out, kv);
+    }
+
+    /// One attribute the SDK's API made (the sampler's).
+    fn key_value(&mut self, kv: &KeyValue) {
+        if self.kept.admit() {
+            otlp::key_value(self.out, self.field, kv);
+        }
+    }
+}
+
+impl Sink for Proto<'_> {
+    fn text(&mut self, key: &'static str, value: Text<'_>) {
+        if let Some(at) = self.open(key) {
+            otlp::string_always(self.out, 1, value.as_str());
+            self.close(at);
+        }
+    }
+
+    fn flag(&mut self, key: &'static str, value: bool) {
+        if let Some(at) = self.open(key) {
+            otlp::bool_always(self.out, value);
+            self.close(at);
+        }
+    }
+
+    fn int(&mut self, key: &'static str, value: i64) {
+        if let Some(at) = self.open(key) {
+            otlp::int_always(self.out, value);
+            self.close(at);
+        }
+    }
+
+    fn float(&mut self, key: &'static str, value: f64) {
+        if let Some(at) = self.open(key) {
+            otlp::double_always(self.out, value);
+            self.close(at);
+        }
+    }
+
+    fn texts<'a, I>(&mut self, key: &'static str, values: I)
+    where
+        I: Iterator<Item = &'a str> + Clone,
+    {
+        if let Some(at) = self.open(key) {
+            let array = otlp::begin(self.out, 5);
+            for v in values {
+                let item = otlp::begin(self.out, 1);
+                otlp::string_always(self.out, 1, v);
+                otlp::end(self.out, item);
+            }
+            otlp::end(self.out, array);
+            self.close(at);
+        }
+    }
+
+    fn floats<I>(&mut self, key: &'static str, values: I)
+    where
+        I: Iterator<Item = f64> + Clone,
+    {
+        if let Some(at) = self.open(key) {
+            let array = otlp::begin(self.out, 5);
+            for v in values {
+                let item = otlp::begin(self.out, 1);
+                otlp::double_always(self.out, v);
+                otlp::end(self.out, item);
+            }
+            otlp::end(self.out, array);
+            self.close(at);
+        }
+    }
+}
+
+/// The SDK's span limits, as `spans.rs` read them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) attributes: u32,
+    pub(super) events: u32,
+    pub(super) per_event: u32,
+}
+
+/// What a sampled span is before its attributes: ids, name, times, status.
+#[derive(Debug)]
+pub(super) struct Head {
+    pub(super) trace_id: [u8; 16],
+    pub(super) span_id: [u8; 8],
+    /// The W3C trace state the sampler gave, as its header.
+    pub(super) trace_state: String,
+    /// The remote parent's span id.
+    pub(super) parent: Option<[u8; 8]>,
+    /// The span's trace flags.
+    pub(super) flags: u8,
+    pub(super) name: Cow<'static, str>,
+    /// The OTLP `SpanKind` number.
+    pub(super) kind: u64,
+    /// Start and end, nanoseconds since the epoch.
+    pub(super) start: u64,
+    pub(super) end: u64,
+    /// The failed call's error kind: the span's status.
+    pub(super) error: Option<&'static str>,
+    /// The sampler's attributes, after every other.
+    pub(super) sampler: Vec<KeyValue>,
+}
+
+/// A sampled span being written: its attributes, then its events, into one
+/// buffer; the guard's verdict, the sampler's attributes and the head are
+/// added when it is closed.
+#[derive(Debug)]
+pub(super) struct Open {
+    head: Head,
+    limits: Limits,
+    body: Vec<u8>,
+    /// Where the attributes end and the events begin in `body`.
+    attributes_end: Option<usize>,
+    attributes: Kept,
+    events: u32,
+    events_dropped: u32,
+}
+
+thread_local! {
+    /// Span buffers a thread is done with, for its next spans: a buffer of
+    /// a few kilobytes is past the allocator's per-thread cache, and taking
+    /// one from its shared bins costs more than writing the span.
+    static BODIES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many span buffers a thread keeps.
+const BODIES_KEPT: usize = 16;
+
+/// An empty buffer for a span: one this thread kept, or a new one.
+fn take_body() -> Vec<u8> {
+    BODIES
+        .try_with(|b| b.borrow_mut().pop())
+        .ok()
+        .flatten()
+        // A call's span with a few answers fits; a larger one grows once.
+        .unwrap_or_else(|| Vec::with_capacity(2048))
+}
+
+/// Keeps `body` for this thread's next span, while there is room.
+fn give_body(mut body: Vec<u8>) {
+    body.clear();
+    let _ = BODIES.try_with(move |b| {
+        let mut b = b.borrow_mut();
+        if b.len() < BODIES_KEPT {
+            b.push(body);
+        }
+    });
+}
+
+impl Open {
+    pub(super) fn new(head: Head, limits: Limits) -> Open {
+        Open {
+            head,
+            limits,
+            body: take_body(),
+            attributes_end: None,
+            attributes: Kept::new(limits.attributes),
+            events: 0,
+            events_dropped: 0,
+        }
+    }
+
+    /// The span's attributes, written before any event.
+    pub(super) fn attributes(&mut self) -> Proto<'_> {
+        debug_assert!(self.attributes_end.is_none(), "attributes after events");
+        Proto {
+            out: &mut self.body,
+            field: 9,
+            kept: &mut self.attributes,
+        }
+    }
+
+    /// One `gen_ai.evaluation.result` event at the span's end, its
+    /// attributes written by `write`; past the limit on events it is
+    /// dropped and counted.
+    pub(super) fn event(&mut self, write: impl FnOnce(&mut Proto<'_>)) {
+        let body = &mut self.body;
+        self.attributes_end.get_or_insert(body.len());
+        if self.events >= self.limits.events {
+            self.events_dropped = self.events_dropped.saturating_add(1);
+            return;
+        }
+        self.events += 1;
+        let at = otlp::begin(body, 11);
+        otlp::fixed64(body, 1, self.head.end);
+        otlp::string(body, 2, EVALUATION_RESULT);
+        let mut kept = Kept::new(self.limits.per_event);
+        write(&mut Proto {
+            out: body,
+            field: 3,
+            kept: &mut kept,
+        });
+        otlp::uint(body, 4, u64::from(kept.dropped));
+        otlp::end(body, at);
+    }
+
+    /// The whole `Span` message (without its own key and length) into
+    /// `out`, the guard's verdict and the sampler's attributes after the
+    /// call's, in the SDK's order of fields.
+    pub(super) fn close(self, guard: Option<&GuardVerdict>, out: &mut Vec<u8>) {
+        let Open {
+            head,
+            body,
+            attributes_end,
+            mut attributes,
+            events_dropped,
+            ..
+        } = self;
+        out.clear();
+        otlp::bytes(out, 1, &head.trace_id);
+        otlp::bytes(out, 2, &head.span_id);
+        otlp::string(out, 3, &head.trace_state);
+        if let Some(parent) = head.parent.filter(|p| *p != [0; 8]) {
+            otlp::bytes(out, 4, &parent);
+        }
+        otlp::string(out, 5, &head.name);
+        otlp::uint(out, 6, head.kind);
+        otlp::fixed64(out, 7, head.start);
+        otlp::fixed64(out, 8, head.end);
+        let split = attributes_end.unwrap_or(body.len());
+        out.extend_from_slice(&body[..split]);
+        let mut more = Proto {
+            out,
+            field: 9,
+            kept: &mut attributes,
+        };
+        if let Some(v) = guard {
+            write_guard_attributes(v, &mut more);
+        }
+        for kv in &head.sampler {
+            more.key_value(kv);
+        }
+        otlp::uint(out, 10, u64::from(attributes.dropped));
+        out.extend_from_slice(&body[split..]);
+        otlp::uint(out, 12, u64::from(events_dropped));
+        let status = otlp::begin(out, 15);
+        if let Some(kind) = head.error {
+            otlp::string(out, 2, kind);
+            otlp::uint(out, 3, 2);
+        }
+        otlp::end(out, status);
+        otlp::fixed32(out, 16, otlp::span_flags(head.parent.is_some(), head.flags));
+        give_body(body);
+    }
+}
+
+/// The SDK's batch settings (`BatchConfig`), read from `OTEL_BSP_*` by its
+/// rules: a value that is not a whole number is ignored, and a batch is
+/// never larger than the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Batch {
+    pub(super) max_queue: usize,
+    pub(super) delay: Duration,
+    pub(super) max_batch: usize,
+    pub(super) timeout: Duration,
+}
+
+impl Batch {
+    /// The settings from the process's environment.
+    pub(super) fn from_env() -> Batch {
+        Batch::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// The settings with the variables read by `var`.
+    pub(super) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Batch {
+        let number = |name: &str| var(name).and_then(|v| v.parse::<u64>().ok());
+        let max_queue = var("OTEL_BSP_MAX_QUEUE_SIZE")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(2_048);
+        let delay = number("OTEL_BSP_SCHEDULE_DELAY").unwrap_or(5_000);
+        let max_batch = var("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(512);
+        let timeout = number("OTEL_BSP_EXPORT_TIMEOUT").unwrap_or(30_000);
+        Batch {
+            max_queue,
+            delay: Duration::from_millis(delay),
+            max_batch: max_batch.min(max_queue),
+            timeout: Duration::from_millis(timeout),
+        }
+    }
+}
+
+/// What wraps the spans of every request: the resource and the scope, each
+/// written once.
+#[derive(Debug, Clone)]
+pub(super) struct Envelope {
+    resource: Vec<u8>,
+    resource_schema: String,
+    scope: Vec<u8>,
+    scope_schema: String,
+}
+
+impl Envelope {
+    pub(super) fn new(
+        resource: &opentelemetry_sdk::Resource,
+        scope: &InstrumentationScope,
+    ) -> Envelope {
+        let (resource, resource_schema) = otlp::resource_message(resource);
+        let (scope, scope_schema) = otlp::scope_message(scope);
+        Envelope {
+            resource,
+            resource_schema,
+            scope,
+            scope_schema,
+        }
+    }
+
+    /// The `ExportTraceServiceRequest` of `spans` (each a `ScopeSpans`
+    /// field 2, key and length included): one `ResourceSpans` with one
+    /// `ScopeSpans`, every length known before it is written.
+    pub(super) fn request(&self, spans: &[u8]) -> Vec<u8> {
+        let field = |len: usize| 1 + varint_len(len) + len;
+        let text = |s: &str| if s.is_empty() { 0 } else { field(s.len()) };
+        let scope_spans = field(self.scope.len()) + spans.len() + text(&self.scope_schema);
+        let resource_spans =
+            field(self.resource.len()) + field(scope_spans) + text(&self.resource_schema);
+        let mut out = Vec::with_capacity(field(resource_spans));
+        let head = |out: &mut Vec<u8>, tag: u32, len: usize| {
+            otlp::key(out, tag, LEN);
+            otlp::varint(out, len as u64);
+        };
+        head(&mut out, 1, resource_spans);
+        head(&mut out, 1, self.resource.len());
+        out.extend_from_slice(&self.resource);
+        head(&mut out, 2, scope_spans);
+        head(&mut out, 1, self.scope.len());
+        out.extend_from_slice(&self.scope);
+        out.extend_from_slice(spans);
+        otlp::string(&mut out, 3, &self.scope_schema);
+        otlp::string(&mut out, 3, &self.resource_schema);
+        out
+    }
+}
+
+/// How many bytes `v` takes as a varint.
+fn varint_len(v: usize) -> usize {
+    let bits = usize::BITS - (v | 1).leading_zeros();
+    bits.div_ceil(7) as usize
+}
+
+/// Posts one finished request; the error's text is not shown to anyone.
+pub(super) type Post = Box<dyn FnMut(Vec<u8>) -> Result<(), String> + Send>;
+
+/// The bounded queue of encoded spans and the thread that posts them.
+pub(super) struct Queue {
+    shared: Arc<Shared>,
+    /// The thread's last result, once it has sent everything at shutdown.
+    done: Mutex<Option<mpsc::Receiver<OTelSdkResult>>>,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    batch: Batch,
+    dropped: AtomicU64,
+}
+
+/// The spans waiting, one after the other, and where each ends.
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    stop: bool,
+}
+
+impl Queue {
+    /// Starts the thread that posts what is queued with `post`, telling
+    /// `notice` of each batch.
+    pub(super) fn start(
+        batch: Batch,
+        envelope: Envelope,
+        post: Post,
+        notice: Notice,
+    ) -> std::io::Result<Queue> {
+        let shared = Arc::new(Shared {
+            pending: Mutex::default(),
+            wake: Condvar::new(),
+            batch,
+            dropped: AtomicU64::new(0),
+        });
+        let (tx, rx) = mpsc::channel();
+        let theirs = shared.clone();
+        std::thread::Builder::new()
+            .name("toolnexus-otel-spans".into())
+            .spawn(move || {
+                let result = theirs.run(&envelope, post, &notice);
+                let _ = tx.send(result);
+            })?;
+        Ok(Queue {
+            shared,
+            done: Mutex::new(Some(rx)),
+        })
+    }
+
+    /// Queues one encoded `Span` message; a full queue drops it (counted)
+    /// and never waits.
+    pub(super) fn push(&self, span: &[u8]) -> bool {
+        let s = &self.shared;
+        let mut p = s.lock();
+        if p.stop || p.ends.len() >= s.batch.max_queue {
+            drop(p);
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        otlp::key(&mut p.bytes, 2, LEN);
+        otlp::varint(&mut p.bytes, span.len() as u64);
+        p.bytes.extend_from_slice(span);
+        let end = p.bytes.len();
+        p.ends.push(end);
+        let ready = p.ends.len() == s.batch.max_batch.max(1);
+        drop(p);
+        if ready {
+            s.wake.notify_one();
+        }
+        true
+    }
+
+    /// How many spans the full queue dropped.
+    pub(super) fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Sends what is queued and stops the thread, waiting at most `timeout`.
+    pub(super) fn shutdown(&self, timeout: Duration) -> OTelSdkResult {
+        // A poisoned lock holds a receiver or nothing, whole either way.
+        let Some(done) = self.done.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Err(OTelSdkError::AlreadyShutdown);
+        };
+        self.shared.stop();
+        let dropped = self.dropped();
+        if dropped > 0 {
+            tracing::warn!(
+                target: "toolnexus::otel",
+                "otel: {dropped} span{} dropped: the queue was full (OTEL_BSP_MAX_QUEUE_SIZE)",
+                if dropped == 1 { "" } else { "s" }
+            );
+        }
+        match done.recv_timeout(timeout) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(OTelSdkError::Timeout(timeout)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(OTelSdkError::InternalFailure(
+                "the spans' thread ended".into(),
+            )),
+        }
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // The thread sends what is left and ends; nobody waits for it.
+        self.shared.stop();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        // A poisoned lock holds whole spans: a panic never stops mid-copy
+        // of one (extending a vector does not unwind halfway).
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.wake.notify_all();
+    }
+
+    /// The thread: waits for a batch or the delay, takes what waits (the
+    /// calls go on filling the other buffer), posts it in batches.
+    fn run(&self, envelope: &Envelope, mut post: Post, notice: &Notice) -> OTelSdkResult {
+        let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+        let max_batch = self.batch.max_batch.max(1);
+        let mut last = Instant::now();
+        let mut result = Ok(());
+        loop {
+            let stop = {
+                let mut p = self.lock();
+                while !p.stop && p.ends.len() < max_batch {
+                    let left = self.batch.delay.saturating_sub(last.elapsed());
+                    if left.is_zero() {
+                        break;
+                    }
+                    p = match self.wake.wait_timeout(p, left) {
+                        Ok((p, _)) => p,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    };
+                }
+                std::mem::swap(&mut p.bytes, &mut bytes);
+                std::mem::swap(&mut p.ends, &mut ends);
+                p.stop
+            };
+            last = Instant::now();
+            let mut from = 0;
+            for chunk in ends.chunks(max_batch) {
+                let Some(&to) = chunk.last() else { continue };
+                let sent = post(envelope.request(&bytes[from..to]));
+                notice.settled(chunk.len() as u64, sent.is_ok());
+                result = sent.map_err(OTelSdkError::InternalFailure);
+                from = to;
+            }
+            bytes.clear();
+            ends.clear();
+            if stop {
+                return result;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "fast_tests.rs"]
+mod tests;
