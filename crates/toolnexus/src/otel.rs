@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Histogram, MeterProvider as _};
 use opentelemetry::trace::SpanKind;
-use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use serde_json::Value;
 
@@ -189,6 +189,20 @@ pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
     let metrics = opentelemetry_otlp::MetricExporter::builder().with_http();
     let metrics = match &options.endpoint {
         Some(e) => metrics.with_endpoint(format!("{}/v1/metrics", e.trim_end_matches('/'))),
+        None => metrics,
+    };
+    // The SDK's own client would load the platform's root certificates,
+    // which a plain-HTTP collector never uses. Made on a thread of its own,
+    // as the SDK makes it: this may run inside an async runtime.
+    let plain = otlp::plain_metrics(options.endpoint.as_deref(), |v| std::env::var(v).ok())
+        .and_then(|timeout| {
+            std::thread::spawn(move || otlp::blocking_client(timeout, true).ok())
+                .join()
+                .ok()
+                .flatten()
+        });
+    let metrics = match plain {
+        Some(client) => metrics.with_http_client(client),
         None => metrics,
     }
     .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)

@@ -117,6 +117,64 @@ fn web_url(url: String) -> Option<String> {
     (matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some()).then_some(url)
 }
 
+/// Whether a client posting to `url` never makes a TLS connection: a plain
+/// `http://` URL, and no proxy variable (as reqwest reads them for such a
+/// URL) naming an `https://` proxy. Such a client is built without root
+/// certificates: loading the platform's (a directory of files, read and
+/// parsed) costs a short batch more than its whole export.
+pub(super) fn plain_http(url: &str, var: impl Fn(&str) -> Option<String>) -> bool {
+    let http = |u: &str| reqwest::Url::parse(u).is_ok_and(|u| u.scheme() == "http");
+    http(url)
+        && ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+            .iter()
+            .filter_map(|v| var(v).filter(|p| !p.trim().is_empty()))
+            .all(|p| !p.trim().to_ascii_lowercase().starts_with("https:"))
+}
+
+/// The blocking client that posts to a collector: bounded by `timeout`, and
+/// without root certificates where [`plain_http`] says none is needed (else
+/// with every root it trusted before: the bundled and the platform's).
+/// Made outside any async runtime (on the export's own thread, or one
+/// started for it): a blocking client cannot be made inside one.
+pub(super) fn blocking_client(
+    timeout: Duration,
+    plain: bool,
+) -> reqwest::Result<reqwest::blocking::Client> {
+    let builder = reqwest::blocking::Client::builder().timeout(timeout);
+    if plain {
+        builder.tls_built_in_root_certs(false)
+    } else {
+        builder
+    }
+    .build()
+}
+
+/// The bound on a metrics post when the metrics endpoint (the SDK's order:
+/// the options' base URL, `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, then
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`, then the default) is [`plain_http`]:
+/// the metrics exporter is then given a client without root certificates.
+/// `None` leaves the client to the SDK, as before.
+pub(super) fn plain_metrics(
+    endpoint: Option<&str>,
+    var: impl Fn(&str) -> Option<String>,
+) -> Option<Duration> {
+    let url = match endpoint.filter(|e| !e.is_empty()) {
+        Some(e) => e.to_string(),
+        None => var("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string()),
+    };
+    plain_http(&url, &var).then(|| {
+        [
+            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+        ]
+        .iter()
+        .find_map(|v| var(v)?.parse::<u64>().ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+    })
+}
+
 /// `k1=v1,k2=v2` as the SDK reads it: trimmed, values percent-decoded, pairs
 /// with an empty key or value left out.
 fn parse_headers(text: &str) -> impl Iterator<Item = (&str, String)> {
@@ -176,9 +234,8 @@ impl Poster {
         let client = match &self.client {
             Some(c) => c,
             None => {
-                let c = reqwest::blocking::Client::builder()
-                    .timeout(self.config.timeout)
-                    .build()
+                let plain = plain_http(&self.config.endpoint, |v| std::env::var(v).ok());
+                let c = blocking_client(self.config.timeout, plain)
                     .map_err(|e| format!("HTTP client: {e}"))?;
                 self.client.insert(c)
             }

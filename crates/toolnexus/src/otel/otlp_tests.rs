@@ -149,6 +149,63 @@ fn headers_and_timeout_are_read_as_the_sdk_reads_them() {
     assert_eq!(c.timeout, Duration::from_secs(10));
 }
 
+/// Variables from a list, for the functions that take `var`.
+fn vars<'a>(list: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| {
+        list.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+#[test]
+fn only_a_plain_http_collector_without_a_tls_proxy_goes_without_roots() {
+    assert!(plain_http("http://127.0.0.1:4318/v1/traces", vars(&[])));
+    assert!(plain_http("HTTP://collector:4318", vars(&[])));
+    assert!(!plain_http("https://collector:4318/v1/traces", vars(&[])));
+    assert!(!plain_http("not a url", vars(&[])));
+    let proxied = [("HTTP_PROXY", "http://proxy:3128")];
+    assert!(plain_http("http://collector:4318", vars(&proxied)));
+    for v in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
+        let tls = [(v, " HTTPS://proxy:443")];
+        assert!(!plain_http("http://collector:4318", vars(&tls)), "{v}");
+    }
+    // An HTTPS_PROXY is not used for a plain URL.
+    let other = [("HTTPS_PROXY", "https://proxy:443")];
+    assert!(plain_http("http://collector:4318", vars(&other)));
+    assert!(blocking_client(Duration::from_secs(1), true).is_ok());
+}
+
+#[test]
+fn the_metrics_client_is_ours_only_for_a_plain_http_endpoint_in_the_sdk_order() {
+    let ten = Some(Duration::from_secs(10));
+    assert_eq!(plain_metrics(None, vars(&[])), ten, "the default is plain");
+    assert_eq!(plain_metrics(Some("http://127.0.0.1:9"), vars(&[])), ten);
+    let https = [("OTEL_EXPORTER_OTLP_ENDPOINT", "https://c:4318")];
+    assert_eq!(plain_metrics(None, vars(&https)), None);
+    assert_eq!(plain_metrics(Some("http://c:4318"), vars(&https)), ten);
+    let both = [
+        (
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "http://c:4318/v1/metrics",
+        ),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://c:4318"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "1500"),
+    ];
+    assert_eq!(
+        plain_metrics(None, vars(&both)),
+        Some(Duration::from_millis(1500))
+    );
+    let timeouts = [
+        ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "700"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "1500"),
+    ];
+    assert_eq!(
+        plain_metrics(None, vars(&timeouts)),
+        Some(Duration::from_millis(700))
+    );
+}
+
 #[test]
 fn a_request_is_posted_as_protobuf_with_the_headers() {
     use crate::testing::{Reply, Server};
