@@ -471,8 +471,17 @@ pub(crate) fn instructions_text(q: &Question) -> String {
 /// The host (and port, when given) of an endpoint URL; never its user,
 /// password, path or query.
 fn host_and_port(url: &str) -> Option<(&str, Option<u16>)> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next()?;
+    // Byte scans: every separator is ASCII, and this runs for every call.
+    let b = url.as_bytes();
+    let rest = b
+        .windows(3)
+        .position(|w| w == b"://")
+        .map_or(url, |i| &url[i + 3..]);
+    let end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     if host_port.is_empty() {
         return None;

@@ -28,7 +28,7 @@ use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use super::attributes::{Sink, Text, write_guard_attributes};
 use super::delivery::Notice;
-use super::otlp::{self, LEN};
+use super::otlp::{self, LEN, field_len};
 use crate::classifier::GuardVerdict;
 
 /// The name of each answer's event (GenAI semantic conventions).
@@ -84,6 +84,25 @@ impl Proto<'_> {
         Some((kv, otlp::begin(self.out, 2)))
     }
 
+    /// Writes one attribute whose `AnyValue` body, `len` bytes, `value`
+    /// writes: every length is known before it is written, so no byte is
+    /// moved afterwards. Nothing when the limit drops it.
+    #[inline]
+    fn known(&mut self, key: &str, len: usize, value: impl FnOnce(&mut Vec<u8>)) {
+        if !self.kept.admit() {
+            return;
+        }
+        let out = &mut *self.out;
+        let kv = field_len(key.len()) + field_len(len);
+        out.reserve(1 + otlp::varint_len(kv) + kv);
+        otlp::key(out, self.field, LEN);
+        otlp::varint(out, kv as u64);
+        otlp::string_always(out, 1, key);
+        otlp::key(out, 2, LEN);
+        otlp::varint(out, len as u64);
+        value(out);
+    }
+
     fn close(&mut self, (kv, value): (usize, usize)) {
         // The inner message first: its length may move its bytes, never
         // the outer one's start.
@@ -101,31 +120,24 @@ impl Proto<'_> {
 
 impl Sink for Proto<'_> {
     fn text(&mut self, key: &'static str, value: Text<'_>) {
-        if let Some(at) = self.open(key) {
-            otlp::string_always(self.out, 1, value.as_str());
-            self.close(at);
-        }
+        let v = value.as_str();
+        self.known(key, field_len(v.len()), |out| {
+            otlp::string_always(out, 1, v)
+        });
     }
 
     fn flag(&mut self, key: &'static str, value: bool) {
-        if let Some(at) = self.open(key) {
-            otlp::bool_always(self.out, value);
-            self.close(at);
-        }
+        self.known(key, 2, |out| otlp::bool_always(out, value));
     }
 
     fn int(&mut self, key: &'static str, value: i64) {
-        if let Some(at) = self.open(key) {
-            otlp::int_always(self.out, value);
-            self.close(at);
-        }
+        // Two's complement, as protobuf writes a negative int64.
+        let len = 1 + otlp::varint_len(value as u64 as usize);
+        self.known(key, len, |out| otlp::int_always(out, value));
     }
 
     fn float(&mut self, key: &'static str, value: f64) {
-        if let Some(at) = self.open(key) {
-            otlp::double_always(self.out, value);
-            self.close(at);
-        }
+        self.known(key, 9, |out| otlp::double_always(out, value));
     }
 
     fn texts<'a, I>(&mut self, key: &'static str, values: I)
@@ -401,7 +413,7 @@ impl Envelope {
     /// field 2, key and length included): one `ResourceSpans` with one
     /// `ScopeSpans`, every length known before it is written.
     pub(super) fn request(&self, spans: &[u8]) -> Vec<u8> {
-        let field = |len: usize| 1 + varint_len(len) + len;
+        let field = otlp::field_len;
         let text = |s: &str| if s.is_empty() { 0 } else { field(s.len()) };
         let scope_spans = field(self.scope.len()) + spans.len() + text(&self.scope_schema);
         let resource_spans =
@@ -422,12 +434,6 @@ impl Envelope {
         otlp::string(&mut out, 3, &self.resource_schema);
         out
     }
-}
-
-/// How many bytes `v` takes as a varint.
-fn varint_len(v: usize) -> usize {
-    let bits = usize::BITS - (v | 1).leading_zeros();
-    bits.div_ceil(7) as usize
 }
 
 /// Posts one finished request; the error's text is not shown to anyone.

@@ -158,7 +158,9 @@ fn calls(spans: &Arc<Spans>) {
             started: start,
             asked: asked.to_string(),
             parent,
-            state: content.then(|| "{\"text\":\"hello\"}".to_string()),
+            // Long enough for lengths of three bytes in the attribute, its
+            // value and the span.
+            state: content.then(|| format!("{{\"text\":\"{}\"}}", "hello ".repeat(3_000))),
             instructions: if content {
                 vec![("spam".into(), "Is it spam?".into())]
             } else {
@@ -601,6 +603,6 @@ fn a_varint_length_is_counted_as_it_is_written() {
     ] {
         let mut out = Vec::new();
         otlp::varint(&mut out, v as u64);
-        assert_eq!(varint_len(v), out.len(), "{v}");
+        assert_eq!(otlp::varint_len(v), out.len(), "{v}");
     }
 }

@@ -367,26 +367,31 @@ fn each<T>(out: &mut Vec<u8>, vals: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
     }
 }
 
+#[inline]
 pub(super) fn bool_always(out: &mut Vec<u8>, b: bool) {
     key(out, 2, VARINT);
     out.push(u8::from(b));
 }
 
+#[inline]
 pub(super) fn int_always(out: &mut Vec<u8>, i: i64) {
     key(out, 3, VARINT);
     // Two's complement, as protobuf writes a negative int64.
     varint(out, i as u64);
 }
 
+#[inline]
 pub(super) fn double_always(out: &mut Vec<u8>, f: f64) {
     key(out, 4, FIXED64);
     out.extend_from_slice(&f.to_le_bytes());
 }
 
+#[inline]
 pub(super) fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
     varint(out, u64::from(field << 3 | u32::from(wire)));
 }
 
+#[inline]
 pub(super) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -395,6 +400,21 @@ pub(super) fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// How many bytes `v` takes as a varint.
+#[inline]
+pub(super) fn varint_len(v: usize) -> usize {
+    let bits = usize::BITS - (v | 1).leading_zeros();
+    bits.div_ceil(7) as usize
+}
+
+/// How many bytes a length-delimited field of `len` bytes takes, key
+/// (a field number below 16) and length included.
+#[inline]
+pub(super) fn field_len(len: usize) -> usize {
+    1 + varint_len(len) + len
+}
+
+#[inline]
 pub(super) fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
     if v != 0 {
         key(out, field, VARINT);
@@ -402,6 +422,7 @@ pub(super) fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
     }
 }
 
+#[inline]
 pub(super) fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
     if v != 0 {
         key(out, field, FIXED64);
@@ -409,6 +430,7 @@ pub(super) fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
     }
 }
 
+#[inline]
 pub(super) fn fixed32(out: &mut Vec<u8>, field: u32, v: u32) {
     if v != 0 {
         key(out, field, FIXED32);
@@ -416,16 +438,19 @@ pub(super) fn fixed32(out: &mut Vec<u8>, field: u32, v: u32) {
     }
 }
 
+#[inline]
 pub(super) fn string(out: &mut Vec<u8>, field: u32, s: &str) {
     bytes(out, field, s.as_bytes());
 }
 
+#[inline]
 pub(super) fn string_always(out: &mut Vec<u8>, field: u32, s: &str) {
     key(out, field, LEN);
     varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
 }
 
+#[inline]
 pub(super) fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
     if !b.is_empty() {
         key(out, field, LEN);
@@ -437,6 +462,7 @@ pub(super) fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
 /// Starts a nested message: its key and one byte for its length, which
 /// [`end`] fills (most messages here are shorter than 128 bytes; a longer
 /// one moves its bytes up by the few its length needs more).
+#[inline]
 pub(super) fn begin(out: &mut Vec<u8>, field: u32) -> usize {
     key(out, field, LEN);
     out.push(0);
@@ -444,6 +470,7 @@ pub(super) fn begin(out: &mut Vec<u8>, field: u32) -> usize {
 }
 
 /// Ends the message [`begin`] started at `at`.
+#[inline]
 pub(super) fn end(out: &mut Vec<u8>, at: usize) {
     let len = out.len() - at;
     if len < 0x80 {
