@@ -21,6 +21,7 @@ use crate::classifier::{
 };
 use crate::otel::delivery::{Counts, Warned};
 use crate::otel::spans::{Parts, Spans};
+use crate::otel::tests::decision;
 use crate::otel::{Export, Instruments, Watch};
 
 /// Ids counted up from 1, the same sequence for each path.
@@ -110,25 +111,6 @@ fn resource() -> Resource {
             "https://opentelemetry.io/schemas/1.30.0",
         )
         .build()
-}
-
-fn decision() -> Decision {
-    Decision::from_value(&json!({
-        "model": "jev-1.13",
-        "answers": {
-            "spam": {"type": "noul", "noul": 0.25},
-            "topic": {"type": "choice", "choice": "billing",
-                      "probabilities": {"billing": 0.7, "other": 0.3},
-                      "confidence": 0.4, "near_uniform": false},
-            "tone": {"type": "score", "score": 1.8,
-                     "legend": {"0": "calm", "1": "tense", "2": "angry"},
-                     "probabilities": {"0": 0.05, "1": 0.1, "2": 0.85},
-                     "confidence": 0.6}
-        },
-        "usage": {"input_tokens": 120, "output_tokens": 3},
-        "calibrated": true
-    }))
-    .expect("a well-formed decision")
 }
 
 fn noul() -> Decision {
@@ -307,8 +289,19 @@ fn ours_for(
     b: Batch,
     resource: &Resource,
 ) -> Arc<Spans> {
+    posting(posted.post(Ok(())), counts, limits, b, resource)
+}
+
+/// Our spans, each request handed to `post`, counting into `counts`.
+fn posting(
+    post: Post,
+    counts: &Arc<Counts>,
+    limits: SpanLimits,
+    b: Batch,
+    resource: &Resource,
+) -> Arc<Spans> {
     let spans = Spans::ours(
-        posted.post(Ok(())),
+        post,
         Notice::new("http://127.0.0.1:9", counts.clone()),
         resource,
         counts.clone(),
@@ -406,16 +399,12 @@ fn a_full_queue_drops_and_counts_and_never_waits() {
             post(body)
         }
     });
-    let spans = Arc::new(
-        Spans::ours(
-            held,
-            Notice::new("http://127.0.0.1:9", counts.clone()),
-            &resource(),
-            counts.clone(),
-            batch(2, 2, Duration::from_secs(60)),
-            parts(SpanLimits::default()),
-        )
-        .expect("the thread starts"),
+    let spans = posting(
+        held,
+        &counts,
+        SpanLimits::default(),
+        batch(2, 2, Duration::from_secs(60)),
+        &resource(),
     );
     let export = Export {
         spans: spans.clone(),
@@ -530,16 +519,12 @@ fn shutdown_waits_no_longer_than_its_bound() {
         std::thread::sleep(Duration::from_secs(30));
         Ok(())
     });
-    let spans = Arc::new(
-        Spans::ours(
-            slow,
-            Notice::new("http://127.0.0.1:9", counts.clone()),
-            &resource(),
-            counts.clone(),
-            batch(64, 64, Duration::from_secs(60)),
-            parts(SpanLimits::default()),
-        )
-        .expect("the thread starts"),
+    let spans = posting(
+        slow,
+        &counts,
+        SpanLimits::default(),
+        batch(64, 64, Duration::from_secs(60)),
+        &resource(),
     );
     calls(&spans);
     let asked = Instant::now();

@@ -6,7 +6,8 @@ use super::attributes::host_and_port_for_tests as host_and_port;
 use super::*;
 use crate::classifier::{ClassifierError, Decision, Evaluated, Identity};
 
-fn decision() -> Decision {
+/// A decision with a noul, a choice and a score (shared with `fast`'s tests).
+pub(super) fn decision() -> Decision {
     Decision::from_value(&json!({
         "model": "jev-1.13",
         "answers": {
