@@ -111,6 +111,27 @@ pub(super) trait Sink {
     fn floats<I>(&mut self, key: &'static str, values: I)
     where
         I: Iterator<Item = f64> + Clone;
+    /// The attributes `write` adds, which depend on `of` and nothing else:
+    /// a sink may keep what they came to and give it again for the same
+    /// `of`. By default it writes them each time.
+    fn repeated(&mut self, of: &Repeated<'_>, write: impl FnOnce(&mut Self))
+    where
+        Self: Sized,
+    {
+        let _ = of;
+        write(self);
+    }
+}
+
+/// What the first attributes of a call's span depend on: the same for every
+/// call of one classifier under one call name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Repeated<'a> {
+    pub(super) style: &'a str,
+    pub(super) asked: &'a str,
+    pub(super) local: bool,
+    pub(super) endpoint: Option<&'a str>,
+    pub(super) call_name: &'a str,
 }
 
 impl Sink for Vec<KeyValue> {
@@ -157,20 +178,29 @@ impl Sink for Vec<KeyValue> {
 /// [`span_attributes`] into any [`Sink`].
 pub(super) fn write_span_attributes(r: &CallRecord<'_>, a: &mut impl Sink) {
     let id = r.identity;
-    a.text("gen_ai.operation.name", Text::Static("evaluate"));
-    a.text("gen_ai.provider.name", Text::Shared(&id.style));
-    a.text("gen_ai.request.model", Text::Shared(r.asked));
-    a.text("toolnexus.style", Text::Shared(&id.style));
-    a.flag("toolnexus.local", id.local);
-    if let Some((host, port)) = id.endpoint.as_deref().and_then(host_and_port) {
-        a.text("server.address", Text::Shared(host));
-        if let Some(port) = port {
-            a.int("server.port", i64::from(port));
+    let of = Repeated {
+        style: &id.style,
+        asked: r.asked,
+        local: id.local,
+        endpoint: id.endpoint.as_deref(),
+        call_name: r.call_name,
+    };
+    a.repeated(&of, |a| {
+        a.text("gen_ai.operation.name", Text::Static("evaluate"));
+        a.text("gen_ai.provider.name", Text::Shared(of.style));
+        a.text("gen_ai.request.model", Text::Shared(of.asked));
+        a.text("toolnexus.style", Text::Shared(of.style));
+        a.flag("toolnexus.local", of.local);
+        if let Some((host, port)) = of.endpoint.and_then(host_and_port) {
+            a.text("server.address", Text::Shared(host));
+            if let Some(port) = port {
+                a.int("server.port", i64::from(port));
+            }
         }
-    }
-    if !r.call_name.is_empty() {
-        a.text("toolnexus.call_name", Text::Shared(r.call_name));
-    }
+        if !of.call_name.is_empty() {
+            a.text("toolnexus.call_name", Text::Shared(of.call_name));
+        }
+    });
     if let Some(stage) = r.cascade_stage {
         a.text("toolnexus.cascade_stage", Text::Static(stage));
     }

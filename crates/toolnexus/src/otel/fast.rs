@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
-use super::attributes::{Sink, Text, write_guard_attributes};
+use super::attributes::{Repeated, Sink, Text, write_guard_attributes};
 use super::delivery::Notice;
 use super::otlp::{self, LEN, field_len};
 use crate::classifier::GuardVerdict;
@@ -50,6 +50,11 @@ impl Kept {
             limit: limit as usize,
             dropped: 0,
         }
+    }
+
+    /// Whether `n` more attributes all fit under the limit.
+    fn fits(&self, n: usize) -> bool {
+        self.n + n <= self.limit
     }
 
     /// Whether one more attribute is kept; counted as dropped if not.
@@ -118,7 +123,86 @@ impl Proto<'_> {
     }
 }
 
+/// A span's repeated attributes ([`Repeated`]) as this thread last wrote
+/// them: for which field and which `Repeated`, their bytes and how many.
+struct Written {
+    field: u32,
+    style: String,
+    asked: String,
+    local: bool,
+    endpoint: Option<String>,
+    call_name: String,
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+impl Written {
+    fn is(&self, field: u32, of: &Repeated<'_>) -> bool {
+        self.field == field
+            && self.local == of.local
+            && self.style == of.style
+            && self.asked == of.asked
+            && self.call_name == of.call_name
+            && self.endpoint.as_deref() == of.endpoint
+    }
+}
+
+thread_local! {
+    /// The repeated attributes a thread wrote for its last few classifiers.
+    static WRITTEN: RefCell<Vec<Written>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many sets of repeated attributes a thread keeps.
+const WRITTEN_KEPT: usize = 8;
+
 impl Sink for Proto<'_> {
+    /// Gives the bytes this thread wrote for the same `of` again, when they
+    /// all fit under the limit; else writes them, and keeps them if none
+    /// was dropped.
+    fn repeated(&mut self, of: &Repeated<'_>, write: impl FnOnce(&mut Self)) {
+        let field = self.field;
+        let given = WRITTEN
+            .try_with(|w| {
+                let w = w.borrow();
+                let Some(hit) = w.iter().find(|x| x.is(field, of)) else {
+                    return false;
+                };
+                if !self.kept.fits(hit.count) {
+                    return false;
+                }
+                self.out.extend_from_slice(&hit.bytes);
+                self.kept.n += hit.count;
+                true
+            })
+            .unwrap_or(false);
+        if given {
+            return;
+        }
+        let (start, before, dropped) = (self.out.len(), self.kept.n, self.kept.dropped);
+        write(self);
+        if self.kept.dropped != dropped {
+            return;
+        }
+        let written = Written {
+            field,
+            style: of.style.to_string(),
+            asked: of.asked.to_string(),
+            local: of.local,
+            endpoint: of.endpoint.map(str::to_string),
+            call_name: of.call_name.to_string(),
+            bytes: self.out[start..].to_vec(),
+            count: self.kept.n - before,
+        };
+        let _ = WRITTEN.try_with(move |w| {
+            let mut w = w.borrow_mut();
+            w.retain(|x| !x.is(field, of));
+            if w.len() >= WRITTEN_KEPT {
+                w.remove(0);
+            }
+            w.push(written);
+        });
+    }
+
     fn text(&mut self, key: &'static str, value: Text<'_>) {
         let v = value.as_str();
         self.known(key, field_len(v.len()), |out| {
