@@ -4,12 +4,50 @@ use std::path::{Path, PathBuf};
 use super::resume::read_header;
 use super::*;
 
-fn temp(name: &str, body: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolnexus-out-{}", std::process::id()));
+/// A file written in a directory of its own under the temp dir; the
+/// directory, and what a test made beside the file, is removed on drop.
+struct Temp {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Temp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Temp {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn temp(name: &str, body: &[u8]) -> Temp {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("toolnexus-out-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, body).unwrap();
-    p
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    Temp { dir, path }
+}
+
+#[test]
+fn a_test_file_leaves_nothing_behind_in_the_temp_dir() {
+    let t = temp("x.jsonl", b"x");
+    let dir = t.dir.clone();
+    std::os::unix::fs::symlink(&*t, dir.join("link")).unwrap();
+    assert!(dir.join("x.jsonl").exists());
+    drop(t);
+    assert!(!dir.exists(), "{} is left", dir.display());
 }
 
 fn fp(states: &[u8]) -> Fingerprint {
