@@ -152,6 +152,8 @@ def main() -> int:
         for p in problems:
             print(f"  {p}")
         return 1
+    # The logs are kept only where they explain a failure.
+    shutil.rmtree(logdir, ignore_errors=True)
     print("jevcompat: every MUST passes in every configuration; every SHOULD but response.extensions")
     return 0
 
