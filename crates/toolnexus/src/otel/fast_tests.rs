@@ -21,7 +21,7 @@ use crate::classifier::{
 };
 use crate::otel::delivery::{Counts, Warned};
 use crate::otel::spans::{Parts, Spans};
-use crate::otel::tests::decision;
+use crate::otel::tests::{decision, priced};
 use crate::otel::{Export, Instruments, Watch};
 
 /// Ids counted up from 1, the same sequence for each path.
@@ -113,6 +113,15 @@ fn resource() -> Resource {
         .build()
 }
 
+/// The call export of `spans`, content off, its metrics going nowhere.
+fn export_of(spans: &Arc<Spans>) -> Export {
+    Export {
+        spans: spans.clone(),
+        instruments: Instruments::new(&opentelemetry_sdk::metrics::SdkMeterProvider::default()),
+        content: false,
+    }
+}
+
 fn noul() -> Decision {
     Decision::from_value(&json!({
         "model": "jev-1.13",
@@ -181,15 +190,7 @@ fn calls(spans: &Arc<Spans>) {
     watch("jev-latest", None, false)
         .finish(end(&id, &noul, None))
         .export(None);
-    let mut priced = Evaluated::new(decision());
-    priced.cost = crate::price::Cost::new(
-        0.002,
-        crate::price::CostSource::Priced {
-            table: "toolnexus".into(),
-            checked: "2026-12-05".into(),
-        },
-    );
-    let priced = Ok(priced);
+    let priced = Ok(priced());
     watch("jev-latest", None, true)
         .finish(end(&id, &priced, Some("teacher")))
         .export(None);
@@ -203,11 +204,7 @@ fn calls(spans: &Arc<Spans>) {
     watch("jev-guard", None, false)
         .finish(end(&id, &noul, None))
         .export(Some(&verdict));
-    let export = Export {
-        spans: spans.clone(),
-        instruments: Instruments::new(&opentelemetry_sdk::metrics::SdkMeterProvider::default()),
-        content: false,
-    };
+    let export = export_of(spans);
     export.guard(start, Duration::from_micros(250), &verdict);
     let both = Ok(Evaluated::new(decision()));
     watch("jev-latest", Some(parent(true)), false)
@@ -406,11 +403,7 @@ fn a_full_queue_drops_and_counts_and_never_waits() {
         batch(2, 2, Duration::from_secs(60)),
         &resource(),
     );
-    let export = Export {
-        spans: spans.clone(),
-        instruments: Instruments::new(&opentelemetry_sdk::metrics::SdkMeterProvider::default()),
-        content: false,
-    };
+    let export = export_of(&spans);
     let verdict = GuardVerdict {
         tool: "Bash".into(),
         verdict: "allow",
@@ -460,11 +453,7 @@ fn a_batch_leaves_when_it_is_full_or_the_delay_passed() {
         SpanLimits::default(),
         batch(100, 3, Duration::from_millis(50)),
     );
-    let export = Export {
-        spans: spans.clone(),
-        instruments: Instruments::new(&opentelemetry_sdk::metrics::SdkMeterProvider::default()),
-        content: false,
-    };
+    let export = export_of(&spans);
     let verdict = GuardVerdict {
         tool: "Read".into(),
         verdict: "allow",

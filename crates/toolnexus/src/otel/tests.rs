@@ -26,6 +26,20 @@ pub(super) fn decision() -> Decision {
     .expect("a well-formed decision")
 }
 
+/// [`decision`] evaluated at a priced cost of $0.002 (shared with `fast`'s
+/// tests).
+pub(super) fn priced() -> Evaluated {
+    let mut e = Evaluated::new(decision());
+    e.cost = crate::price::Cost::new(
+        0.002,
+        crate::price::CostSource::Priced {
+            table: "toolnexus".into(),
+            checked: "2026-12-05".into(),
+        },
+    );
+    e
+}
+
 fn get<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a opentelemetry::Value> {
     attrs
         .iter()
@@ -63,15 +77,7 @@ fn a_call_maps_to_the_genai_client_span() {
         "jev-latest",
         Some("https://api.example.com:8443/v1/systemone".into()),
     );
-    let mut e = Evaluated::new(decision());
-    e.cost = crate::price::Cost::new(
-        0.002,
-        crate::price::CostSource::Priced {
-            table: "toolnexus".into(),
-            checked: "2026-12-05".into(),
-        },
-    );
-    let result = Ok(e);
+    let result = Ok(priced());
     let attrs = span_attributes(&ok_record(&id, &result, None));
     assert_eq!(text(&attrs, "gen_ai.operation.name"), "evaluate");
     assert_eq!(text(&attrs, "gen_ai.provider.name"), "systemone");
