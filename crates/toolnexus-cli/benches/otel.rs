@@ -6,10 +6,13 @@
 //! cargo bench -p toolnexus-cli --bench otel
 //! ```
 //!
-//! Rounds alternate off and on (`OTEL_BENCH_ROUNDS`, default 5 each) over
+//! Each round (`OTEL_BENCH_ROUNDS`, default 5) runs the batch with export off
+//! and on, back to back, the side going first alternating, over
 //! `OTEL_BENCH_STATES` states (default 5000), concurrency 16, process start
-//! included; the median of each side and their ratio are printed, and beside
-//! them the batch process's own CPU time per state (user and system, from
+//! included. Printed: the median of each side and their ratio; the median
+//! and quartiles of each round's own ratio (runs seconds apart, so that a
+//! machine drifting over the sitting weighs on both sides alike); and the
+//! batch process's own CPU time per state (user and system, from
 //! the kernel's count for a waited-for child), which other processes on the
 //! machine do not inflate. The receiver is a lean OTLP/HTTP sink on a thread
 //! of the bench: it reads each request into one reused buffer, counts the
@@ -238,10 +241,19 @@ fn main() {
     // One run each first: connections, page cache, the receiver's thread.
     batch(&dir, &args, n, None);
     batch(&dir, &args, n, Some(&collector));
+    // Each round runs both sides back to back, the side going first
+    // alternating (off-on, on-off, ...): a machine that slows or speeds up
+    // over a minute weighs on both alike, and each round's ratio compares
+    // runs seconds apart.
     let (mut off, mut on) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        off.push(batch(&dir, &args, n, None));
-        on.push(batch(&dir, &args, n, Some(&collector)));
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            off.push(batch(&dir, &args, n, None));
+            on.push(batch(&dir, &args, n, Some(&collector)));
+        } else {
+            on.push(batch(&dir, &args, n, Some(&collector)));
+            off.push(batch(&dir, &args, n, None));
+        }
     }
     let delivered = receiver.spans.load(Ordering::Relaxed);
     assert!(delivered > 0, "the receiver got spans");
@@ -256,6 +268,11 @@ fn main() {
     let (cpu_off, cpu_on) = (cpu(&off), cpu(&on));
     let rates = |runs: &[Run]| runs.iter().map(|r| r.rate).collect::<Vec<_>>();
     let (rates_off, rates_on) = (rates(&off), rates(&on));
+    let paired: Vec<f64> = rates_on
+        .iter()
+        .zip(&rates_off)
+        .map(|(on, off)| on / off)
+        .collect();
     let (off, on) = (median(rates_off.clone()), median(rates_on.clone()));
     println!(
         "batch (systemone -> serve on loopback, {n} states, concurrency 16, {rounds} rounds each, medians):"
@@ -268,6 +285,15 @@ fn main() {
         "  on / off:   {:.3} ({:+.1}%)",
         on / off,
         (on / off - 1.0) * 100.0
+    );
+    let mut sorted = paired.clone();
+    sorted.sort_by(f64::total_cmp);
+    let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
+    println!(
+        "  each round's on / off: median {:.3}, quartiles {:.3}..{:.3}   rounds: {paired:.3?}",
+        quartile(2),
+        quartile(1),
+        quartile(3),
     );
     if let (Some((u0, s0)), Some((u1, s1))) = (cpu_off, cpu_on) {
         println!("  batch CPU per state (medians): off {u0:.1} µs user + {s0:.1} µs system");

@@ -102,19 +102,38 @@ impl OtelError {
 }
 
 /// Whether the standard variables ask for an export: `OTEL_EXPORTER_OTLP_ENDPOINT`
-/// or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set and not empty.
+/// or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set and not empty, and the SDK
+/// not turned off ([`disabled_by_env`]).
 ///
 /// ```
 /// // SAFETY-free check: it only reads the environment.
 /// let _asked: bool = toolnexus::otel::configured_by_env();
 /// ```
 pub fn configured_by_env() -> bool {
-    [
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    ]
-    .iter()
-    .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
+    !disabled_by_env()
+        && [
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
+}
+
+/// Whether the standard `OTEL_SDK_DISABLED` turns every signal off: its
+/// value `true` in any case (any other value, or none, leaves it on, as the
+/// OpenTelemetry specification reads a boolean variable). [`install`] then
+/// refuses, and [`configured_by_env`] is false.
+///
+/// ```
+/// let _off: bool = toolnexus::otel::disabled_by_env();
+/// ```
+pub fn disabled_by_env() -> bool {
+    sdk_disabled(std::env::var("OTEL_SDK_DISABLED").ok().as_deref())
+}
+
+/// `OTEL_SDK_DISABLED`'s value read as the specification reads a boolean.
+fn sdk_disabled(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
 /// The export the classifiers call into (see `classifier::CallExport`).
@@ -154,6 +173,8 @@ impl std::fmt::Debug for OtelGuard {
 /// Installs the export for every classifier of the process: from now on each
 /// call's outermost classifier exports its span, events and metrics. A second
 /// install replaces the first (whose guard then only flushes its own queue).
+/// With `OTEL_SDK_DISABLED=true` ([`disabled_by_env`]) nothing is installed
+/// and the error says why.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), toolnexus::otel::OtelError> {
@@ -164,6 +185,11 @@ impl std::fmt::Debug for OtelGuard {
 /// # Ok(()) }
 /// ```
 pub fn install(options: OtelOptions) -> Result<OtelGuard, OtelError> {
+    if disabled_by_env() {
+        return Err(OtelError(
+            "OTEL_SDK_DISABLED is true: nothing is exported".into(),
+        ));
+    }
     match std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL") {
         Ok(p) if !p.is_empty() && p != "http/protobuf" => tracing::warn!(
             target: "toolnexus::otel",

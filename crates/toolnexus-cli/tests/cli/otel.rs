@@ -95,6 +95,42 @@ fn a_command_that_does_not_evaluate_exports_nothing() {
     assert!(collector.requests().is_empty());
 }
 
+#[test]
+fn otel_sdk_disabled_turns_the_export_off_and_the_call_still_runs() {
+    let dir = TempDir::new("otel-disabled");
+    let upstream = system_one();
+    let collector = Upstream::start(|_| (200, vec![], String::new()));
+    let endpoint = collector.base_url.trim_end_matches("/v1").to_string();
+    let questions = spam_questions().to_string();
+    for flag in [None, Some("--otel")] {
+        let mut args = vec![
+            "eval",
+            "--style",
+            "systemone",
+            "--base-url",
+            &upstream.base_url,
+            "--questions",
+            &questions,
+            "--state",
+            "\"WIN A PRIZE\"",
+        ];
+        args.extend(flag);
+        let mut cmd = toolnexus(dir.path(), &args);
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+            .env("OTEL_SDK_DISABLED", "true");
+        let out = run(cmd);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(out.stdout.contains("spam"), "{out:?}");
+        // Asked for by name, the export says why there is none.
+        assert_eq!(
+            out.stderr.contains("OTEL_SDK_DISABLED"),
+            flag.is_some(),
+            "{out:?}"
+        );
+    }
+    assert!(collector.requests().is_empty(), "nothing is exported");
+}
+
 /// The spans' bytes a collector was sent.
 fn traces(collector: &Upstream) -> Vec<u8> {
     collector

@@ -135,6 +135,7 @@ pub fn toolnexus(cwd: &Path, args: &[&str]) -> Command {
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_SDK_DISABLED",
     ] {
         c.env_remove(var);
     }

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
@@ -469,13 +470,17 @@ impl Batch {
 }
 
 /// What wraps the spans of every request: the resource and the scope, each
-/// written once.
+/// written once, and what follows the spans (the schemas' fields).
 #[derive(Debug, Clone)]
 pub(super) struct Envelope {
     resource: Vec<u8>,
-    resource_schema: String,
     scope: Vec<u8>,
-    scope_schema: String,
+    /// The scope's schema field, then the resource's (each empty for no
+    /// schema): what follows the spans, inside `ScopeSpans` and
+    /// `ResourceSpans` respectively.
+    tail: Vec<u8>,
+    /// Where the resource's schema field begins in `tail`.
+    scope_tail: usize,
 }
 
 impl Envelope {
@@ -485,24 +490,35 @@ impl Envelope {
     ) -> Envelope {
         let (resource, resource_schema) = otlp::resource_message(resource);
         let (scope, scope_schema) = otlp::scope_message(scope);
+        let mut tail = Vec::new();
+        otlp::string(&mut tail, 3, &scope_schema);
+        let scope_tail = tail.len();
+        otlp::string(&mut tail, 3, &resource_schema);
         Envelope {
             resource,
-            resource_schema,
             scope,
-            scope_schema,
+            tail,
+            scope_tail,
         }
     }
 
-    /// The `ExportTraceServiceRequest` of `spans` (each a `ScopeSpans`
-    /// field 2, key and length included): one `ResourceSpans` with one
-    /// `ScopeSpans`, every length known before it is written.
-    pub(super) fn request(&self, spans: &[u8]) -> Vec<u8> {
+    /// The most bytes [`Envelope::head`] writes: two keys and lengths for
+    /// each of `ResourceSpans` and `ScopeSpans`, and the resource and
+    /// scope messages.
+    pub(super) fn room(&self) -> usize {
+        4 * (1 + 10) + self.resource.len() + self.scope.len()
+    }
+
+    /// What comes before `spans` bytes of spans (each a `ScopeSpans` field
+    /// 2, key and length included) in an `ExportTraceServiceRequest` with
+    /// one `ResourceSpans` holding one `ScopeSpans`, [`Envelope::tail`]
+    /// after them: every length is known before it is written.
+    pub(super) fn head(&self, spans: usize) -> Vec<u8> {
         let field = otlp::field_len;
-        let text = |s: &str| if s.is_empty() { 0 } else { field(s.len()) };
-        let scope_spans = field(self.scope.len()) + spans.len() + text(&self.scope_schema);
+        let scope_spans = field(self.scope.len()) + spans + self.scope_tail;
         let resource_spans =
-            field(self.resource.len()) + field(scope_spans) + text(&self.resource_schema);
-        let mut out = Vec::with_capacity(field(resource_spans));
+            field(self.resource.len()) + field(scope_spans) + self.tail.len() - self.scope_tail;
+        let mut out = Vec::with_capacity(self.room());
         let head = |out: &mut Vec<u8>, tag: u32, len: usize| {
             otlp::key(out, tag, LEN);
             otlp::varint(out, len as u64);
@@ -513,15 +529,28 @@ impl Envelope {
         head(&mut out, 2, scope_spans);
         head(&mut out, 1, self.scope.len());
         out.extend_from_slice(&self.scope);
+        out
+    }
+
+    /// What comes after the spans: the scope's schema, then the
+    /// resource's.
+    pub(super) fn tail(&self) -> &[u8] {
+        &self.tail
+    }
+
+    /// The whole `ExportTraceServiceRequest` of `spans`, in a buffer of its
+    /// own.
+    pub(super) fn request(&self, spans: &[u8]) -> Vec<u8> {
+        let mut out = self.head(spans.len());
+        out.reserve(spans.len() + self.tail.len());
         out.extend_from_slice(spans);
-        otlp::string(&mut out, 3, &self.scope_schema);
-        otlp::string(&mut out, 3, &self.resource_schema);
+        out.extend_from_slice(&self.tail);
         out
     }
 }
 
 /// Posts one finished request; the error's text is not shown to anyone.
-pub(super) type Post = Box<dyn FnMut(Vec<u8>) -> Result<(), String> + Send>;
+pub(super) type Post = Box<dyn FnMut(Bytes) -> Result<(), String> + Send>;
 
 /// The bounded queue of encoded spans and the thread that posts them.
 pub(super) struct Queue {
@@ -535,9 +564,15 @@ struct Shared {
     wake: Condvar,
     batch: Batch,
     dropped: AtomicU64,
+    /// The bytes left before each batch's spans for its request's head
+    /// ([`Envelope::room`]).
+    room: usize,
 }
 
-/// The spans waiting, one after the other, and where each ends.
+/// The spans waiting, one after the other, and where each ends; before the
+/// first span of each batch (of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`), room for
+/// the head of the request that will carry it, so that the request is
+/// written around the spans where they lie.
 #[derive(Default)]
 struct Pending {
     bytes: Vec<u8>,
@@ -559,6 +594,7 @@ impl Queue {
             wake: Condvar::new(),
             batch,
             dropped: AtomicU64::new(0),
+            room: envelope.room(),
         });
         let (tx, rx) = mpsc::channel();
         let theirs = shared.clone();
@@ -584,12 +620,17 @@ impl Queue {
             s.dropped.fetch_add(1, Ordering::Relaxed);
             return false;
         }
+        let max_batch = s.batch.max_batch.max(1);
+        if p.ends.len().is_multiple_of(max_batch) {
+            let at = p.bytes.len();
+            p.bytes.resize(at + s.room, 0);
+        }
         otlp::key(&mut p.bytes, 2, LEN);
         otlp::varint(&mut p.bytes, span.len() as u64);
         p.bytes.extend_from_slice(span);
         let end = p.bytes.len();
         p.ends.push(end);
-        let ready = p.ends.len() == s.batch.max_batch.max(1);
+        let ready = p.ends.len() == max_batch;
         drop(p);
         if ready {
             s.wake.notify_one();
@@ -671,14 +712,15 @@ impl Shared {
                 p.stop
             };
             last = Instant::now();
-            let mut from = 0;
-            for chunk in ends.chunks(max_batch) {
-                let Some(&to) = chunk.last() else { continue };
-                let sent = post(envelope.request(&bytes[from..to]));
-                notice.settled(chunk.len() as u64, sent.is_ok());
+            let (sends, all) = requests(envelope, self.room, max_batch, bytes, &ends);
+            for (request, spans) in sends {
+                let sent = post(request);
+                notice.settled(spans, sent.is_ok());
                 result = sent.map_err(OTelSdkError::InternalFailure);
-                from = to;
             }
+            // The posts are done with the bytes: their memory takes the
+            // next spans (unless a post kept a hold on them).
+            bytes = all.try_into_mut().map_or_else(|_| Vec::new(), Vec::from);
             bytes.clear();
             ends.clear();
             if stop {
@@ -686,6 +728,59 @@ impl Shared {
             }
         }
     }
+}
+
+/// One request: where it lies in the bytes taken, or a copy of its own.
+enum Part {
+    Lies(std::ops::Range<usize>),
+    Copied(Vec<u8>),
+}
+
+/// The requests that carry the spans taken from the queue (`bytes`, each
+/// batch's spans after [`Envelope::room`] bytes of room, `ends` where each
+/// span ends), each with how many spans it carries. Each request is written
+/// around its spans where they lie: its head into the room before them, and
+/// the tail (the schemas, usually none) after them when nothing follows.
+/// Returned beside them: all of `bytes`, which the requests are slices of.
+fn requests(
+    envelope: &Envelope,
+    room: usize,
+    max_batch: usize,
+    mut bytes: Vec<u8>,
+    ends: &[usize],
+) -> (Vec<(Bytes, u64)>, Bytes) {
+    let tail = envelope.tail();
+    let last = ends.len().div_ceil(max_batch);
+    // Each request, in order.
+    let mut parts: Vec<(Part, u64)> = Vec::new();
+    let mut from = 0;
+    for (i, chunk) in ends.chunks(max_batch).enumerate() {
+        let Some(&to) = chunk.last() else { continue };
+        let spans = from + room..to;
+        let n = chunk.len() as u64;
+        if tail.is_empty() || i + 1 == last {
+            let head = envelope.head(spans.len());
+            let start = spans.start - head.len();
+            bytes[start..spans.start].copy_from_slice(&head);
+            parts.push((Part::Lies(start..to + tail.len()), n));
+        } else {
+            // Another batch follows: the tail would overwrite its room.
+            parts.push((Part::Copied(envelope.request(&bytes[spans])), n));
+        }
+        from = to;
+    }
+    if !ends.is_empty() {
+        bytes.extend_from_slice(tail);
+    }
+    let all = Bytes::from(bytes);
+    let out = parts
+        .into_iter()
+        .map(|(part, n)| match part {
+            Part::Lies(range) => (all.slice(range), n),
+            Part::Copied(copy) => (Bytes::from(copy), n),
+        })
+        .collect();
+    (out, all)
 }
 
 #[cfg(test)]

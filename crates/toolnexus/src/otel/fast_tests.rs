@@ -254,7 +254,7 @@ impl Posted {
     fn post(&self, answer: Result<(), String>) -> Post {
         let posted = self.clone();
         Box::new(move |body| {
-            posted.0.lock().expect("not poisoned").push(body);
+            posted.0.lock().expect("not poisoned").push(body.to_vec());
             answer.clone()
         })
     }
@@ -578,5 +578,98 @@ fn a_varint_length_is_counted_as_it_is_written() {
         let mut out = Vec::new();
         otlp::varint(&mut out, v as u64);
         assert_eq!(otlp::varint_len(v), out.len(), "{v}");
+    }
+}
+
+/// Offers `n` guard spans, then `more` while the thread is held inside its
+/// first post, so that its next take holds several batches at once; gives
+/// what was posted.
+fn taken_together(resource: &Resource, max_batch: usize, more: usize) -> Vec<Vec<u8>> {
+    let posted = Posted::default();
+    let counts = Arc::new(Counts::default());
+    let (entered, inside) = mpsc::channel::<()>();
+    let (open, gate) = mpsc::channel::<()>();
+    let (entered, gate) = (Mutex::new(entered), Mutex::new(gate));
+    let mut post = posted.post(Ok(()));
+    let mut first = true;
+    let held: Post = Box::new(move |body| {
+        if std::mem::take(&mut first) {
+            let _ = entered.lock().expect("not poisoned").send(());
+            let _ = gate
+                .lock()
+                .expect("not poisoned")
+                .recv_timeout(Duration::from_secs(20));
+        }
+        post(body)
+    });
+    let b = batch(1_000, max_batch, Duration::from_secs(60));
+    let spans = posting(held, &counts, SpanLimits::default(), b, resource);
+    let export = export_of(&spans);
+    let verdict = GuardVerdict {
+        tool: "Bash".into(),
+        verdict: "allow",
+        rule: None,
+        decided_by: "judge",
+        judge_asked: true,
+    };
+    let start = SystemTime::now();
+    for _ in 0..max_batch {
+        export.guard(start, Duration::from_millis(1), &verdict);
+    }
+    inside
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the first batch is posted");
+    for _ in 0..more {
+        export.guard(start, Duration::from_millis(1), &verdict);
+    }
+    drop(open);
+    spans.shutdown(Duration::from_secs(10)).expect("flushed");
+    posted.bodies()
+}
+
+#[test]
+fn batches_taken_together_each_go_in_a_whole_request_of_their_own() {
+    let plain = Resource::builder_empty()
+        .with_attribute(KeyValue::new("service.name", "toolnexus"))
+        .build();
+    // With the schemas' fields after the spans (copied where another batch
+    // follows), and without any (every request written where it lies).
+    for resource in [resource(), plain] {
+        let bodies = taken_together(&resource, 2, 9);
+        let decoded: Vec<ExportTraceServiceRequest> = bodies
+            .iter()
+            .map(|b| ExportTraceServiceRequest::decode(b.as_slice()).expect("a whole request"))
+            .collect();
+        let counts: Vec<usize> = decoded
+            .iter()
+            .map(|r| r.resource_spans[0].scope_spans[0].spans.len())
+            .collect();
+        assert_eq!(counts, [2, 2, 2, 2, 2, 1], "a batch per request");
+        let envelope = Envelope::new(&resource, &crate::otel::spans::scope());
+        for (body, r) in bodies.iter().zip(&decoded) {
+            let rs = &r.resource_spans[0];
+            assert_eq!(
+                rs.schema_url,
+                resource.schema_url().unwrap_or_default(),
+                "the resource's schema"
+            );
+            assert_eq!(
+                rs.scope_spans[0].scope.as_ref().expect("scope").name,
+                "toolnexus"
+            );
+            // Byte for byte the request written in a buffer of its own.
+            let spans: Vec<u8> = rs.scope_spans[0]
+                .spans
+                .iter()
+                .flat_map(|s| {
+                    let mut one = Vec::new();
+                    otlp::key(&mut one, 2, LEN);
+                    otlp::varint(&mut one, s.encoded_len() as u64);
+                    s.encode(&mut one).expect("room");
+                    one
+                })
+                .collect();
+            assert_eq!(body, &envelope.request(&spans));
+        }
     }
 }

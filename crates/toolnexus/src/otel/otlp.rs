@@ -230,7 +230,7 @@ impl Poster {
     /// Posts one `ExportTraceServiceRequest`; the error names what failed
     /// without the URL's credentials ever leaving this module's caller (its
     /// text goes no further: `delivery` warns with the redacted collector).
-    pub(super) fn post(&mut self, body: Vec<u8>) -> Result<(), String> {
+    pub(super) fn post(&mut self, body: bytes::Bytes) -> Result<(), String> {
         let client = match &self.client {
             Some(c) => c,
             None => {

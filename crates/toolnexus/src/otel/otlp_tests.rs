@@ -222,7 +222,10 @@ fn a_request_is_posted_as_protobuf_with_the_headers() {
     // The post runs where the export runs it: on a plain thread.
     let (first, second) = std::thread::spawn(move || {
         let mut poster = Poster::new(config, Duration::from_secs(30));
-        (poster.post(vec![1, 2, 3]), poster.post(vec![4]))
+        (
+            poster.post(vec![1, 2, 3].into()),
+            poster.post(vec![4].into()),
+        )
     })
     .join()
     .expect("the export thread");

@@ -352,7 +352,7 @@ impl Spans {
 }
 
 /// This library's instrumentation scope.
-fn scope() -> InstrumentationScope {
+pub(super) fn scope() -> InstrumentationScope {
     InstrumentationScope::builder("toolnexus").build()
 }
 

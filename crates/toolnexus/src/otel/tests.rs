@@ -325,3 +325,20 @@ fn a_joined_name_is_the_shared_string_of_the_whole() {
         "evaluate jev-joined-1"
     );
 }
+
+#[test]
+fn otel_sdk_disabled_is_read_as_the_specification_reads_a_boolean() {
+    for on in ["true", "TRUE", "True", " true "] {
+        assert!(super::sdk_disabled(Some(on)), "{on:?} turns the SDK off");
+    }
+    for off in [
+        None,
+        Some(""),
+        Some("false"),
+        Some("1"),
+        Some("yes"),
+        Some("truthy"),
+    ] {
+        assert!(!super::sdk_disabled(off), "{off:?} leaves it on");
+    }
+}
