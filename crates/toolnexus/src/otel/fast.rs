@@ -100,6 +100,17 @@ impl Proto<'_> {
         }
         let out = &mut *self.out;
         let kv = field_len(key.len()) + field_len(len);
+        if kv < 0x80 && self.field < 16 {
+            // Every length one byte (the key and the value are shorter
+            // than the whole): the heads in two writes.
+            out.reserve(2 + kv);
+            let tag = (self.field << 3) as u8 | LEN;
+            out.extend_from_slice(&[tag, kv as u8, 1 << 3 | LEN, key.len() as u8]);
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(&[2 << 3 | LEN, len as u8]);
+            value(out);
+            return;
+        }
         out.reserve(1 + otlp::varint_len(kv) + kv);
         otlp::key(out, self.field, LEN);
         otlp::varint(out, kv as u64);
@@ -207,7 +218,12 @@ impl Sink for Proto<'_> {
     fn text(&mut self, key: &'static str, value: Text<'_>) {
         let v = value.as_str();
         self.known(key, field_len(v.len()), |out| {
-            otlp::string_always(out, 1, v)
+            if v.len() < 0x80 {
+                out.extend_from_slice(&[1 << 3 | LEN, v.len() as u8]);
+                out.extend_from_slice(v.as_bytes());
+            } else {
+                otlp::string_always(out, 1, v);
+            }
         });
     }
 
