@@ -6,6 +6,12 @@
 //! cargo bench -p toolnexus-cli --bench otel
 //! ```
 //!
+//! The batch runs on CPU 0 alone, and `serve` and the collector on the
+//! other CPUs (`taskset`), as a client, its server and its collector run on
+//! machines of their own; on a machine of two shared virtual CPUs, letting
+//! the scheduler place three processes' threads swings a run's rate by a
+//! fifth between runs of one binary. `OTEL_BENCH_PIN=0` lets it place them.
+//!
 //! Each round (`OTEL_BENCH_ROUNDS`, default 5) runs the batch with export off
 //! and on, back to back, the side going first alternating, over
 //! `OTEL_BENCH_STATES` states (default 5000), concurrency 16, process start
@@ -54,11 +60,53 @@ fn children_cpu() -> Option<(f64, f64)> {
     Some((tick(13)?, tick(14)?))
 }
 
+/// Where the processes run: the batch on its own CPU, and `serve` and the
+/// bench's collector on the others (`taskset`), or wherever the scheduler
+/// puts them.
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    Pinned,
+    Free,
+}
+
+impl Layout {
+    /// Pinned unless `OTEL_BENCH_PIN=0`, or the machine has one CPU, or
+    /// `taskset` cannot move this process (then free). Pinning moves this
+    /// process, and so every thread and child it starts from now on, off
+    /// CPU 0; each batch is started on CPU 0 alone.
+    fn choose() -> Layout {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if std::env::var("OTEL_BENCH_PIN").is_ok_and(|v| v == "0") || cpus < 2 {
+            return Layout::Free;
+        }
+        let others = format!("1-{}", cpus - 1);
+        let moved = Command::new("taskset")
+            .args(["-c", "-p", &others, &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if moved { Layout::Pinned } else { Layout::Free }
+    }
+
+    /// The command that runs the toolnexus binary in this layout.
+    fn command(self) -> Command {
+        match self {
+            Layout::Pinned => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", "0", BIN]);
+                c
+            }
+            Layout::Free => Command::new(BIN),
+        }
+    }
+}
+
 /// One batch run; `collector` turns the export on.
-fn batch(dir: &Path, args: &[&str], n: usize, collector: Option<&str>) -> Run {
+fn batch(layout: Layout, dir: &Path, args: &[&str], n: usize, collector: Option<&str>) -> Run {
     let out = dir.join("out.jsonl");
     let _ = std::fs::remove_file(&out);
-    let mut cmd = Command::new(BIN);
+    let mut cmd = layout.command();
     cmd.arg("batch")
         .args(args)
         .arg("--out")
@@ -221,6 +269,7 @@ fn main() {
         states,
     } = write_inputs(&dir, n, "otel bench");
 
+    let layout = Layout::choose();
     let serve = start_serve(&tape);
     let receiver = Receiver::start();
     let collector = format!("http://{}", receiver.addr);
@@ -239,8 +288,8 @@ fn main() {
         "-1",
     ];
     // One run each first: connections, page cache, the receiver's thread.
-    batch(&dir, &args, n, None);
-    batch(&dir, &args, n, Some(&collector));
+    batch(layout, &dir, &args, n, None);
+    batch(layout, &dir, &args, n, Some(&collector));
     // Each round runs both sides back to back, the side going first
     // alternating (off-on, on-off, ...): a machine that slows or speeds up
     // over a minute weighs on both alike, and each round's ratio compares
@@ -248,11 +297,11 @@ fn main() {
     let (mut off, mut on) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         if round % 2 == 0 {
-            off.push(batch(&dir, &args, n, None));
-            on.push(batch(&dir, &args, n, Some(&collector)));
+            off.push(batch(layout, &dir, &args, n, None));
+            on.push(batch(layout, &dir, &args, n, Some(&collector)));
         } else {
-            on.push(batch(&dir, &args, n, Some(&collector)));
-            off.push(batch(&dir, &args, n, None));
+            on.push(batch(layout, &dir, &args, n, Some(&collector)));
+            off.push(batch(layout, &dir, &args, n, None));
         }
     }
     let delivered = receiver.spans.load(Ordering::Relaxed);
@@ -276,6 +325,13 @@ fn main() {
     let (off, on) = (median(rates_off.clone()), median(rates_on.clone()));
     println!(
         "batch (systemone -> serve on loopback, {n} states, concurrency 16, {rounds} rounds each, medians):"
+    );
+    println!(
+        "  {}",
+        match layout {
+            Layout::Pinned => "pinned: the batch on CPU 0; serve and the collector on the others",
+            Layout::Free => "not pinned: every process where the scheduler puts it",
+        }
     );
     println!("  export off: {off:.0} states/s   rounds: {rates_off:.0?}");
     println!(

@@ -111,7 +111,7 @@ pub use fingerprint::Fingerprint;
 pub use identity::Identity;
 #[cfg_attr(not(feature = "otel"), allow(unused_imports))]
 pub(crate) use observe::{
-    CallEnd, CallExport, CallWatch, EndedCall, clear_call_export, current_trace_parent,
+    CallEnd, CallExport, CallWatch, Count, EndedCall, clear_call_export, current_trace_parent,
     set_call_export,
 };
 use observe::{CallNotes, IN_CALL, Place};
@@ -858,7 +858,7 @@ impl Classifier {
         }
         let asked = extras.model.unwrap_or(&self.inner.model).to_string();
         let watch = match place {
-            Place::Outermost(_) => observe::start_watch(&state, questions, &asked),
+            Place::Outermost(_) => observe::start_watch(&state, questions),
             Place::Inside => None,
         };
         let result = self.dispatch(&ctx, state, questions, extras).await;
@@ -887,7 +887,7 @@ impl Classifier {
         if let (Ok(e), Some(p)) = (&mut result, &self.inner.pricing) {
             e.price_with(p, &asked);
         }
-        self.report(&ctx, started, &result, place, watch);
+        self.report(&ctx, &asked, started, &result, place, watch);
         result
     }
 

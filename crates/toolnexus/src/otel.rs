@@ -33,8 +33,7 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use serde_json::Value;
 
 use crate::classifier::{
-    CallEnd, CallExport, CallWatch, EndedCall, GuardVerdict, MetricEvent, MetricName, MetricStatus,
-    Questions, TraceParent,
+    CallEnd, CallExport, CallWatch, Count, EndedCall, GuardVerdict, Questions, TraceParent,
 };
 
 mod attributes;
@@ -379,32 +378,34 @@ impl Drop for OtelGuard {
 }
 
 /// What the outermost classifier keeps from the start of a call for its
-/// span: when it started, the model asked for, the trace it continues, and
-/// the content when opted in.
+/// span: when it started, the trace it continues, and the content when
+/// opted in; then, once the call ended, the span (in the same allocation:
+/// a watch becomes its ended call).
 struct Watch {
     spans: Arc<spans::Spans>,
     started: SystemTime,
-    asked: String,
     parent: Option<TraceParent>,
     state: Option<String>,
     instructions: Vec<(String, String)>,
+    ended: Ended,
 }
 
 /// A call's span, built when the call ended and sent when it is exported.
 enum Ended {
     /// Written as protobuf but for the guard's verdict.
-    Written(Arc<spans::Spans>, fast::Open),
+    Written(fast::Open),
     /// Made of `KeyValue`s for the SDK's path.
-    Draft(Arc<spans::Spans>, spans::Draft),
-    /// Not sampled: nothing to send.
+    Draft(spans::Draft),
+    /// Not sampled, or not ended yet: nothing to send.
     Dropped,
 }
 
-impl EndedCall for Ended {
+impl EndedCall for Watch {
     fn export(self: Box<Self>, guard: Option<&GuardVerdict>) {
-        match *self {
-            Ended::Written(spans, span) => spans.close(span, guard),
-            Ended::Draft(spans, mut draft) => {
+        let Watch { spans, ended, .. } = *self;
+        match ended {
+            Ended::Written(span) => spans.close(span, guard),
+            Ended::Draft(mut draft) => {
                 if let Some(v) = guard {
                     draft.attributes.extend(guard_attributes(v));
                 }
@@ -416,7 +417,7 @@ impl EndedCall for Ended {
 }
 
 impl CallExport for Export {
-    fn start(&self, state: &Value, questions: &Questions, asked: &str) -> Box<dyn CallWatch> {
+    fn start(&self, state: &Value, questions: &Questions) -> Box<dyn CallWatch> {
         let (state, instructions) = if self.content {
             (
                 Some(state.to_string()),
@@ -431,15 +432,15 @@ impl CallExport for Export {
         Box::new(Watch {
             spans: self.spans.clone(),
             started: SystemTime::now(),
-            asked: asked.to_string(),
             parent: crate::classifier::current_trace_parent(),
             state,
             instructions,
+            ended: Ended::Dropped,
         })
     }
 
-    fn metric(&self, event: &MetricEvent) {
-        self.instruments.record(event);
+    fn count(&self, count: &Count<'_>) {
+        self.instruments.record(count);
     }
 
     fn guard(&self, started: SystemTime, took: Duration, verdict: &GuardVerdict) {
@@ -470,10 +471,10 @@ impl CallExport for Export {
 
 impl CallWatch for Watch {
     /// Builds the call's span and its events.
-    fn finish(self: Box<Self>, end: CallEnd<'_>) -> Box<dyn EndedCall> {
+    fn finish(mut self: Box<Self>, end: CallEnd<'_>) -> Box<dyn EndedCall> {
         let record = CallRecord {
             identity: end.identity,
-            asked: &self.asked,
+            asked: end.asked,
             call_name: end.call_name,
             result: end.result,
             answered: end.answered,
@@ -481,35 +482,38 @@ impl CallWatch for Watch {
             state: self.state.as_deref(),
         };
         let error = end.result.as_ref().err().map(|e| e.kind().as_str());
-        let name = attributes::intern_joined("evaluate ", &self.asked);
+        let name = attributes::intern_joined("evaluate ", end.asked);
         let ended = self.started + end.duration;
-        if self.spans.writes_protobuf() {
+        self.ended = if self.spans.writes_protobuf() {
             let times = (self.started, ended);
-            let Some(mut span) = self
+            match self
                 .spans
                 .open(name, SpanKind::Client, times, self.parent, error)
-            else {
-                return Box::new(Ended::Dropped);
-            };
-            attributes::write_span_attributes(&record, &mut span.attributes());
-            for (key, answer) in attributes::answers(&record) {
-                span.event(|a| {
-                    attributes::write_event_attributes(key, answer, &self.instructions, a);
-                });
+            {
+                Some(mut span) => {
+                    attributes::write_span_attributes(&record, &mut span.attributes());
+                    for (key, answer) in attributes::answers(&record) {
+                        span.event(|a| {
+                            attributes::write_event_attributes(key, answer, &self.instructions, a);
+                        });
+                    }
+                    Ended::Written(span)
+                }
+                None => Ended::Dropped,
             }
-            return Box::new(Ended::Written(self.spans, span));
-        }
-        let draft = spans::Draft {
-            attributes: span_attributes(&record),
-            events: evaluation_events(&record, &self.instructions),
-            error,
-            name,
-            kind: SpanKind::Client,
-            started: self.started,
-            ended,
-            parent: self.parent,
+        } else {
+            Ended::Draft(spans::Draft {
+                attributes: span_attributes(&record),
+                events: evaluation_events(&record, &self.instructions),
+                error,
+                name,
+                kind: SpanKind::Client,
+                started: self.started,
+                ended,
+                parent: self.parent,
+            })
         };
-        Box::new(Ended::Draft(self.spans, draft))
+        self
     }
 }
 
@@ -530,10 +534,10 @@ impl Instruments {
     }
 
     /// Counts one call or warning.
-    fn record(&self, e: &MetricEvent) {
-        self.tally.record(e);
-        if e.name != MetricName::Warning && e.status != MetricStatus::Warning {
-            self.duration.record(e.duration.as_secs_f64(), &[]);
+    fn record(&self, c: &Count<'_>) {
+        self.tally.record(c);
+        if !c.warning {
+            self.duration.record(c.duration.as_secs_f64(), &[]);
         }
     }
 }

@@ -16,9 +16,9 @@ pub use scope::{GuardVerdict, TraceParent, guard_call, with_trace_parent};
 /// down into it through this seam, so the export stands above the classifier.
 pub(crate) trait CallExport: Send + Sync {
     /// A call starts: what to keep until it ends.
-    fn start(&self, state: &Value, questions: &Questions, asked: &str) -> Box<dyn CallWatch>;
-    /// One metric event of an outermost classifier, or a warning.
-    fn metric(&self, event: &MetricEvent);
+    fn start(&self, state: &Value, questions: &Questions) -> Box<dyn CallWatch>;
+    /// One call of an outermost classifier, or a warning.
+    fn count(&self, count: &Count<'_>);
     /// A guard judgment that asked no judge: its own span, from `started`.
     fn guard(
         &self,
@@ -42,10 +42,81 @@ pub(crate) trait EndedCall: Send {
     fn export(self: Box<Self>, guard: Option<&GuardVerdict>);
 }
 
+/// One call or warning as the call export counts it, borrowed from the call:
+/// made for every outermost call (a [`MetricEvent`], which owns its texts,
+/// is made only for a [`MetricFn`]).
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) struct Count<'a> {
+    /// A warning: nothing else is read.
+    pub(crate) warning: bool,
+    /// The call succeeded.
+    pub(crate) ok: bool,
+    /// The `EvalContext::call_name` of the call, possibly empty (the
+    /// metrics do not label by it; an export that tells calls apart does).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) call_name: &'a str,
+    pub(crate) style: &'a str,
+    /// The model that answered, or the one asked for a failure.
+    pub(crate) model: &'a str,
+    pub(crate) answers: Answers<'a>,
+    pub(crate) error_kind: Option<crate::error::ErrorKind>,
+    pub(crate) input_tokens: i64,
+    pub(crate) output_tokens: i64,
+    pub(crate) cost: Option<f64>,
+    pub(crate) cache_hit: bool,
+    pub(crate) duration: std::time::Duration,
+}
+
+/// The answer types of a counted call.
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) enum Answers<'a> {
+    /// Those of the decision (none for a failure).
+    Of(Option<&'a Decision>),
+    /// As listed.
+    Listed(&'a [&'static str]),
+}
+
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+impl Answers<'_> {
+    /// Calls `f` with each answer's type, in key order.
+    pub(crate) fn each(&self, mut f: impl FnMut(&'static str)) {
+        match self {
+            Answers::Of(d) => d
+                .iter()
+                .flat_map(|d| d.answers.values())
+                .for_each(|a| f(a.answer_type())),
+            Answers::Listed(types) => types.iter().for_each(|t| f(t)),
+        }
+    }
+}
+
+#[cfg(all(test, feature = "otel"))]
+impl<'a> Count<'a> {
+    /// What `e` counts.
+    pub(crate) fn of(e: &'a MetricEvent) -> Count<'a> {
+        Count {
+            warning: e.name == MetricName::Warning || e.status == MetricStatus::Warning,
+            ok: e.status == MetricStatus::Ok,
+            call_name: &e.call_name,
+            style: &e.style,
+            model: &e.model,
+            answers: Answers::Listed(&e.answers),
+            error_kind: e.error_kind,
+            input_tokens: e.input_tokens,
+            output_tokens: e.output_tokens,
+            cost: e.cost,
+            cache_hit: e.cache_hit,
+            duration: e.duration,
+        }
+    }
+}
+
 /// How a watched call ended.
 #[cfg_attr(not(feature = "otel"), allow(dead_code))]
 pub(crate) struct CallEnd<'a> {
     pub(crate) identity: &'a Identity,
+    /// The model asked for.
+    pub(crate) asked: &'a str,
     pub(crate) call_name: &'a str,
     pub(crate) duration: std::time::Duration,
     pub(crate) result: &'a Result<Evaluated, ClassifierError>,
@@ -85,12 +156,8 @@ fn call_export() -> Option<Arc<dyn CallExport>> {
 }
 
 /// Starts watching a call for the installed export, if there is one.
-pub(super) fn start_watch(
-    state: &Value,
-    questions: &Questions,
-    asked: &str,
-) -> Option<Box<dyn CallWatch>> {
-    call_export().map(|e| e.start(state, questions, asked))
+pub(super) fn start_watch(state: &Value, questions: &Questions) -> Option<Box<dyn CallWatch>> {
+    call_export().map(|e| e.start(state, questions))
 }
 
 impl Classifier {
@@ -119,27 +186,39 @@ impl Classifier {
         if !self.watched() {
             return;
         }
-        self.emit(
-            &MetricEvent {
-                name: MetricName::Warning,
-                model: self.inner.model.clone(),
-                call_name: ctx.call_name.clone(),
-                status: MetricStatus::Warning,
-                duration: std::time::Duration::ZERO,
-                input_tokens: 0,
-                output_tokens: 0,
-                cost: None,
-                cost_source: None,
-                error: Some(text),
-                key: Some(key.to_string()),
-                request_id: None,
-                cache_hit: false,
-                style: self.identity.style.clone(),
-                error_kind: None,
-                answers: Vec::new(),
-            },
-            true,
-        );
+        let event = || MetricEvent {
+            name: MetricName::Warning,
+            model: self.inner.model.clone(),
+            call_name: ctx.call_name.clone(),
+            status: MetricStatus::Warning,
+            duration: std::time::Duration::ZERO,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost: None,
+            cost_source: None,
+            error: Some(text),
+            key: Some(key.to_string()),
+            request_id: None,
+            cache_hit: false,
+            style: self.identity.style.clone(),
+            error_kind: None,
+            answers: Vec::new(),
+        };
+        let count = Count {
+            warning: true,
+            ok: false,
+            call_name: &ctx.call_name,
+            style: &self.identity.style,
+            model: &self.inner.model,
+            answers: Answers::Listed(&[]),
+            error_kind: None,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost: None,
+            cache_hit: false,
+            duration: std::time::Duration::ZERO,
+        };
+        self.emit(&count, event, true);
     }
 
     /// Whether anyone receives this classifier's metric events: its
@@ -148,21 +227,24 @@ impl Classifier {
         EXPORT_ON.load(Ordering::Acquire) || self.on_metric.is_some()
     }
 
-    /// Hands one metric event to its receivers; the OpenTelemetry metrics
-    /// count a call once, at the outermost classifier that opened it (a
-    /// warning once, where it was found).
-    fn emit(&self, event: &MetricEvent, outermost: bool) {
+    /// Hands one call or warning to its receivers: the OpenTelemetry
+    /// metrics count it once, at the outermost classifier that opened it (a
+    /// warning once, where it was found); the [`MetricFn`] gets the event
+    /// `event` makes, made only for it.
+    fn emit(&self, count: &Count<'_>, event: impl FnOnce() -> MetricEvent, outermost: bool) {
         if let Some(export) = outermost.then(call_export).flatten() {
-            export.metric(event);
+            export.count(count);
         }
         if let Some(f) = &self.on_metric {
-            f(event);
+            f(&event());
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn report(
         &self,
         ctx: &EvalContext,
+        asked: &str,
         started: Instant,
         result: &Result<Evaluated, ClassifierError>,
         place: Place<'_>,
@@ -216,6 +298,7 @@ impl Classifier {
             let stage = IN_CALL.try_with(CallNotes::cascade_stage).ok().flatten();
             scope::export_ended(watch.finish(CallEnd {
                 identity: &self.identity,
+                asked,
                 call_name: &ctx.call_name,
                 duration,
                 result: full,
@@ -227,63 +310,69 @@ impl Classifier {
         if !(self.on_metric.is_some() || outermost && self.watched()) {
             return;
         }
-        let answers = match result {
-            Ok(d) => d
-                .answers
-                .values()
-                .map(DecisionAnswer::answer_type)
-                .collect(),
-            Err(_) => Vec::new(),
-        };
         let error_kind = result.as_ref().err().map(|e| e.kind());
-        let (model, status, input_tokens, output_tokens, cost, error) = match result {
+        let (model, ok, input_tokens, output_tokens, cost) = match result {
             // A hit spent nothing: no tokens, and a cost that is known to be 0.
-            Ok(_) if cache_hit => (
-                answered,
-                MetricStatus::Ok,
-                0,
-                0,
-                crate::price::Cost::cache_hit(),
-                None,
-            ),
+            Ok(_) if cache_hit => (answered, true, 0, 0, crate::price::Cost::cache_hit()),
             Ok(d) => (
                 answered,
-                MetricStatus::Ok,
+                true,
                 d.usage.input_tokens,
                 d.usage.output_tokens,
                 cost,
-                None,
             ),
-            Err(e) => (
+            Err(_) => (
                 self.inner.model.clone(),
-                MetricStatus::Error,
+                false,
                 0,
                 0,
                 crate::price::Cost::UNKNOWN,
-                Some(e.to_string()),
             ),
         };
-        self.emit(
-            &MetricEvent {
-                name: MetricName::Evaluate,
-                model,
-                call_name: ctx.call_name.clone(),
-                status,
-                duration,
-                input_tokens,
-                output_tokens,
-                cost: cost.usd,
-                cost_source: cost.source,
-                error,
-                key: None,
-                request_id,
-                cache_hit,
-                style: self.identity.style.clone(),
-                error_kind,
-                answers,
+        let count = Count {
+            warning: false,
+            ok,
+            call_name: &ctx.call_name,
+            style: &self.identity.style,
+            model: &model,
+            answers: Answers::Of(result.as_ref().ok().copied()),
+            error_kind,
+            input_tokens,
+            output_tokens,
+            cost: cost.usd,
+            cache_hit,
+            duration,
+        };
+        let event = || MetricEvent {
+            name: MetricName::Evaluate,
+            model: model.clone(),
+            call_name: ctx.call_name.clone(),
+            status: if ok {
+                MetricStatus::Ok
+            } else {
+                MetricStatus::Error
             },
-            outermost,
-        );
+            duration,
+            input_tokens,
+            output_tokens,
+            cost: cost.usd,
+            cost_source: cost.source.clone(),
+            error: result.as_ref().err().map(ToString::to_string),
+            key: None,
+            request_id: request_id.clone(),
+            cache_hit,
+            style: self.identity.style.clone(),
+            error_kind,
+            answers: match result {
+                Ok(d) => d
+                    .answers
+                    .values()
+                    .map(DecisionAnswer::answer_type)
+                    .collect(),
+                Err(_) => Vec::new(),
+            },
+        };
+        self.emit(&count, event, outermost);
     }
 }
 

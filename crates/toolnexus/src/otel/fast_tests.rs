@@ -22,7 +22,7 @@ use crate::classifier::{
 use crate::otel::delivery::{Counts, Warned};
 use crate::otel::spans::{Parts, Spans};
 use crate::otel::tests::{decision, priced};
-use crate::otel::{Export, Instruments, Watch};
+use crate::otel::{Ended, Export, Instruments, Watch};
 
 /// Ids counted up from 1, the same sequence for each path.
 #[derive(Debug, Default)]
@@ -143,11 +143,10 @@ fn calls(spans: &Arc<Spans>) {
         "jev-latest",
         Some("https://user:secret@api.example.com:8443/v1/systemone".into()),
     );
-    let watch = |asked: &str, parent: Option<TraceParent>, content: bool| {
+    let watch = |parent: Option<TraceParent>, content: bool| {
         Box::new(Watch {
             spans: spans.clone(),
             started: start,
-            asked: asked.to_string(),
             parent,
             // Long enough for lengths of three bytes in the attribute, its
             // value and the span.
@@ -157,15 +156,18 @@ fn calls(spans: &Arc<Spans>) {
             } else {
                 Vec::new()
             },
+            ended: Ended::Dropped,
         })
     };
     fn end<'a>(
         id: &'a Identity,
         result: &'a Result<Evaluated, ClassifierError>,
         stage: Option<&'static str>,
+        asked: &'a str,
     ) -> CallEnd<'a> {
         CallEnd {
             identity: id,
+            asked,
             call_name: "triage",
             duration: Duration::from_millis(42),
             result,
@@ -187,31 +189,31 @@ fn calls(spans: &Arc<Spans>) {
     };
 
     let noul = Ok(Evaluated::new(noul()));
-    watch("jev-latest", None, false)
-        .finish(end(&id, &noul, None))
+    watch(None, false)
+        .finish(end(&id, &noul, None, "jev-latest"))
         .export(None);
     let priced = Ok(priced());
-    watch("jev-latest", None, true)
-        .finish(end(&id, &priced, Some("teacher")))
+    watch(None, true)
+        .finish(end(&id, &priced, Some("teacher"), "jev-latest"))
         .export(None);
     let failed = Err(ClassifierError::cancelled());
-    watch("jev-latest", None, false)
+    watch(None, false)
         .finish(CallEnd {
             answered: "",
-            ..end(&id, &failed, None)
+            ..end(&id, &failed, None, "jev-latest")
         })
         .export(None);
-    watch("jev-guard", None, false)
-        .finish(end(&id, &noul, None))
+    watch(None, false)
+        .finish(end(&id, &noul, None, "jev-guard"))
         .export(Some(&verdict));
     let export = export_of(spans);
     export.guard(start, Duration::from_micros(250), &verdict);
     let both = Ok(Evaluated::new(decision()));
-    watch("jev-latest", Some(parent(true)), false)
-        .finish(end(&id, &both, None))
+    watch(Some(parent(true)), false)
+        .finish(end(&id, &both, None, "jev-latest"))
         .export(None);
-    watch("jev-latest", Some(parent(false)), false)
-        .finish(end(&id, &both, None))
+    watch(Some(parent(false)), false)
+        .finish(end(&id, &both, None, "jev-latest"))
         .export(None);
 }
 

@@ -18,7 +18,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::metrics::{AsyncInstrument, Meter, ObservableCounter};
 
 use super::attributes;
-use crate::classifier::{MetricEvent, MetricName, MetricStatus};
+use crate::classifier::Count;
 
 /// The SDK's default cardinality limit: past this many label sets in one
 /// instrument, measurements go to one `otel.metric.overflow` series.
@@ -131,20 +131,14 @@ pub(super) struct Tally {
 impl Tally {
     /// Counts one call or warning (the histogram of durations stays the
     /// SDK's: its buckets are its own).
-    pub(super) fn record(&self, e: &MetricEvent) {
-        if e.name == MetricName::Warning || e.status == MetricStatus::Warning {
+    pub(super) fn record(&self, e: &Count<'_>) {
+        if e.warning {
             self.warnings.add(1);
             return;
         }
-        let outcome = if e.status == MetricStatus::Ok {
-            "ok"
-        } else {
-            "error"
-        };
-        self.requests.add(&e.style, &e.model, outcome);
-        for t in &e.answers {
-            self.answers.add(t, 1);
-        }
+        let outcome = if e.ok { "ok" } else { "error" };
+        self.requests.add(e.style, e.model, outcome);
+        e.answers.each(|t| self.answers.add(t, 1));
         if let Some(kind) = e.error_kind {
             self.errors.add(kind.as_str(), 1);
         }

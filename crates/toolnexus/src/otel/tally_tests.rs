@@ -7,7 +7,7 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 
 use super::*;
-use crate::classifier::ErrorKind;
+use crate::classifier::{ErrorKind, MetricEvent, MetricName, MetricStatus};
 
 /// Keeps each collection as text: every series of every sum, with its
 /// metric's name, description, unit, kind, temporality and labels.
@@ -167,7 +167,7 @@ fn collections(steps: &[Vec<MetricEvent>], tally: bool) -> Vec<Vec<String>> {
         for e in events {
             match &sync {
                 Some(record) => record(e),
-                None => t.record(e),
+                None => t.record(&Count::of(e)),
             }
         }
         provider.force_flush().expect("collected");

@@ -21,12 +21,12 @@ struct Recorder(Arc<Mutex<Seen>>);
 struct Watching(Arc<Mutex<Seen>>);
 
 impl CallExport for Recorder {
-    fn start(&self, _: &Value, _: &Questions, _: &str) -> Box<dyn CallWatch> {
+    fn start(&self, _: &Value, _: &Questions) -> Box<dyn CallWatch> {
         Box::new(Watching(self.0.clone()))
     }
 
-    fn metric(&self, event: &MetricEvent) {
-        if event.call_name == NAME {
+    fn count(&self, count: &Count<'_>) {
+        if count.call_name == NAME {
             self.0.lock().unwrap().metrics += 1;
         }
     }
@@ -115,11 +115,11 @@ struct GuardWatching(Arc<Mutex<GuardSeen>>);
 struct GuardEnded(Arc<Mutex<GuardSeen>>, String);
 
 impl CallExport for GuardRecorder {
-    fn start(&self, _: &Value, _: &Questions, _: &str) -> Box<dyn CallWatch> {
+    fn start(&self, _: &Value, _: &Questions) -> Box<dyn CallWatch> {
         Box::new(GuardWatching(self.0.clone()))
     }
 
-    fn metric(&self, _: &MetricEvent) {}
+    fn count(&self, _: &Count<'_>) {}
 
     fn guard(&self, _: std::time::SystemTime, _: std::time::Duration, v: &GuardVerdict) {
         if v.tool == TOOL {
