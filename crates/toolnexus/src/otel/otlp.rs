@@ -477,14 +477,19 @@ pub(super) fn end(out: &mut Vec<u8>, at: usize) {
         out[at - 1] = len as u8;
         return;
     }
-    let (mut head, mut n, mut v) = ([0u8; 10], 0, len as u64);
+    // The body moves on by the bytes the length takes past the one left
+    // for it.
+    let more = varint_len(len) - 1;
+    let old = out.len();
+    out.resize(old + more, 0);
+    out.copy_within(at..old, at + more);
+    let (mut i, mut v) = (at - 1, len as u64);
     while v >= 0x80 {
-        head[n] = v as u8 | 0x80;
+        out[i] = v as u8 | 0x80;
         v >>= 7;
-        n += 1;
+        i += 1;
     }
-    head[n] = v as u8;
-    out.splice(at - 1..at, head[..=n].iter().copied());
+    out[i] = v as u8;
 }
 
 #[cfg(test)]
