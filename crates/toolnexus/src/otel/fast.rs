@@ -735,8 +735,11 @@ impl Shared {
                 result = sent.map_err(OTelSdkError::InternalFailure);
             }
             // The posts are done with the bytes: their memory takes the
-            // next spans (unless a post kept a hold on them).
-            bytes = all.try_into_mut().map_or_else(|_| Vec::new(), Vec::from);
+            // next spans (or, where a post still holds them, as much room).
+            let room = all.len();
+            bytes = all
+                .try_into_mut()
+                .map_or_else(|_| Vec::with_capacity(room), Vec::from);
             bytes.clear();
             ends.clear();
             if stop {
