@@ -6,11 +6,11 @@
 //! cargo bench -p toolnexus-cli --bench otel
 //! ```
 //!
-//! The batch runs on CPU 0 alone, and `serve` and the collector on the
-//! other CPUs (`taskset`), as a client, its server and its collector run on
-//! machines of their own; on a machine of two shared virtual CPUs, letting
-//! the scheduler place three processes' threads swings a run's rate by a
-//! fifth between runs of one binary. `OTEL_BENCH_PIN=0` lets it place them.
+//! The scheduler places the processes; with `OTEL_BENCH_PIN=1` the batch
+//! runs on CPU 0 alone and `serve` and the collector on the other CPUs
+//! (`taskset`), as a client, its server and its collector on machines of
+//! their own: the batch's CPU is then the bottleneck, and the whole of the
+//! export's cost shows in its rate (the worst case).
 //!
 //! Each round (`OTEL_BENCH_ROUNDS`, default 5) runs the batch with export off
 //! and on, back to back, the side going first alternating, over
@@ -70,13 +70,13 @@ enum Layout {
 }
 
 impl Layout {
-    /// Pinned unless `OTEL_BENCH_PIN=0`, or the machine has one CPU, or
-    /// `taskset` cannot move this process (then free). Pinning moves this
-    /// process, and so every thread and child it starts from now on, off
-    /// CPU 0; each batch is started on CPU 0 alone.
+    /// Pinned with `OTEL_BENCH_PIN=1` where the machine has two CPUs or
+    /// more and `taskset` can move this process; else free. Pinning moves
+    /// this process, and so every thread and child it starts from then on,
+    /// off CPU 0; each batch is started on CPU 0 alone.
     fn choose() -> Layout {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if std::env::var("OTEL_BENCH_PIN").is_ok_and(|v| v == "0") || cpus < 2 {
+        if std::env::var("OTEL_BENCH_PIN").map_or(true, |v| v != "1") || cpus < 2 {
             return Layout::Free;
         }
         let others = format!("1-{}", cpus - 1);

@@ -79,17 +79,6 @@ pub(super) struct Proto<'a> {
 }
 
 impl Proto<'_> {
-    /// Starts an attribute's `KeyValue` and its `AnyValue`; `None` when the
-    /// limit drops it.
-    fn open(&mut self, key: &str) -> Option<(usize, usize)> {
-        if !self.kept.admit() {
-            return None;
-        }
-        let kv = otlp::begin(self.out, self.field);
-        otlp::string(self.out, 1, key);
-        Some((kv, otlp::begin(self.out, 2)))
-    }
-
     /// Writes one attribute whose `AnyValue` body, `len` bytes, `value`
     /// writes: every length is known before it is written, so no byte is
     /// moved afterwards. Nothing when the limit drops it.
@@ -118,13 +107,6 @@ impl Proto<'_> {
         otlp::key(out, 2, LEN);
         otlp::varint(out, len as u64);
         value(out);
-    }
-
-    fn close(&mut self, (kv, value): (usize, usize)) {
-        // The inner message first: its length may move its bytes, never
-        // the outer one's start.
-        otlp::end(self.out, value);
-        otlp::end(self.out, kv);
     }
 
     /// One attribute the SDK's API made (the sampler's).
@@ -245,32 +227,36 @@ impl Sink for Proto<'_> {
     where
         I: Iterator<Item = &'a str> + Clone,
     {
-        if let Some(at) = self.open(key) {
-            let array = otlp::begin(self.out, 5);
+        // `ArrayValue` (field 5 of `AnyValue`): an `AnyValue` per item,
+        // each a string (field 1); every length counted first.
+        let item = |v: &str| field_len(field_len(v.len()));
+        let array: usize = values.clone().map(item).sum();
+        self.known(key, field_len(array), |out| {
+            otlp::key(out, 5, LEN);
+            otlp::varint(out, array as u64);
             for v in values {
-                let item = otlp::begin(self.out, 1);
-                otlp::string_always(self.out, 1, v);
-                otlp::end(self.out, item);
+                otlp::key(out, 1, LEN);
+                otlp::varint(out, field_len(v.len()) as u64);
+                otlp::string_always(out, 1, v);
             }
-            otlp::end(self.out, array);
-            self.close(at);
-        }
+        });
     }
 
     fn floats<I>(&mut self, key: &'static str, values: I)
     where
         I: Iterator<Item = f64> + Clone,
     {
-        if let Some(at) = self.open(key) {
-            let array = otlp::begin(self.out, 5);
+        // Each item an `AnyValue` of 9 bytes (a double, field 4), 11 with
+        // its key and length.
+        let array = 11 * values.clone().count();
+        self.known(key, field_len(array), |out| {
+            otlp::key(out, 5, LEN);
+            otlp::varint(out, array as u64);
             for v in values {
-                let item = otlp::begin(self.out, 1);
-                otlp::double_always(self.out, v);
-                otlp::end(self.out, item);
+                out.extend_from_slice(&[1 << 3 | LEN, 9]);
+                otlp::double_always(out, v);
             }
-            otlp::end(self.out, array);
-            self.close(at);
-        }
+        });
     }
 }
 
@@ -398,10 +384,12 @@ impl Open {
         otlp::end(body, at);
     }
 
-    /// The whole `Span` message (without its own key and length) into
-    /// `out`, the guard's verdict and the sampler's attributes after the
-    /// call's, in the SDK's order of fields.
-    pub(super) fn close(self, guard: Option<&GuardVerdict>, out: &mut Vec<u8>) {
+    /// Closes the span, the guard's verdict and the sampler's attributes
+    /// after the call's: the whole `Span` message (without its own key and
+    /// length), in the SDK's order of fields, is the pieces
+    /// [`Closed::pieces`] gives, the few bytes not already in the span's
+    /// buffer written into `small`.
+    pub(super) fn close(self, guard: Option<&GuardVerdict>, small: &mut Vec<u8>) -> Closed {
         let Open {
             head,
             body,
@@ -410,21 +398,20 @@ impl Open {
             events_dropped,
             ..
         } = self;
-        out.clear();
-        otlp::bytes(out, 1, &head.trace_id);
-        otlp::bytes(out, 2, &head.span_id);
-        otlp::string(out, 3, &head.trace_state);
+        small.clear();
+        otlp::bytes(small, 1, &head.trace_id);
+        otlp::bytes(small, 2, &head.span_id);
+        otlp::string(small, 3, &head.trace_state);
         if let Some(parent) = head.parent.filter(|p| *p != [0; 8]) {
-            otlp::bytes(out, 4, &parent);
+            otlp::bytes(small, 4, &parent);
         }
-        otlp::string(out, 5, &head.name);
-        otlp::uint(out, 6, head.kind);
-        otlp::fixed64(out, 7, head.start);
-        otlp::fixed64(out, 8, head.end);
-        let split = attributes_end.unwrap_or(body.len());
-        out.extend_from_slice(&body[..split]);
+        otlp::string(small, 5, &head.name);
+        otlp::uint(small, 6, head.kind);
+        otlp::fixed64(small, 7, head.start);
+        otlp::fixed64(small, 8, head.end);
+        let front = small.len();
         let mut more = Proto {
-            out,
+            out: small,
             field: 9,
             kept: &mut attributes,
         };
@@ -434,17 +421,56 @@ impl Open {
         for kv in &head.sampler {
             more.key_value(kv);
         }
-        otlp::uint(out, 10, u64::from(attributes.dropped));
-        out.extend_from_slice(&body[split..]);
-        otlp::uint(out, 12, u64::from(events_dropped));
-        let status = otlp::begin(out, 15);
+        otlp::uint(small, 10, u64::from(attributes.dropped));
+        let middle = small.len();
+        otlp::uint(small, 12, u64::from(events_dropped));
+        let status = otlp::begin(small, 15);
         if let Some(kind) = head.error {
-            otlp::string(out, 2, kind);
-            otlp::uint(out, 3, 2);
+            otlp::string(small, 2, kind);
+            otlp::uint(small, 3, 2);
         }
-        otlp::end(out, status);
-        otlp::fixed32(out, 16, otlp::span_flags(head.parent.is_some(), head.flags));
-        give_body(body);
+        otlp::end(small, status);
+        otlp::fixed32(
+            small,
+            16,
+            otlp::span_flags(head.parent.is_some(), head.flags),
+        );
+        Closed {
+            split: attributes_end.unwrap_or(body.len()),
+            body,
+            front,
+            middle,
+        }
+    }
+}
+
+/// A closed span: the bytes the calls wrote (its attributes, then its
+/// events, split where they meet) and where the few others lie in the
+/// buffer [`Open::close`] wrote them into.
+pub(super) struct Closed {
+    body: Vec<u8>,
+    split: usize,
+    front: usize,
+    middle: usize,
+}
+
+impl Closed {
+    /// The `Span` message's pieces, in order, the others read from `small`:
+    /// ids, name and times; the call's attributes; the guard's and the
+    /// sampler's, and the count dropped; the events; the rest.
+    pub(super) fn pieces<'a>(&'a self, small: &'a [u8]) -> [&'a [u8]; 5] {
+        [
+            &small[..self.front],
+            &self.body[..self.split],
+            &small[self.front..self.middle],
+            &self.body[self.split..],
+            &small[self.middle..],
+        ]
+    }
+
+    /// Gives the span's buffer back for this thread's next span.
+    pub(super) fn done(self) {
+        give_body(self.body);
     }
 }
 
@@ -626,9 +652,10 @@ impl Queue {
         })
     }
 
-    /// Queues one encoded `Span` message; a full queue drops it (counted)
-    /// and never waits.
-    pub(super) fn push(&self, span: &[u8]) -> bool {
+    /// Queues one encoded `Span` message, the concatenation of `pieces`; a
+    /// full queue drops it (counted) and never waits.
+    pub(super) fn push(&self, pieces: &[&[u8]]) -> bool {
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
         let s = &self.shared;
         let mut p = s.lock();
         if p.stop || p.ends.len() >= s.batch.max_queue {
@@ -642,8 +669,10 @@ impl Queue {
             p.bytes.resize(at + s.room, 0);
         }
         otlp::key(&mut p.bytes, 2, LEN);
-        otlp::varint(&mut p.bytes, span.len() as u64);
-        p.bytes.extend_from_slice(span);
+        otlp::varint(&mut p.bytes, len as u64);
+        for piece in pieces {
+            p.bytes.extend_from_slice(piece);
+        }
         let end = p.bytes.len();
         p.ends.push(end);
         let ready = p.ends.len() == max_batch;

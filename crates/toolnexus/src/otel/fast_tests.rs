@@ -675,3 +675,57 @@ fn batches_taken_together_each_go_in_a_whole_request_of_their_own() {
         }
     }
 }
+
+#[test]
+fn arrays_of_every_length_are_written_as_prost_writes_them() {
+    use opentelemetry_proto::tonic::common::v1::{
+        AnyValue, ArrayValue, KeyValue as ProtoKeyValue, any_value,
+    };
+    for n in [0usize, 1, 3, 11, 40, 255] {
+        let labels: Vec<String> = (0..n).map(|i| format!("option-{i}")).collect();
+        let values: Vec<f64> = (0..n).map(|i| i as f64 / 7.0).collect();
+        let mut out = Vec::new();
+        let mut kept = Kept::new(128);
+        let mut a = Proto {
+            out: &mut out,
+            field: 9,
+            kept: &mut kept,
+        };
+        a.texts("toolnexus.labels", labels.iter().map(String::as_str));
+        a.floats("toolnexus.probabilities", values.iter().copied());
+        let array = |items: Vec<any_value::Value>| AnyValue {
+            value: Some(any_value::Value::ArrayValue(ArrayValue {
+                values: items
+                    .into_iter()
+                    .map(|v| AnyValue { value: Some(v) })
+                    .collect(),
+            })),
+        };
+        let mut expected = Vec::new();
+        for kv in [
+            ProtoKeyValue {
+                key: "toolnexus.labels".into(),
+                value: Some(array(
+                    labels
+                        .iter()
+                        .map(|l| any_value::Value::StringValue(l.clone()))
+                        .collect(),
+                )),
+            },
+            ProtoKeyValue {
+                key: "toolnexus.probabilities".into(),
+                value: Some(array(
+                    values
+                        .iter()
+                        .map(|v| any_value::Value::DoubleValue(*v))
+                        .collect(),
+                )),
+            },
+        ] {
+            otlp::key(&mut expected, 9, LEN);
+            otlp::varint(&mut expected, kv.encoded_len() as u64);
+            kv.encode(&mut expected).expect("room");
+        }
+        assert_eq!(out, expected, "{n} items");
+    }
+}

@@ -100,7 +100,8 @@ struct Sampled {
 }
 
 thread_local! {
-    /// The bytes of the span a calling thread is closing, kept for its next.
+    /// The few bytes of the span a calling thread is closing that are not
+    /// in its buffer (ids, times, status), kept for its next.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -253,19 +254,21 @@ impl Spans {
         self.counts.queued();
         let mut span = Some(span);
         let queued = SCRATCH.try_with(|scratch| {
-            let mut out = scratch.borrow_mut();
+            let mut small = scratch.borrow_mut();
             if let Some(span) = span.take() {
-                span.close(guard, &mut out);
+                let closed = span.close(guard, &mut small);
+                queue.push(&closed.pieces(&small));
+                closed.done();
             }
-            queue.push(&out);
         });
         // A thread being torn down has no scratch: a buffer of its own.
         if queued.is_err()
             && let Some(span) = span
         {
-            let mut out = Vec::new();
-            span.close(guard, &mut out);
-            queue.push(&out);
+            let mut small = Vec::new();
+            let closed = span.close(guard, &mut small);
+            queue.push(&closed.pieces(&small));
+            closed.done();
         }
     }
 
