@@ -6,6 +6,9 @@
 //! cargo bench -p toolnexus-cli --bench otel
 //! ```
 //!
+//! `OTEL_BENCH_CONTROL=1` runs the same rounds with the export off on both
+//! sides: the spread of that sitting's ratios is the bench's noise floor.
+//!
 //! The scheduler places the processes; with `OTEL_BENCH_PIN=1` the batch
 //! runs on CPU 0 alone and `serve` and the collector on the other CPUs
 //! (`taskset`), as a client, its server and its collector on machines of
@@ -273,6 +276,10 @@ fn main() {
     let serve = start_serve(&tape);
     let receiver = Receiver::start();
     let collector = format!("http://{}", receiver.addr);
+    // The control: the "on" side exports nothing either, so that the
+    // ratios show what the sitting's noise alone makes of two equal sides.
+    let control = std::env::var("OTEL_BENCH_CONTROL").is_ok_and(|v| v == "1");
+    let exporting = (!control).then_some(collector.as_str());
     let base = format!("{}/v1", serve.1);
     let (q, s) = (q.display().to_string(), states.display().to_string());
     let args = [
@@ -289,7 +296,7 @@ fn main() {
     ];
     // One run each first: connections, page cache, the receiver's thread.
     batch(layout, &dir, &args, n, None);
-    batch(layout, &dir, &args, n, Some(&collector));
+    batch(layout, &dir, &args, n, exporting);
     // Each round runs both sides back to back, the side going first
     // alternating (off-on, on-off, ...): a machine that slows or speeds up
     // over a minute weighs on both alike, and each round's ratio compares
@@ -298,14 +305,14 @@ fn main() {
     for round in 0..rounds {
         if round % 2 == 0 {
             off.push(batch(layout, &dir, &args, n, None));
-            on.push(batch(layout, &dir, &args, n, Some(&collector)));
+            on.push(batch(layout, &dir, &args, n, exporting));
         } else {
-            on.push(batch(layout, &dir, &args, n, Some(&collector)));
+            on.push(batch(layout, &dir, &args, n, exporting));
             off.push(batch(layout, &dir, &args, n, None));
         }
     }
     let delivered = receiver.spans.load(Ordering::Relaxed);
-    assert!(delivered > 0, "the receiver got spans");
+    assert!(control || delivered > 0, "the receiver got spans");
     let cpu = |runs: &[Run]| -> Option<(f64, f64)> {
         let all: Option<Vec<(f64, f64)>> = runs.iter().map(|r| r.cpu_us).collect();
         let all = all?;
@@ -333,6 +340,9 @@ fn main() {
             Layout::Free => "not pinned: every process where the scheduler puts it",
         }
     );
+    if control {
+        println!("  control (OTEL_BENCH_CONTROL=1): the \"on\" side exports nothing either");
+    }
     println!("  export off: {off:.0} states/s   rounds: {rates_off:.0?}");
     println!(
         "  export on:  {on:.0} states/s   rounds: {rates_on:.0?} (to a loopback OTLP/HTTP receiver)"
@@ -362,7 +372,7 @@ fn main() {
     }
     println!(
         "  spans received: {delivered} of {} exported",
-        n * (rounds + 1)
+        if control { 0 } else { n * (rounds + 1) }
     );
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
