@@ -29,6 +29,21 @@ fn system_one() -> Upstream {
     })
 }
 
+/// `eval` of a spam state against the System One server at `base_url`.
+fn eval_spam<'a>(base_url: &'a str, questions: &'a str) -> Vec<&'a str> {
+    vec![
+        "eval",
+        "--style",
+        "systemone",
+        "--base-url",
+        base_url,
+        "--questions",
+        questions,
+        "--state",
+        "\"WIN A PRIZE\"",
+    ]
+}
+
 fn has(body: &[u8], needle: &str) -> bool {
     body.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
@@ -40,20 +55,7 @@ fn eval_exports_its_call_to_the_collector_the_environment_names() {
     let collector = Upstream::start(|_| (200, vec![], String::new()));
     let endpoint = collector.base_url.trim_end_matches("/v1").to_string();
     let questions = spam_questions().to_string();
-    let mut cmd = toolnexus(
-        dir.path(),
-        &[
-            "eval",
-            "--style",
-            "systemone",
-            "--base-url",
-            &upstream.base_url,
-            "--questions",
-            &questions,
-            "--state",
-            "\"WIN A PRIZE\"",
-        ],
-    );
+    let mut cmd = toolnexus(dir.path(), &eval_spam(&upstream.base_url, &questions));
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
         .env("TYPESAFE_API_KEY", "sk-otel-cli-5e2a");
     let out = run(cmd);
@@ -103,17 +105,7 @@ fn otel_sdk_disabled_turns_the_export_off_and_the_call_still_runs() {
     let endpoint = collector.base_url.trim_end_matches("/v1").to_string();
     let questions = spam_questions().to_string();
     for flag in [None, Some("--otel")] {
-        let mut args = vec![
-            "eval",
-            "--style",
-            "systemone",
-            "--base-url",
-            &upstream.base_url,
-            "--questions",
-            &questions,
-            "--state",
-            "\"WIN A PRIZE\"",
-        ];
+        let mut args = eval_spam(&upstream.base_url, &questions);
         args.extend(flag);
         let mut cmd = toolnexus(dir.path(), &args);
         cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)

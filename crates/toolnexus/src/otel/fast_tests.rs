@@ -379,6 +379,17 @@ fn the_limits_drop_and_count_as_the_sdk_does() {
     assert!(three.events.iter().all(|e| e.dropped_attributes_count > 0));
 }
 
+/// A guard's verdict: the judge allowed a Bash call.
+fn judge_allowed() -> GuardVerdict {
+    GuardVerdict {
+        tool: "Bash".into(),
+        verdict: "allow",
+        rule: None,
+        decided_by: "judge",
+        judge_asked: true,
+    }
+}
+
 #[test]
 fn a_full_queue_drops_and_counts_and_never_waits() {
     let posted = Posted::default();
@@ -406,13 +417,7 @@ fn a_full_queue_drops_and_counts_and_never_waits() {
         &resource(),
     );
     let export = export_of(&spans);
-    let verdict = GuardVerdict {
-        tool: "Bash".into(),
-        verdict: "allow",
-        rule: None,
-        decided_by: "judge",
-        judge_asked: true,
-    };
+    let verdict = judge_allowed();
     let start = SystemTime::now();
     let offered = Instant::now();
     for _ in 0..200 {
@@ -607,13 +612,7 @@ fn taken_together(resource: &Resource, max_batch: usize, more: usize) -> Vec<Vec
     let b = batch(1_000, max_batch, Duration::from_secs(60));
     let spans = posting(held, &counts, SpanLimits::default(), b, resource);
     let export = export_of(&spans);
-    let verdict = GuardVerdict {
-        tool: "Bash".into(),
-        verdict: "allow",
-        rule: None,
-        decided_by: "judge",
-        judge_asked: true,
-    };
+    let verdict = judge_allowed();
     let start = SystemTime::now();
     for _ in 0..max_batch {
         export.guard(start, Duration::from_millis(1), &verdict);
