@@ -240,7 +240,6 @@ impl Classifier {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn report(
         &self,
         ctx: &EvalContext,
