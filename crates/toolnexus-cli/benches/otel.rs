@@ -6,6 +6,10 @@
 //! cargo bench -p toolnexus-cli --bench otel
 //! ```
 //!
+//! Beside them, the machine's busy CPU time per state (every process's and
+//! the kernel's, from `/proc/stat`): what watching costs in CPU, whichever
+//! process pays it and wherever the scheduler runs it.
+//!
 //! `OTEL_BENCH_CONTROL=1` runs the same rounds with the export off on both
 //! sides: the spread of that sitting's ratios is the bench's noise floor.
 //!
@@ -50,6 +54,28 @@ struct Run {
     /// User and system CPU time of the batch process, µs per state (`None`
     /// where the kernel's count cannot be read).
     cpu_us: Option<(f64, f64)>,
+    /// The machine's busy CPU time over the run, every process's and the
+    /// kernel's, µs per state (`None` where `/proc/stat` cannot be read).
+    machine_us: Option<f64>,
+}
+
+/// The machine's busy CPU time so far, in seconds: every CPU's user, nice,
+/// system, interrupt and soft-interrupt time from `/proc/stat` (Linux; in
+/// ticks of 1/100 s), without idle, I/O wait and time stolen by the host.
+fn machine_busy() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<f64> = line
+        .split_whitespace()
+        .map(|t| t.parse::<f64>())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    // user nice system idle iowait irq softirq steal ...
+    let busy = [0, 1, 2, 5, 6]
+        .iter()
+        .map(|&i| ticks.get(i))
+        .sum::<Option<f64>>()?;
+    Some(busy / 100.0)
 }
 
 /// The CPU time (user, system) in seconds of this process's waited-for
@@ -123,6 +149,7 @@ fn batch(layout: Layout, dir: &Path, args: &[&str], n: usize, collector: Option<
         cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", url);
     }
     let before = children_cpu();
+    let busy = machine_busy();
     let start = Instant::now();
     let status = cmd.status().expect("run batch");
     let secs = start.elapsed().as_secs_f64();
@@ -131,9 +158,11 @@ fn batch(layout: Layout, dir: &Path, args: &[&str], n: usize, collector: Option<
     let cpu_us = before
         .zip(children_cpu())
         .map(|((u0, s0), (u1, s1))| (per_state(u1 - u0), per_state(s1 - s0)));
+    let machine_us = busy.zip(machine_busy()).map(|(b0, b1)| per_state(b1 - b0));
     Run {
         rate: n as f64 / secs,
         cpu_us,
+        machine_us,
     }
 }
 
@@ -322,6 +351,11 @@ fn main() {
         ))
     };
     let (cpu_off, cpu_on) = (cpu(&off), cpu(&on));
+    let machine = |runs: &[Run]| -> Option<f64> {
+        let all: Option<Vec<f64>> = runs.iter().map(|r| r.machine_us).collect();
+        Some(median(all?))
+    };
+    let machine_off_on = (machine(&off), machine(&on));
     let rates = |runs: &[Run]| runs.iter().map(|r| r.rate).collect::<Vec<_>>();
     let (rates_off, rates_on) = (rates(&off), rates(&on));
     let paired: Vec<f64> = rates_on
@@ -368,6 +402,12 @@ fn main() {
             "  the export's CPU per state:    {:+.1} µs user, {:+.1} µs system",
             u1 - u0,
             s1 - s0
+        );
+    }
+    if let (Some(m0), Some(m1)) = machine_off_on {
+        println!(
+            "  machine CPU per state, every process (medians): off {m0:.1} µs, on {m1:.1} µs ({:+.1}%)",
+            (m1 / m0 - 1.0) * 100.0
         );
     }
     println!(
