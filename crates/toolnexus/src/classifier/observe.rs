@@ -312,16 +312,22 @@ impl Classifier {
         let error_kind = result.as_ref().err().map(|e| e.kind());
         let (model, ok, input_tokens, output_tokens, cost) = match result {
             // A hit spent nothing: no tokens, and a cost that is known to be 0.
-            Ok(_) if cache_hit => (answered, true, 0, 0, crate::price::Cost::cache_hit()),
+            Ok(_) if cache_hit => (
+                answered.as_str(),
+                true,
+                0,
+                0,
+                crate::price::Cost::cache_hit(),
+            ),
             Ok(d) => (
-                answered,
+                answered.as_str(),
                 true,
                 d.usage.input_tokens,
                 d.usage.output_tokens,
                 cost,
             ),
             Err(_) => (
-                self.inner.model.clone(),
+                self.inner.model.as_str(),
                 false,
                 0,
                 0,
@@ -333,7 +339,7 @@ impl Classifier {
             ok,
             call_name: &ctx.call_name,
             style: &self.identity.style,
-            model: &model,
+            model,
             answers: Answers::Of(result.as_ref().ok().copied()),
             error_kind,
             input_tokens,
@@ -344,7 +350,7 @@ impl Classifier {
         };
         let event = || MetricEvent {
             name: MetricName::Evaluate,
-            model: model.clone(),
+            model: model.to_string(),
             call_name: ctx.call_name.clone(),
             status: if ok {
                 MetricStatus::Ok
@@ -362,13 +368,10 @@ impl Classifier {
             cache_hit,
             style: self.identity.style.clone(),
             error_kind,
-            answers: match result {
-                Ok(d) => d
-                    .answers
-                    .values()
-                    .map(DecisionAnswer::answer_type)
-                    .collect(),
-                Err(_) => Vec::new(),
+            answers: {
+                let mut types = Vec::new();
+                count.answers.each(|t| types.push(t));
+                types
             },
         };
         self.emit(&count, event, outermost);

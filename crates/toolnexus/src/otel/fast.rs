@@ -765,10 +765,10 @@ impl Shared {
             }
             // The posts are done with the bytes: their memory takes the
             // next spans (or, where a post still holds them, as much room).
-            let room = all.len();
+            let taken = all.len();
             bytes = all
                 .try_into_mut()
-                .map_or_else(|_| Vec::with_capacity(room), Vec::from);
+                .map_or_else(|_| Vec::with_capacity(taken), Vec::from);
             bytes.clear();
             ends.clear();
             if stop {

@@ -252,23 +252,22 @@ impl Spans {
             return;
         };
         self.counts.queued();
+        let queue_in = |span: fast::Open, small: &mut Vec<u8>| {
+            let closed = span.close(guard, small);
+            queue.push(&closed.pieces(small));
+            closed.done();
+        };
         let mut span = Some(span);
         let queued = SCRATCH.try_with(|scratch| {
-            let mut small = scratch.borrow_mut();
             if let Some(span) = span.take() {
-                let closed = span.close(guard, &mut small);
-                queue.push(&closed.pieces(&small));
-                closed.done();
+                queue_in(span, &mut scratch.borrow_mut());
             }
         });
         // A thread being torn down has no scratch: a buffer of its own.
         if queued.is_err()
             && let Some(span) = span
         {
-            let mut small = Vec::new();
-            let closed = span.close(guard, &mut small);
-            queue.push(&closed.pieces(&small));
-            closed.done();
+            queue_in(span, &mut Vec::new());
         }
     }
 
