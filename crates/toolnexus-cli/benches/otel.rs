@@ -27,7 +27,10 @@
 //! machine drifting over the sitting weighs on both sides alike); and the
 //! batch process's own CPU time per state (user and system, from
 //! the kernel's count for a waited-for child), which other processes on the
-//! machine do not inflate. The receiver is a lean OTLP/HTTP sink on a thread
+//! machine do not inflate. Then a 95% interval for the median round (the
+//! bootstrap), and what it settles about the budget (at most 5% slower):
+//! shown when the whole interval is within it, refuted when none of it is,
+//! else not settled by the sitting. The receiver is a lean OTLP/HTTP sink on a thread
 //! of the bench: it reads each request into one reused buffer, counts the
 //! spans by walking the protobuf (`ExportTraceServiceRequest` → resource
 //! spans → scope spans → spans), and answers 200; the count is printed beside
@@ -290,6 +293,44 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The budget: export on at most 5% slower than off.
+const BUDGET: f64 = 0.95;
+
+/// A 95% interval for the median of `v` by the bootstrap: the medians of
+/// 2,000 resamples drawn with replacement, by a generator of fixed seed
+/// (xorshift), so that the interval can be worked out again from the rounds
+/// printed.
+fn median_interval(v: &[f64]) -> (f64, f64) {
+    const RESAMPLES: usize = 2_000;
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut pick = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        v[(state % v.len() as u64) as usize]
+    };
+    let mut medians: Vec<f64> = (0..RESAMPLES)
+        .map(|_| median((0..v.len()).map(|_| pick()).collect()))
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    (
+        medians[RESAMPLES / 40],
+        medians[RESAMPLES - 1 - RESAMPLES / 40],
+    )
+}
+
+/// What a sitting settles about the budget, from the interval of its median
+/// round: shown when all of it is within, refuted when none of it is.
+fn verdict((low, high): (f64, f64)) -> &'static str {
+    if low >= BUDGET {
+        "shown"
+    } else if high < BUDGET {
+        "refuted"
+    } else {
+        "not settled by this sitting"
+    }
+}
+
 fn main() {
     let n = env_usize("OTEL_BENCH_STATES", 5_000);
     let rounds = env_usize("OTEL_BENCH_ROUNDS", 5).max(1);
@@ -394,6 +435,14 @@ fn main() {
         quartile(2),
         quartile(1),
         quartile(3),
+    );
+    let interval = median_interval(&paired);
+    println!(
+        "  95% interval of the median round (bootstrap): {:.3}..{:.3}; at most {:.0}% slower: {}",
+        interval.0,
+        interval.1,
+        (1.0 - BUDGET) * 100.0,
+        verdict(interval),
     );
     if let (Some((u0, s0)), Some((u1, s1))) = (cpu_off, cpu_on) {
         println!("  batch CPU per state (medians): off {u0:.1} µs user + {s0:.1} µs system");

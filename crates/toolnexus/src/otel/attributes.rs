@@ -121,6 +121,17 @@ pub(super) trait Sink {
         let _ = of;
         write(self);
     }
+    /// An event's first attributes, which `write` adds and which depend on
+    /// the question's `key` and the `answer_type` and nothing else: as
+    /// [`Sink::repeated`], a sink may give them again. By default it writes
+    /// them each time.
+    fn event_head(&mut self, key: &str, answer_type: &'static str, write: impl FnOnce(&mut Self))
+    where
+        Self: Sized,
+    {
+        let _ = (key, answer_type);
+        write(self);
+    }
 }
 
 /// What the first attributes of a call's span depend on: the same for every
@@ -330,8 +341,11 @@ pub(super) fn write_event_attributes(
     instructions: &[(String, String)],
     a: &mut impl Sink,
 ) {
-    a.text("gen_ai.evaluation.name", Text::Shared(key));
-    a.text("toolnexus.answer_type", Text::Static(answer.answer_type()));
+    let answer_type = answer.answer_type();
+    a.event_head(key, answer_type, |a| {
+        a.text("gen_ai.evaluation.name", Text::Shared(key));
+        a.text("toolnexus.answer_type", Text::Static(answer_type));
+    });
     answer_attributes(answer, a);
     // Only given with content export on: a handful of questions.
     if let Some((_, text)) = instructions.iter().find(|(k, _)| k == key) {

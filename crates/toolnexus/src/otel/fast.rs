@@ -117,23 +117,30 @@ impl Proto<'_> {
     }
 }
 
-/// A span's repeated attributes ([`Repeated`]) as this thread last wrote
-/// them: for which field and which `Repeated`, their bytes and how many.
-struct Written {
+/// Attributes a thread wrote once and gives again: what they depend on
+/// (`K`), the field they were written as, their bytes and how many.
+struct Written<K> {
     field: u32,
+    of: K,
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+/// A thread's [`Written`] attributes, the oldest first.
+type Cache<K> = RefCell<Vec<Written<K>>>;
+
+/// What a span's repeated attributes ([`Repeated`]) depend on, owned.
+struct RepeatedOwned {
     style: String,
     asked: String,
     local: bool,
     endpoint: Option<String>,
     call_name: String,
-    bytes: Vec<u8>,
-    count: usize,
 }
 
-impl Written {
-    fn is(&self, field: u32, of: &Repeated<'_>) -> bool {
-        self.field == field
-            && self.local == of.local
+impl RepeatedOwned {
+    fn is(&self, of: &Repeated<'_>) -> bool {
+        self.local == of.local
             && self.style == of.style
             && self.asked == of.asked
             && self.call_name == of.call_name
@@ -141,24 +148,46 @@ impl Written {
     }
 }
 
+/// What an event's head (its question's key and its answer's type)
+/// depends on, owned.
+struct HeadOwned {
+    answer_type: &'static str,
+    key: Box<str>,
+}
+
 thread_local! {
     /// The repeated attributes a thread wrote for its last few classifiers.
-    static WRITTEN: RefCell<Vec<Written>> = const { RefCell::new(Vec::new()) };
+    static REPEATED: Cache<RepeatedOwned> = const { RefCell::new(Vec::new()) };
+    /// The event heads a thread wrote for its last questions.
+    static HEADS: Cache<HeadOwned> = const { RefCell::new(Vec::new()) };
 }
 
 /// How many sets of repeated attributes a thread keeps.
-const WRITTEN_KEPT: usize = 8;
+const REPEATED_KEPT: usize = 8;
 
-impl Sink for Proto<'_> {
-    /// Gives the bytes this thread wrote for the same `of` again, when they
-    /// all fit under the limit; else writes them, and keeps them if none
-    /// was dropped.
-    fn repeated(&mut self, of: &Repeated<'_>, write: impl FnOnce(&mut Self)) {
+/// How many event heads a thread keeps: past them (more questions than
+/// that in turn) the oldest gives way.
+const HEADS_KEPT: usize = 64;
+
+impl Proto<'_> {
+    /// Gives the bytes this thread wrote for this field and what `is`
+    /// finds again, when they all fit under the limit; else writes them
+    /// with `write`, and keeps them under `own()` if none was dropped (the
+    /// oldest of `kept` giving way).
+    fn given_again<K: 'static>(
+        &mut self,
+        cache: &'static std::thread::LocalKey<Cache<K>>,
+        kept: usize,
+        is: impl Fn(&K) -> bool,
+        own: impl FnOnce() -> K,
+        write: impl FnOnce(&mut Self),
+    ) {
         let field = self.field;
-        let given = WRITTEN
+        let found = |w: &Written<K>| w.field == field && is(&w.of);
+        let given = cache
             .try_with(|w| {
                 let w = w.borrow();
-                let Some(hit) = w.iter().find(|x| x.is(field, of)) else {
+                let Some(hit) = w.iter().find(|x| found(x)) else {
                     return false;
                 };
                 if !self.kept.fits(hit.count) {
@@ -179,22 +208,53 @@ impl Sink for Proto<'_> {
         }
         let written = Written {
             field,
-            style: of.style.to_string(),
-            asked: of.asked.to_string(),
-            local: of.local,
-            endpoint: of.endpoint.map(str::to_string),
-            call_name: of.call_name.to_string(),
+            of: own(),
             bytes: self.out[start..].to_vec(),
             count: self.kept.n - before,
         };
-        let _ = WRITTEN.try_with(move |w| {
+        let _ = cache.try_with(move |w| {
             let mut w = w.borrow_mut();
-            w.retain(|x| !x.is(field, of));
-            if w.len() >= WRITTEN_KEPT {
+            w.retain(|x| !found(x));
+            if w.len() >= kept {
                 w.remove(0);
             }
             w.push(written);
         });
+    }
+}
+
+impl Sink for Proto<'_> {
+    /// Gives the bytes this thread wrote for the same `of` again, when they
+    /// all fit under the limit; else writes them, and keeps them if none
+    /// was dropped.
+    fn repeated(&mut self, of: &Repeated<'_>, write: impl FnOnce(&mut Self)) {
+        self.given_again(
+            &REPEATED,
+            REPEATED_KEPT,
+            |x| x.is(of),
+            || RepeatedOwned {
+                style: of.style.to_string(),
+                asked: of.asked.to_string(),
+                local: of.local,
+                endpoint: of.endpoint.map(str::to_string),
+                call_name: of.call_name.to_string(),
+            },
+            write,
+        );
+    }
+
+    /// As [`Sink::repeated`], for the question `key` and `answer_type`.
+    fn event_head(&mut self, key: &str, answer_type: &'static str, write: impl FnOnce(&mut Self)) {
+        self.given_again(
+            &HEADS,
+            HEADS_KEPT,
+            |x| x.answer_type == answer_type && *x.key == *key,
+            || HeadOwned {
+                answer_type,
+                key: key.into(),
+            },
+            write,
+        );
     }
 
     fn text(&mut self, key: &'static str, value: Text<'_>) {

@@ -319,10 +319,15 @@ fn a_batch_decodes_as_the_sdk_encodes_it_byte_for_byte() {
         max_attributes_per_event: 4,
         ..SpanLimits::default()
     };
-    // One resource for both: its attributes are kept in a hash map, in an
+    // Fewer attributes an event than its head (given again when it fits).
+    let tighter = SpanLimits {
+        max_attributes_per_event: 1,
+        ..tight
+    };
+    // One resource for all: its attributes are kept in a hash map, in an
     // order of its own.
     let resource = resource();
-    for limits in [SpanLimits::default(), tight] {
+    for limits in [SpanLimits::default(), tight, tighter, SpanLimits::default()] {
         let posted = Posted::default();
         let counts = Arc::new(Counts::default());
         let spans = ours_for(
