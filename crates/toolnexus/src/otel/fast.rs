@@ -796,6 +796,7 @@ impl Shared {
     /// calls go on filling the other buffer), posts it in batches.
     fn run(&self, envelope: &Envelope, mut post: Post, notice: &Notice) -> OTelSdkResult {
         let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+        let mut held = Vec::new();
         let max_batch = self.batch.max_batch.max(1);
         let mut last = Instant::now();
         let mut result = Ok(());
@@ -824,11 +825,12 @@ impl Shared {
                 result = sent.map_err(OTelSdkError::InternalFailure);
             }
             // The posts are done with the bytes: their memory takes the
-            // next spans (or, where a post still holds them, as much room).
+            // next spans. A post's client may hold them a while after it
+            // answered: they wait to be taken back, so that a batch's
+            // buffer is not fresh memory to fault in page by page.
             let taken = all.len();
-            bytes = all
-                .try_into_mut()
-                .map_or_else(|_| Vec::with_capacity(taken), Vec::from);
+            held.push(all);
+            bytes = take_back(&mut held).unwrap_or_else(|| Vec::with_capacity(taken));
             bytes.clear();
             ends.clear();
             if stop {
@@ -836,6 +838,30 @@ impl Shared {
             }
         }
     }
+}
+
+/// How many posted buffers the spans' thread waits for while a post's client
+/// still holds them; past them the oldest is let go (freed by its holder).
+const HELD_KEPT: usize = 4;
+
+/// The first of the posted buffers `held` that nothing holds any more, to
+/// fill again; the others wait, at most [`HELD_KEPT`] of them.
+fn take_back(held: &mut Vec<Bytes>) -> Option<Vec<u8>> {
+    let mut kept = Vec::with_capacity(held.len());
+    let mut free = None;
+    for b in held.drain(..) {
+        match free {
+            None => match b.try_into_mut() {
+                Ok(b) => free = Some(Vec::from(b)),
+                Err(b) => kept.push(b),
+            },
+            Some(_) => kept.push(b),
+        }
+    }
+    let past = kept.len().saturating_sub(HELD_KEPT);
+    kept.drain(..past);
+    *held = kept;
+    free
 }
 
 /// One request: where it lies in the bytes taken, or a copy of its own.

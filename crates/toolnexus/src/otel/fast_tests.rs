@@ -733,3 +733,30 @@ fn arrays_of_every_length_are_written_as_prost_writes_them() {
         assert_eq!(out, expected, "{n} items");
     }
 }
+
+#[test]
+fn a_buffer_a_post_still_held_is_taken_back_once_free() {
+    let posted = |n: usize| Bytes::from(vec![7u8; n]);
+    let (first, second) = (posted(4096), posted(8192));
+    let at = first.as_ptr();
+    // The post's client still holds the first: nothing to take back yet.
+    let holder = first.slice(10..20);
+    let mut held = vec![first];
+    assert!(take_back(&mut held).is_none());
+    assert_eq!(held.len(), 1, "it waits");
+    // Free now: the same memory comes back, whole.
+    drop(holder);
+    held.push(second.slice(..));
+    let back = take_back(&mut held).expect("taken back");
+    assert_eq!((back.as_ptr(), back.capacity()), (at, 4096));
+    assert_eq!(held.len(), 1, "the second is still held by `second`");
+    // Held by their clients for good: at most HELD_KEPT wait.
+    let holders: Vec<Bytes> = (0..HELD_KEPT + 3).map(|_| posted(64)).collect();
+    held.extend(holders.iter().cloned());
+    assert!(take_back(&mut held).is_none());
+    assert_eq!(held.len(), HELD_KEPT);
+    assert!(std::ptr::eq(
+        held[HELD_KEPT - 1].as_ptr(),
+        holders[HELD_KEPT + 2].as_ptr()
+    ));
+}
