@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use toolnexus::assess::out;
@@ -171,9 +171,14 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         call: built.call.clone(),
         budget: budget.clone(),
     });
+    // Each ask is a task of its own, on whichever worker is free (the calls'
+    // work spreads over the cores); dropped with its handle, it is cancelled.
     let asks = futures::stream::iter(pending).map(|row| {
         let asked = asked.clone();
-        async move { (row.n, row.id, asked.evaluate(row.state).await) }
+        let (ask, handle) =
+            async move { (row.n, row.id, asked.evaluate(row.state).await) }.remote_handle();
+        tokio::spawn(ask);
+        handle
     });
     // A table's journal is kept in row order: one merge writes the table.
     let (c, ordered) = (args.concurrency as usize, journal != args.out);
@@ -182,8 +187,11 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
         false => asks.buffer_unordered(c).boxed_local(),
     };
 
-    let write_failed =
-        |e: std::io::Error| exit::io(format!("--out {shown}: cannot write: {}", out::cause(&e)));
+    let is_stdout = opened.is_stdout;
+    let write_failed = |e: std::io::Error| match out::cause(&e) {
+        _ if is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::ClosedOutput),
+        cause => Err(exit::io(format!("--out {shown}: cannot write: {cause}"))),
+    };
     let (mut ok, mut failed, mut hits, mut not_started) = (0usize, 0usize, 0usize, 0usize);
     let mut spent = toolnexus::cost::CostTally::default();
     let interrupted = loop {
@@ -209,10 +217,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
             ),
         };
         if let Err(e) = opened.sink.write(&record) {
-            if opened.is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(Exit::ClosedOutput);
-            }
-            return Err(write_failed(e));
+            return write_failed(e);
         }
         match result {
             Ok((_, hit, cost)) => {
@@ -227,10 +232,7 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     progress.finish(ok, failed);
     drop(results);
     if let Err(e) = opened.sink.finish() {
-        if opened.is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe {
-            return Ok(Exit::ClosedOutput);
-        }
-        return Err(write_failed(e));
+        return write_failed(e);
     }
     failure
         .take()
