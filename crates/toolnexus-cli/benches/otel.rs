@@ -49,7 +49,7 @@ use std::time::Instant;
 #[path = "support/mod.rs"]
 mod support;
 
-use support::{BIN, Inputs, env_usize, start_serve, write_inputs};
+use support::{BIN, Inputs, Scratch, env_usize, start_serve, write_inputs};
 
 /// One batch run: states per second, and the CPU its process spent per state.
 struct Run {
@@ -334,13 +334,13 @@ fn verdict((low, high): (f64, f64)) -> &'static str {
 fn main() {
     let n = env_usize("OTEL_BENCH_STATES", 5_000);
     let rounds = env_usize("OTEL_BENCH_ROUNDS", 5).max(1);
-    let dir = std::env::temp_dir().join(format!("toolnexus-otel-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let scratch = Scratch::new("toolnexus-otel-bench");
+    let dir = scratch.path();
     let Inputs {
         tape,
         questions: q,
         states,
-    } = write_inputs(&dir, n, "otel bench");
+    } = write_inputs(dir, n, "otel bench");
 
     let layout = Layout::choose();
     let serve = start_serve(&tape);
@@ -365,8 +365,8 @@ fn main() {
         "-1",
     ];
     // One run each first: connections, page cache, the receiver's thread.
-    batch(layout, &dir, &args, n, None);
-    batch(layout, &dir, &args, n, exporting);
+    batch(layout, dir, &args, n, None);
+    batch(layout, dir, &args, n, exporting);
     // Each round runs both sides back to back, the side going first
     // alternating (off-on, on-off, ...): a machine that slows or speeds up
     // over a minute weighs on both alike, and each round's ratio compares
@@ -374,11 +374,11 @@ fn main() {
     let (mut off, mut on) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         if round % 2 == 0 {
-            off.push(batch(layout, &dir, &args, n, None));
-            on.push(batch(layout, &dir, &args, n, exporting));
+            off.push(batch(layout, dir, &args, n, None));
+            on.push(batch(layout, dir, &args, n, exporting));
         } else {
-            on.push(batch(layout, &dir, &args, n, exporting));
-            off.push(batch(layout, &dir, &args, n, None));
+            on.push(batch(layout, dir, &args, n, exporting));
+            off.push(batch(layout, dir, &args, n, None));
         }
     }
     let delivered = receiver.spans.load(Ordering::Relaxed);
@@ -464,5 +464,4 @@ fn main() {
         if control { 0 } else { n * (rounds + 1) }
     );
     drop(serve);
-    let _ = std::fs::remove_dir_all(&dir);
 }

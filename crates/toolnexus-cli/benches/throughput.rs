@@ -14,7 +14,7 @@
 //! Sizes can be changed with `THROUGHPUT_REQUESTS` (default 20000) and
 //! `THROUGHPUT_STATES` (default 5000). Every loop is bounded in count and time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,7 +26,9 @@ use toolnexus::judge::Tape;
 #[path = "support/mod.rs"]
 mod support;
 
-use support::{BIN, Inputs, env_usize, questions, start_serve as start_server, write_inputs};
+use support::{
+    BIN, Inputs, Scratch, env_usize, questions, start_serve as start_server, write_inputs,
+};
 
 const CONCURRENCY: usize = 16;
 const TIME_CAP: Duration = Duration::from_secs(120);
@@ -107,14 +109,13 @@ fn batch_throughput(dir: &Path, args: &[&str], n: usize) -> f64 {
 fn main() {
     let requests = env_usize("THROUGHPUT_REQUESTS", 20_000);
     let n = env_usize("THROUGHPUT_STATES", 5_000);
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("toolnexus-throughput-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let scratch = Scratch::new("toolnexus-throughput");
+    let dir = scratch.path();
     let Inputs {
         tape,
         questions: q,
         states,
-    } = write_inputs(&dir, n, "throughput bench");
+    } = write_inputs(dir, n, "throughput bench");
 
     let server = start_server(&tape);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -133,7 +134,7 @@ fn main() {
     );
     let base = format!("{}/v1", server.1);
     let local = batch_throughput(
-        &dir,
+        dir,
         &[
             "--questions",
             &q,
@@ -150,7 +151,7 @@ fn main() {
     );
     println!("batch  (tape style, {n} states, concurrency 16): {local:.0} states/s");
     let remote = batch_throughput(
-        &dir,
+        dir,
         &[
             "--questions",
             &q,
@@ -169,5 +170,4 @@ fn main() {
         "batch  (systemone -> serve on loopback, {n} states, concurrency 16): {remote:.0} states/s"
     );
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,6 +11,29 @@ use toolnexus::judge::{Tape, TapeEntry, TapeOutcome};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
 
+/// A bench's own directory under the system's temporary one, removed when
+/// dropped: at the end of a run, or as a failed assertion unwinds.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// `<temp>/<name>-<pid>`, made now.
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Scratch(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A count from the environment, or `default`.
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
