@@ -685,8 +685,20 @@ fn arrays_of_every_length_are_written_as_prost_writes_them() {
     use opentelemetry_proto::tonic::common::v1::{
         AnyValue, ArrayValue, KeyValue as ProtoKeyValue, any_value,
     };
-    for n in [0usize, 1, 3, 11, 40, 255] {
-        let labels: Vec<String> = (0..n).map(|i| format!("option-{i}")).collect();
+    // Labels about where an item's length takes a second byte (an item is
+    // its label and two bytes), and past it.
+    let lengths = [0usize, 1, 123, 124, 125, 126, 127, 128, 300];
+    let cases = [0usize, 1, 3, 11, 40, 255]
+        .into_iter()
+        .map(|n| (0..n).map(|i| format!("option-{i}")).collect::<Vec<_>>())
+        .chain(std::iter::once(
+            lengths
+                .iter()
+                .map(|l| "é".repeat(l / 2) + &"x".repeat(l % 2))
+                .collect(),
+        ));
+    for labels in cases {
+        let n = labels.len();
         let values: Vec<f64> = (0..n).map(|i| i as f64 / 7.0).collect();
         let mut out = Vec::new();
         let mut kept = Kept::new(128);
