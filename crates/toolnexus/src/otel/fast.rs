@@ -863,6 +863,8 @@ fn take_back(held: &mut Vec<Bytes>) -> Option<Vec<u8>> {
         match free {
             None => match b.try_into_mut() {
                 Ok(b) => free = Some(Vec::from(b)),
+                // No memory behind it (nothing was taken): nothing to wait for.
+                Err(b) if b.is_empty() => {}
                 Err(b) => kept.push(b),
             },
             Some(_) => kept.push(b),

@@ -756,6 +756,10 @@ fn a_buffer_a_post_still_held_is_taken_back_once_free() {
     let mut held = vec![first];
     assert!(take_back(&mut held).is_none());
     assert_eq!(held.len(), 1, "it waits");
+    // A round that took nothing has no memory to wait for.
+    held.push(Bytes::new());
+    assert!(take_back(&mut held).is_none());
+    assert_eq!(held.len(), 1, "only the first waits");
     // Free now: the same memory comes back, whole.
     drop(holder);
     held.push(second.slice(..));
