@@ -156,17 +156,11 @@ fn write_log(policy: &Policy, entry: log::Entry<'_>, started: Instant) {
 /// gets, never allow.
 fn fail_closed(why: &str) -> ! {
     let v = on_error_now();
-    say!(
-        "{}",
-        hook_output(
-            v,
-            &format!(
-                "toolnexus guard: {}: the call could not be judged ({why}); the policy's on_error is {}",
-                v.as_str(),
-                v.as_str()
-            )
-        )
+    let reason = format!(
+        "toolnexus guard: {0}: the call could not be judged ({why}); the policy's on_error is {0}",
+        v.as_str()
     );
+    say!("{}", hook_output(v, &reason));
     std::process::exit(0)
 }
 
@@ -196,6 +190,8 @@ pub async fn run(args: GuardArgs) -> Result<Exit> {
             fail_closed(&format!("stdin could not be read: {e}"));
         }
     }
+    // Bad usage of the command, not a call that cannot be judged: exit 2.
+    crate::style::judge_precision(&args.judge.style)?;
     let guard = match load(&args.judge) {
         Ok(g) => g,
         Err(e) => fail_closed(&format!("{e:#}")),
