@@ -188,9 +188,12 @@ pub async fn run(mut args: BatchArgs) -> Result<Exit> {
     };
 
     let is_stdout = opened.is_stdout;
-    let write_failed = |e: std::io::Error| match out::cause(&e) {
-        _ if is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::ClosedOutput),
-        cause => Err(exit::io(format!("--out {shown}: cannot write: {cause}"))),
+    let write_failed = |e: std::io::Error| {
+        if is_stdout && e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Ok(Exit::ClosedOutput);
+        }
+        let cause = out::cause(&e);
+        Err(exit::io(format!("--out {shown}: cannot write: {cause}")))
     };
     let (mut ok, mut failed, mut hits, mut not_started) = (0usize, 0usize, 0usize, 0usize);
     let mut spent = toolnexus::cost::CostTally::default();
