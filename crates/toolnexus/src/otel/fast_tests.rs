@@ -20,7 +20,7 @@ use crate::classifier::{
     TraceParent,
 };
 use crate::otel::delivery::{Counts, Warned};
-use crate::otel::spans::{Parts, Spans};
+use crate::otel::spans::{Parts, Sampling, Spans};
 use crate::otel::tests::{decision, priced};
 use crate::otel::{Ended, Export, Instruments, Watch};
 
@@ -89,8 +89,13 @@ impl ShouldSample for Tagging {
 }
 
 fn parts(limits: SpanLimits) -> Parts {
+    sampled(Sampling::Sdk(Box::new(Tagging)), limits)
+}
+
+/// Counted ids, `sampler` and `limits`.
+fn sampled(sampler: Sampling, limits: SpanLimits) -> Parts {
     Parts {
-        sampler: Box::new(Tagging),
+        sampler,
         ids: Box::new(Counted::default()),
         limits,
     }
@@ -219,7 +224,7 @@ fn calls(spans: &Arc<Spans>) {
 
 /// The request the SDK's exporter writes for the spans of [`calls`] built
 /// the SDK's way (`SpanData` through its batch processor).
-fn sdk_request(limits: SpanLimits, resource: &Resource) -> Vec<u8> {
+fn sdk_request(parts: Parts, resource: &Resource) -> Vec<u8> {
     #[derive(Debug, Clone, Default)]
     struct Kept(Arc<Mutex<Vec<SpanData>>>);
     impl opentelemetry_sdk::trace::SpanExporter for Kept {
@@ -234,7 +239,7 @@ fn sdk_request(limits: SpanLimits, resource: &Resource) -> Vec<u8> {
         Warned::new(kept.clone(), "http://127.0.0.1:9", counts.clone()),
         resource,
         counts,
-        parts(limits),
+        parts,
     ));
     assert!(!spans.writes_protobuf());
     calls(&spans);
@@ -299,13 +304,24 @@ fn posting(
     b: Batch,
     resource: &Resource,
 ) -> Arc<Spans> {
+    posting_with(post, counts, parts(limits), b, resource)
+}
+
+/// [`posting`] with the sampler, ids and limits of `parts`.
+fn posting_with(
+    post: Post,
+    counts: &Arc<Counts>,
+    parts: Parts,
+    b: Batch,
+    resource: &Resource,
+) -> Arc<Spans> {
     let spans = Spans::ours(
         post,
         Notice::new("http://127.0.0.1:9", counts.clone()),
         resource,
         counts.clone(),
         b,
-        parts(limits),
+        parts,
     )
     .expect("the thread starts");
     Arc::new(spans)
@@ -342,7 +358,7 @@ fn a_batch_decodes_as_the_sdk_encodes_it_byte_for_byte() {
         spans.shutdown(Duration::from_secs(10)).expect("flushed");
         let bodies = posted.bodies();
         assert_eq!(bodies.len(), 1, "one batch at shutdown");
-        let expected = sdk_request(limits, &resource);
+        let expected = sdk_request(parts(limits), &resource);
         let decoded = ExportTraceServiceRequest::decode(bodies[0].as_slice()).expect("valid");
         assert_eq!(
             decoded,
@@ -351,6 +367,48 @@ fn a_batch_decodes_as_the_sdk_encodes_it_byte_for_byte() {
         );
         assert_eq!(bodies[0], expected, "{limits:?}");
         assert_eq!(counts.give_up(), 0, "every queued span settled");
+    }
+}
+
+#[test]
+fn the_default_sampler_keeps_what_the_sdks_keeps_byte_for_byte() {
+    // `parentbased_always_on` decided without the SDK's sampler, against
+    // that sampler on the SDK's path: the same spans, ids, flags and trace
+    // states (roots kept, a sampled caller's trace continued, an unsampled
+    // caller's dropped).
+    use opentelemetry_sdk::trace::Sampler;
+    let resource = resource();
+    let posted = Posted::default();
+    let counts = Arc::new(Counts::default());
+    let spans = posting_with(
+        posted.post(Ok(())),
+        &counts,
+        sampled(Sampling::ParentBasedAlwaysOn, SpanLimits::default()),
+        batch(64, 64, Duration::from_secs(60)),
+        &resource,
+    );
+    calls(&spans);
+    spans.shutdown(Duration::from_secs(10)).expect("flushed");
+    let bodies = posted.bodies();
+    assert_eq!(bodies.len(), 1, "one batch at shutdown");
+    let sdk = Sampling::Sdk(Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn))));
+    let expected = sdk_request(sampled(sdk, SpanLimits::default()), &resource);
+    assert_eq!(bodies[0], expected);
+}
+
+#[test]
+fn only_the_default_sampler_is_decided_without_the_sdk() {
+    use opentelemetry_sdk::trace::Sampler;
+    let sdk = || Box::new(Sampler::AlwaysOff) as Box<dyn ShouldSample>;
+    for (named, ours) in [
+        (None, true),
+        (Some("parentbased_always_on"), true),
+        (Some("always_on"), false),
+        (Some("parentbased_traceidratio"), false),
+        (Some(""), false),
+    ] {
+        let decided = matches!(Sampling::named(named, sdk()), Sampling::ParentBasedAlwaysOn);
+        assert_eq!(decided, ours, "{named:?}");
     }
 }
 

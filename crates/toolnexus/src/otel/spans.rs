@@ -52,7 +52,7 @@ pub(super) struct Draft {
 /// OTLP exporter behind it.
 pub(super) struct Spans {
     out: Out,
-    sampler: Box<dyn ShouldSample>,
+    sampler: Sampling,
     ids: Box<dyn IdGenerator>,
     limits: SpanLimits,
     scope: InstrumentationScope,
@@ -67,9 +67,37 @@ enum Out {
     Sdk(BatchSpanProcessor),
 }
 
+/// How spans are sampled.
+pub(super) enum Sampling {
+    /// The SDK's default, `parentbased_always_on`, decided here without
+    /// asking the SDK's sampler: a span is kept when it has no parent or
+    /// its caller sampled the trace, with no attributes and the trace state
+    /// that sampler would give (a remote parent's, empty). Asking it is a
+    /// call through a box into code each span would touch once; where a
+    /// call's own code does not fit in the cache, each line touched for the
+    /// span costs the calls more than the decision itself (BENCHMARKS.md,
+    /// the cost of watching in a cache simulation).
+    ParentBasedAlwaysOn,
+    /// Any other sampler the standard variables name, asked as the SDK's
+    /// tracer asks it.
+    Sdk(Box<dyn ShouldSample>),
+}
+
+impl Sampling {
+    /// The sampling `OTEL_TRACES_SAMPLER` (`named`, when set) asks for, the
+    /// SDK's `sampler` made from it: the default decided here, any other
+    /// left to the SDK's sampler.
+    pub(super) fn named(named: Option<&str>, sampler: Box<dyn ShouldSample>) -> Sampling {
+        match named {
+            None | Some("parentbased_always_on") => Sampling::ParentBasedAlwaysOn,
+            Some(_) => Sampling::Sdk(sampler),
+        }
+    }
+}
+
 /// The SDK `Config`'s parts a span needs: sampler, ids and limits.
 pub(super) struct Parts {
-    pub(super) sampler: Box<dyn ShouldSample>,
+    pub(super) sampler: Sampling,
     pub(super) ids: Box<dyn IdGenerator>,
     pub(super) limits: SpanLimits,
 }
@@ -84,8 +112,9 @@ impl Parts {
             span_limits,
             ..
         } = Config::default();
+        let named = std::env::var("OTEL_TRACES_SAMPLER").ok();
         Parts {
-            sampler,
+            sampler: Sampling::named(named.as_deref(), sampler),
             ids: id_generator,
             limits: span_limits,
         }
@@ -182,30 +211,40 @@ impl Spans {
             Some(p) => p.trace_id(),
             None => self.ids.new_trace_id(),
         };
-        let parent_cx = parent
-            .as_ref()
-            .map(|p| Context::new().with_remote_span_context(p.clone()));
-        let sampled =
-            self.sampler
-                .should_sample(parent_cx.as_ref(), trace_id, name, kind, attributes, &[]);
-        if sampled.decision != SamplingDecision::RecordAndSample {
-            return None;
-        }
+        let (trace_state, attributes) = match &self.sampler {
+            Sampling::ParentBasedAlwaysOn => {
+                if parent.as_ref().is_some_and(|p| !p.is_sampled()) {
+                    return None;
+                }
+                (TraceState::default(), Vec::new())
+            }
+            Sampling::Sdk(sampler) => {
+                let parent_cx = parent
+                    .as_ref()
+                    .map(|p| Context::new().with_remote_span_context(p.clone()));
+                let sampled = sampler.should_sample(
+                    parent_cx.as_ref(),
+                    trace_id,
+                    name,
+                    kind,
+                    attributes,
+                    &[],
+                );
+                if sampled.decision != SamplingDecision::RecordAndSample {
+                    return None;
+                }
+                (sampled.trace_state, sampled.attributes)
+            }
+        };
         let flags = parent
             .as_ref()
             .map_or(TraceFlags::default(), SpanContext::trace_flags)
             .with_sampled(true);
-        let context = SpanContext::new(
-            trace_id,
-            self.ids.new_span_id(),
-            flags,
-            false,
-            sampled.trace_state,
-        );
+        let context = SpanContext::new(trace_id, self.ids.new_span_id(), flags, false, trace_state);
         Some(Sampled {
             context,
             parent,
-            attributes: sampled.attributes,
+            attributes,
         })
     }
 
