@@ -23,15 +23,17 @@
 //! Which path runs is decided once per process ([`unit`]): AVX-512 BF16
 //! where the CPU has it, a portable path (the same packing, plain loops, the
 //! same rounding) elsewhere; the portable path is also the reference the
-//! tests hold the vector path to. AMX tiles are detected (CPUID, XCR0, and
-//! Linux's permission for the tile data), but no tile kernel is written yet
-//! ([`AMX_KERNEL`]): every CPU with AMX also has AVX-512 BF16, which runs
-//! there meanwhile.
+//! tests hold the vector path to. Where the CPU has AMX tiles (CPUID, XCR0)
+//! and Linux grants the process their data, the tile kernel ([`amx`]) runs
+//! the products instead: the same panels are its right-hand tiles as they
+//! lie (a tile row is one input pair of 16 columns, a panel line), and 16
+//! converted rows of 16 pairs its left-hand tile; the rows are still
+//! converted by AVX-512 BF16, which every AMX CPU has.
 //!
-//! The `unsafe` here: the vector kernel's raw reads and writes, each range
-//! checked against its slice before the call; the output pointer shared by
-//! threads that write disjoint columns; and the detection's `xgetbv` and
-//! `arch_prctl` system call, which touch no memory of ours.
+//! The `unsafe` here: the vector and tile kernels' raw reads and writes, each
+//! range checked against its slice before the call; the output pointer
+//! shared by threads that write disjoint columns; and the detection's
+//! `xgetbv` and `arch_prctl` system call, which touch no memory of ours.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -89,8 +91,7 @@ pub(crate) fn from_bf16(h: u16) -> f32 {
 /// What this machine has for bf16 products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Bf16Unit {
-    /// AMX tiles with bf16, and the OS granted this process their state
-    /// (never chosen while [`AMX_KERNEL`] is false).
+    /// AMX tiles with bf16, and the OS granted this process their state.
     Amx,
     /// AVX-512 BF16 (`vdpbf16ps`).
     Avx512,
@@ -182,15 +183,13 @@ pub(crate) fn fingerprint_part(precision: Precision) -> &'static str {
     }
 }
 
-/// Whether a tile kernel exists. Until one does, an AMX machine runs the
-/// AVX-512 BF16 kernel (every AMX CPU has it), and the process does not ask
-/// the OS for tile state it would not use: once granted, every signal frame
-/// of the process grows by 8 KiB, more than the alternate signal stack Rust
-/// gives each thread may hold.
-const AMX_KERNEL: bool = false;
-
+/// AMX where the CPU and the OS have it and Linux grants this process the
+/// tile data; else AVX-512 BF16; else the portable path. The request is made
+/// only where AMX exists: once granted, each signal frame of the process
+/// holds the tile data too (8 KiB), which the kernel counts in the
+/// `AT_MINSIGSTKSZ` that Rust sizes each thread's alternate signal stack by.
 fn detect() -> Bf16Unit {
-    if AMX_KERNEL && amx_in_cpu_and_os() && request_tile_data() {
+    if amx_in_cpu_and_os() && request_tile_data() {
         return Bf16Unit::Amx;
     }
     if avx512_bf16() {
@@ -482,6 +481,13 @@ pub(crate) fn matmul_bf16_with(
         Bf16Unit::Amx | Bf16Unit::Avx512 => avx512_bf16(),
         Bf16Unit::Portable => false,
     };
+    // The tiles only where this process may use them (the tests ask for each
+    // unit by name).
+    let kernel = match unit {
+        Bf16Unit::Amx if vector && self::unit() == Bf16Unit::Amx => Bf16Unit::Amx,
+        _ if vector => Bf16Unit::Avx512,
+        _ => Bf16Unit::Portable,
+    };
     let panels = n.div_ceil(PANEL);
     let t = match threads().min(panels) {
         t if t > 1 && m * n * x.cols >= PARALLEL_BF16 => t,
@@ -511,7 +517,7 @@ pub(crate) fn matmul_bf16_with(
         // `out_stride`; a worker writes only the columns of the panels it
         // took from `next`, which hands each (chunk, panel) out once, and
         // `out` stays mutably borrowed until every worker has ended.
-        unsafe { panels_into(vector, a, m, w, bias, dst, out_stride, into, chunk, &next) }
+        unsafe { panels_into(kernel, a, m, w, bias, dst, out_stride, into, chunk, &next) }
     };
     on_workers(t, &work);
     SCRATCH.with(|s| *s.borrow_mut() = scratch);
@@ -592,10 +598,11 @@ fn chunk_rows(inputs: usize) -> usize {
 /// `out` must be valid for reads and writes of `m` rows of
 /// `w.outputs()` at `out_stride`, and nothing else may access the columns of
 /// a (chunk, panel) this worker takes from `next` during the call. `vector`
-/// only where the CPU has AVX-512 BF16.
+/// `kernel` only where the CPU has that unit, and [`Bf16Unit::Amx`] only
+/// once Linux granted the tile data.
 #[allow(clippy::too_many_arguments)]
 unsafe fn panels_into(
-    vector: bool,
+    kernel: Bf16Unit,
     a: &[u32],
     m: usize,
     w: &Bf16Weights,
@@ -635,17 +642,31 @@ unsafe fn panels_into(
                 add: into == Out::Add,
             };
             #[cfg(target_arch = "x86_64")]
-            if vector {
-                // SAFETY: the CPU has AVX-512 BF16 (the caller's contract);
-                // the tile's ranges are as `Tile` documents.
-                unsafe { avx512::tiles(&tile) };
-                continue;
+            match kernel {
+                // SAFETY: the CPU has the unit, and the OS granted the tiles
+                // (the caller's contract); the tile's ranges are as `Tile`
+                // documents.
+                Bf16Unit::Amx => {
+                    unsafe { amx::tiles(&tile) };
+                    continue;
+                }
+                Bf16Unit::Avx512 => {
+                    unsafe { avx512::tiles(&tile) };
+                    continue;
+                }
+                Bf16Unit::Portable => {}
             }
             for r0 in (0..rows).step_by(MR) {
                 // SAFETY: as above.
                 unsafe { portable_tile(&tile.block(r0)) };
             }
         }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Bf16Unit::Amx {
+        // The thread's tiles back to their initial state: a thread that keeps
+        // them in use has their 8 KiB saved and restored at every switch.
+        amx::release();
     }
 }
 
@@ -874,6 +895,271 @@ mod avx512 {
 
     /// Keeps [`Line`]'s alignment what the aligned loads above need.
     const _: () = assert!(align_of::<Line>() == 64);
+}
+
+
+#[cfg(target_arch = "x86_64")]
+mod amx {
+    //! The AMX tile kernel: 32 rows × one [`PANEL`] of 32 columns on four
+    //! accumulator tiles, 16 input pairs a step.
+    //!
+    //! Tiles `tmm0`–`tmm3` hold the output block (rows 0–15 and 16–31 ×
+    //! columns 0–15 and 16–31) in f32; `tmm4` and `tmm5` the two 16-row
+    //! blocks of converted rows, 16 pairs (64 bytes) a row, read where they
+    //! lie at the rows' stride; `tmm6` and `tmm7` the panel's two 16-column
+    //! halves, 16 pair lines each, read where they lie at a stride of two
+    //! lines. Each `tdpbf16ps` adds 16 × 16 × 32 bf16 products in f32 (exact
+    //! products; the sums round to nearest even, and a subnormal result is
+    //! flushed to zero, as the instruction defines). A last step of fewer
+    //! than 16 pairs is copied into zero-padded tiles first: reading it in
+    //! place would run past the rows and the panel. The block is then stored
+    //! to a buffer, and its real columns go out with the bias, as the
+    //! AVX-512 kernel writes them.
+    //!
+    //! The tile registers are the thread's; nothing else in the process uses
+    //! them, and Rust's code never does, so one block's tiles stay as the
+    //! kernel left them from one `asm!` to the next.
+
+    use std::arch::asm;
+    use std::arch::x86_64::*;
+
+    use super::{Line, PANEL, Tile};
+
+    /// Rows of an A tile, and of the output tiles.
+    const TR: usize = 16;
+    /// Input pairs of one step: an A tile's row (64 bytes), a B tile's rows.
+    const TK: usize = 16;
+    /// Rows of the output block the four accumulators hold.
+    const BLOCK: usize = 2 * TR;
+
+    /// A tile configuration (palette 1), as `ldtilecfg` reads it.
+    #[repr(C, align(64))]
+    struct Config([u8; 64]);
+
+    impl Config {
+        /// The tiles for a block of `upper` (1..=16) and `lower` (0..=16)
+        /// rows: a tile of no rows is left unconfigured, and never used.
+        fn new(upper: usize, lower: usize) -> Config {
+            let mut c = [0u8; 64];
+            c[0] = 1;
+            // tile: rows (bytes 48..), bytes per row (u16 at 16 + 2·tile).
+            let tiles = [
+                (0, upper),
+                (1, upper),
+                (2, lower),
+                (3, lower),
+                (4, upper),
+                (5, lower),
+                (6, TK),
+                (7, TK),
+            ];
+            for (t, rows) in tiles {
+                if rows > 0 {
+                    c[48 + t] = rows as u8;
+                    c[16 + 2 * t] = 64;
+                }
+            }
+            Config(c)
+        }
+    }
+
+    /// The tile's rows, [`BLOCK`] at a time.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AMX-BF16 and AVX-512 F, Linux must have granted this
+    /// process the tile data, and `t.c` must be as [`Tile`] documents.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tiles(t: &Tile<'_>) {
+        assert!(t.rows >= 1 && t.a.len() >= t.rows * t.pairs);
+        assert!(t.panel.len() >= 2 * t.pairs && t.bias.is_none_or(|b| b.len() >= t.cols));
+        assert!(t.cols <= PANEL);
+        let mut last = (0, 0);
+        for r0 in (0..t.rows).step_by(BLOCK) {
+            let rows = BLOCK.min(t.rows - r0);
+            let shape = (rows.min(TR), rows.saturating_sub(TR));
+            if shape != last {
+                let config = Config::new(shape.0, shape.1);
+                // SAFETY: a valid palette-1 configuration, 64 bytes.
+                unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack)) };
+                last = shape;
+            }
+            // SAFETY: the caller's contract; rows `r0..r0 + rows` are rows
+            // of the tile.
+            unsafe { block(t, r0, shape.0, shape.1) };
+        }
+    }
+
+    /// Returns the thread's tiles to their initial state.
+    pub(super) fn release() {
+        // SAFETY: `tilerelease` touches no memory; it is valid on any CPU
+        // with AMX, which a caller of `tiles` has, configured or not.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+
+    /// One block: rows `r0..r0 + upper + lower` of the tile against its panel.
+    ///
+    /// # Safety
+    ///
+    /// As [`tiles`], with the tiles configured for `upper` and `lower`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn block(t: &Tile<'_>, r0: usize, upper: usize, lower: usize) {
+        let pairs = t.pairs;
+        let stride = 4 * pairs;
+        let a0 = t.a[r0 * pairs..].as_ptr();
+        // Past the upper rows only when there are lower rows to read.
+        let a1 = a0.wrapping_add(TR * pairs);
+        let b = t.panel.as_ptr();
+        let line = size_of::<Line>();
+        // SAFETY: the tiles were configured for this block (the caller).
+        unsafe {
+            if lower > 0 {
+                asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
+                    options(nostack, nomem));
+            } else {
+                asm!("tilezero tmm0", "tilezero tmm1", options(nostack, nomem));
+            }
+        }
+        let full = pairs / TK * TK;
+        for p0 in (0..full).step_by(TK) {
+            // SAFETY: the A tiles read `upper` (and `lower`) rows of 64 bytes
+            // from pair `p0`, `p0 + 16 <= pairs`: inside the tile's rows; the B
+            // tiles read lines `2(p0 + q)` and `2(p0 + q) + 1`, `q < 16`:
+            // inside the panel's `2 · pairs`.
+            unsafe {
+                step(
+                    a0.add(p0).cast(),
+                    a1.wrapping_add(p0).cast(),
+                    stride,
+                    b.add(2 * p0).cast(),
+                    b.add(2 * p0 + 1).cast(),
+                    2 * line,
+                    lower > 0,
+                );
+            }
+        }
+        let left = pairs - full;
+        if left > 0 {
+            // The last pairs, zero-padded to a whole step.
+            let mut a = [[0u32; TK]; BLOCK];
+            for (r, row) in a.iter_mut().enumerate().take(upper + lower) {
+                let from = (r0 + r) * pairs + full;
+                row[..left].copy_from_slice(&t.a[from..from + left]);
+            }
+            let mut halves = [[[0u32; 16]; TK]; 2];
+            for (h, half) in halves.iter_mut().enumerate() {
+                for (q, row) in half.iter_mut().enumerate().take(left) {
+                    *row = t.panel[2 * (full + q) + h].0;
+                }
+            }
+            // SAFETY: every tile reads inside the local, padded copies.
+            unsafe {
+                step(
+                    a.as_ptr().cast(),
+                    a[TR..].as_ptr().cast(),
+                    4 * TK,
+                    halves[0].as_ptr().cast(),
+                    halves[1].as_ptr().cast(),
+                    64,
+                    lower > 0,
+                );
+            }
+        }
+        let mut acc = [[0f32; PANEL]; BLOCK];
+        let ldc = 4 * PANEL;
+        let c = acc.as_mut_ptr().cast::<f32>();
+        // SAFETY: each store writes its tile's rows of 64 bytes into `acc`
+        // (32 rows of 128 bytes).
+        unsafe {
+            asm!("tilestored [{c} + {s}*1], tmm0", "tilestored [{c1} + {s}*1], tmm1",
+                c = in(reg) c, c1 = in(reg) c.add(16), s = in(reg) ldc, options(nostack));
+            if lower > 0 {
+                asm!("tilestored [{c} + {s}*1], tmm2", "tilestored [{c1} + {s}*1], tmm3",
+                    c = in(reg) c.add(TR * PANEL), c1 = in(reg) c.add(TR * PANEL + 16),
+                    s = in(reg) ldc, options(nostack));
+            }
+        }
+        let (m0, m1) = (lanes(t.cols), lanes(t.cols.saturating_sub(16)));
+        let (bias0, bias1) = match t.bias {
+            // SAFETY: masked loads read only the first `cols` values.
+            Some(bias) => unsafe {
+                (
+                    _mm512_maskz_loadu_ps(m0, bias.as_ptr()),
+                    _mm512_maskz_loadu_ps(m1, bias.as_ptr().wrapping_add(16)),
+                )
+            },
+            None => (_mm512_setzero_ps(), _mm512_setzero_ps()),
+        };
+        for (r, acc) in acc.iter().enumerate().take(upper + lower) {
+            // SAFETY: row `r0 + r < rows`, masked to the first `cols` columns:
+            // the cells the tile may read and write.
+            unsafe {
+                let row = t.c.add((r0 + r) * t.ldc);
+                let mut v0 = _mm512_add_ps(_mm512_loadu_ps(acc.as_ptr()), bias0);
+                let mut v1 = _mm512_add_ps(_mm512_loadu_ps(acc.as_ptr().add(16)), bias1);
+                if t.add {
+                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
+                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)));
+                }
+                _mm512_mask_storeu_ps(row, m0, v0);
+                _mm512_mask_storeu_ps(row.wrapping_add(16), m1, v1);
+            }
+        }
+    }
+
+    /// One step of 16 pairs: the A tiles from `a0` (and `a1` with `lower`)
+    /// at `a_stride`, the B tiles from `b0` and `b1` at `b_stride`, their
+    /// products added to the accumulators.
+    ///
+    /// # Safety
+    ///
+    /// The tiles configured; every row each tile reads valid for reads.
+    #[inline(always)]
+    unsafe fn step(
+        a0: *const u8,
+        a1: *const u8,
+        a_stride: usize,
+        b0: *const u8,
+        b1: *const u8,
+        b_stride: usize,
+        lower: bool,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if lower {
+                asm!(
+                    "tileloadd tmm6, [{b0} + {bs}*1]",
+                    "tileloadd tmm7, [{b1} + {bs}*1]",
+                    "tileloadd tmm4, [{a0} + {as_}*1]",
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tileloadd tmm5, [{a1} + {as_}*1]",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                    a0 = in(reg) a0, a1 = in(reg) a1, as_ = in(reg) a_stride,
+                    b0 = in(reg) b0, b1 = in(reg) b1, bs = in(reg) b_stride,
+                    options(nostack, readonly),
+                );
+            } else {
+                asm!(
+                    "tileloadd tmm6, [{b0} + {bs}*1]",
+                    "tileloadd tmm7, [{b1} + {bs}*1]",
+                    "tileloadd tmm4, [{a0} + {as_}*1]",
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    a0 = in(reg) a0, as_ = in(reg) a_stride,
+                    b0 = in(reg) b0, b1 = in(reg) b1, bs = in(reg) b_stride,
+                    options(nostack, readonly),
+                );
+            }
+        }
+    }
+
+    /// A mask of the first `n` (at most 16) lanes.
+    #[inline(always)]
+    fn lanes(n: usize) -> __mmask16 {
+        if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
+    }
 }
 
 #[cfg(test)]

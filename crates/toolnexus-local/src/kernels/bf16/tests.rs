@@ -3,11 +3,14 @@ use super::*;
 use crate::kernels::test_numbers as numbers;
 
 /// The units this CPU can run: the portable one always, the vector one where
-/// the CPU has it.
+/// the CPU has it, the tiles where the OS granted them too.
 fn units() -> Vec<Bf16Unit> {
     let mut u = vec![Bf16Unit::Portable];
     if avx512_bf16() {
         u.push(Bf16Unit::Avx512);
+    }
+    if unit() == Bf16Unit::Amx {
+        u.push(Bf16Unit::Amx);
     }
     u
 }
@@ -159,6 +162,13 @@ fn products_match_the_reference_on_shapes_off_the_tile() {
         (25, 129, 70),
         (7, 384, 96),
         (37, 100, 17),
+        // The tiles' edges: 16 and 32 rows and one past, a step of 32 inputs
+        // and one past, a whole panel.
+        (16, 32, 32),
+        (17, 34, 64),
+        (32, 96, 32),
+        (33, 66, 65),
+        (31, 1024, 40),
     ];
     for unit in units() {
         for &(m, k, n) in &shapes {
@@ -301,8 +311,9 @@ fn a_linear_layer_in_bf16_answers_as_its_f32_twin_within_bf16_rounding() {
 fn the_unit_reports_what_the_cpu_has() {
     let u = unit();
     assert_eq!(u, detect(), "detected once, the same every time");
-    // No tile kernel yet: AMX is never chosen, and the tile data never asked for.
-    assert_ne!(u, Bf16Unit::Amx);
+    // The tiles wherever the CPU and the OS have them (the request is
+    // granted there: it is made once, by the detection).
+    assert_eq!(u == Bf16Unit::Amx, amx_in_cpu_and_os(), "{u:?}");
     assert_eq!(u.in_hardware(), avx512_bf16());
     if !u.in_hardware() {
         assert_eq!(u, Bf16Unit::Portable);
@@ -336,6 +347,7 @@ fn the_tile_data_request_is_answered() {
 /// not inflate; else the wall clock.
 ///
 /// `cargo test --release -p toolnexus-local --lib kernels::bf16::tests::bench -- --ignored --nocapture`
+/// (`BF16_BENCH_UNIT=avx512` for the AVX-512 BF16 kernel where the tiles run)
 #[test]
 #[ignore = "a bench: prints figures, takes a minute"]
 fn bench() {
@@ -399,9 +411,16 @@ fn bench() {
         (median(tf), median(tg))
     };
     let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    // `BF16_BENCH_UNIT=avx512` (or `portable`) times a unit below the one
+    // detected, on the same machine.
+    let chosen = match std::env::var("BF16_BENCH_UNIT").as_deref() {
+        Ok("avx512") => Bf16Unit::Avx512,
+        Ok("portable") => Bf16Unit::Portable,
+        _ => unit(),
+    };
     println!(
         "unit: {}, threads: {}, timed by {}, load before: {}",
-        unit().name(),
+        chosen.name(),
         threads(),
         if single {
             "time on the CPU"
@@ -454,7 +473,8 @@ fn bench() {
                     )
                 },
                 &mut || {
-                    matmul_bf16(
+                    matmul_bf16_on(
+                        chosen,
                         Rows::packed(&x, m, k),
                         &packed,
                         Some(&b),
