@@ -897,7 +897,6 @@ mod avx512 {
     const _: () = assert!(align_of::<Line>() == 64);
 }
 
-
 #[cfg(target_arch = "x86_64")]
 mod amx {
     //! The AMX tile kernel: 32 rows × one [`PANEL`] of 32 columns on four
@@ -1014,8 +1013,13 @@ mod amx {
         // SAFETY: the tiles were configured for this block (the caller).
         unsafe {
             if lower > 0 {
-                asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
-                    options(nostack, nomem));
+                asm!(
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    options(nostack, nomem)
+                );
             } else {
                 asm!("tilezero tmm0", "tilezero tmm1", options(nostack, nomem));
             }
