@@ -9,7 +9,7 @@ fn units() -> Vec<Bf16Unit> {
     if avx512_bf16() {
         u.push(Bf16Unit::Avx512);
     }
-    if unit() == Bf16Unit::Amx {
+    if tiles_granted() {
         u.push(Bf16Unit::Amx);
     }
     u
@@ -311,9 +311,13 @@ fn a_linear_layer_in_bf16_answers_as_its_f32_twin_within_bf16_rounding() {
 fn the_unit_reports_what_the_cpu_has() {
     let u = unit();
     assert_eq!(u, detect(), "detected once, the same every time");
-    // The tiles wherever the CPU and the OS have them (the request is
-    // granted there: it is made once, by the detection).
-    assert_eq!(u == Bf16Unit::Amx, amx_in_cpu_and_os(), "{u:?}");
+    // The tiles only once they may be chosen, and then wherever the CPU and
+    // the OS have them.
+    assert_eq!(
+        u == Bf16Unit::Amx,
+        AMX_KERNEL && amx_in_cpu_and_os(),
+        "{u:?}"
+    );
     assert_eq!(u.in_hardware(), avx512_bf16());
     if !u.in_hardware() {
         assert_eq!(u, Bf16Unit::Portable);
@@ -347,7 +351,7 @@ fn the_tile_data_request_is_answered() {
 /// not inflate; else the wall clock.
 ///
 /// `cargo test --release -p toolnexus-local --lib kernels::bf16::tests::bench -- --ignored --nocapture`
-/// (`BF16_BENCH_UNIT=avx512` for the AVX-512 BF16 kernel where the tiles run)
+/// (`BF16_BENCH_UNIT=amx|avx512|portable` for a unit other than the one detected)
 #[test]
 #[ignore = "a bench: prints figures, takes a minute"]
 fn bench() {
@@ -411,9 +415,10 @@ fn bench() {
         (median(tf), median(tg))
     };
     let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    // `BF16_BENCH_UNIT=avx512` (or `portable`) times a unit below the one
-    // detected, on the same machine.
+    // `BF16_BENCH_UNIT=amx`, `avx512` or `portable` times that unit instead
+    // of the one detected (the tiles where Linux grants them).
     let chosen = match std::env::var("BF16_BENCH_UNIT").as_deref() {
+        Ok("amx") => Bf16Unit::Amx,
         Ok("avx512") => Bf16Unit::Avx512,
         Ok("portable") => Bf16Unit::Portable,
         _ => unit(),
