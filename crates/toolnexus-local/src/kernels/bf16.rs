@@ -896,9 +896,20 @@ mod avx512 {
                 }
             }
         }
+        let bias = bias_of(t);
+        for (r, acc) in acc.iter().enumerate() {
+            // SAFETY: row `r < rows`: a row the tile may read and write.
+            unsafe { put_row(t, t.c.add(r * t.ldc), (acc[0], acc[1]), bias) };
+        }
+    }
+
+    /// The bias of the tile's columns as two vectors (zeros without one).
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn bias_of(t: &Tile<'_>) -> (__m512, __m512) {
         let (m0, m1) = (lanes(t.cols), lanes(t.cols.saturating_sub(16)));
-        let (bias0, bias1) = match t.bias {
-            // SAFETY: masked loads read only the first `cols` values.
+        match t.bias {
+            // SAFETY: masked loads read only the first `cols` values, which
+            // the bias holds (checked by the callers' asserts).
             Some(bias) => unsafe {
                 (
                     _mm512_maskz_loadu_ps(m0, bias.as_ptr()),
@@ -906,20 +917,36 @@ mod avx512 {
                 )
             },
             None => (_mm512_setzero_ps(), _mm512_setzero_ps()),
-        };
-        for (r, acc) in acc.iter().enumerate() {
-            // SAFETY: row `r < rows`, masked to the first `cols` columns: the
-            // cells the tile may read and write.
-            unsafe {
-                let row = t.c.add(r * t.ldc);
-                let (mut v0, mut v1) = (_mm512_add_ps(acc[0], bias0), _mm512_add_ps(acc[1], bias1));
-                if t.add {
-                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
-                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)));
-                }
-                _mm512_mask_storeu_ps(row, m0, v0);
-                _mm512_mask_storeu_ps(row.wrapping_add(16), m1, v1);
+        }
+    }
+
+    /// One output row of the tile: its 32 `sums` plus `bias`, added to what
+    /// the row holds where the tile adds, written masked to the tile's
+    /// columns.
+    ///
+    /// # Safety
+    ///
+    /// `row` is a row of `t.c` (as [`Tile`] documents): its first `t.cols`
+    /// cells valid for reads and writes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(super) unsafe fn put_row(
+        t: &Tile<'_>,
+        row: *mut f32,
+        sums: (__m512, __m512),
+        bias: (__m512, __m512),
+    ) {
+        let (m0, m1) = (lanes(t.cols), lanes(t.cols.saturating_sub(16)));
+        let (mut v0, mut v1) = (_mm512_add_ps(sums.0, bias.0), _mm512_add_ps(sums.1, bias.1));
+        // SAFETY: masked to the first `cols` cells of the row (the caller's
+        // contract).
+        unsafe {
+            if t.add {
+                v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
+                v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)));
             }
+            _mm512_mask_storeu_ps(row, m0, v0);
+            _mm512_mask_storeu_ps(row.wrapping_add(16), m1, v1);
         }
     }
 
@@ -952,7 +979,7 @@ mod amx {
     use std::arch::asm;
     use std::arch::x86_64::*;
 
-    use super::{Line, PANEL, Tile};
+    use super::{Line, PANEL, Tile, avx512};
 
     /// Rows of an A tile, and of the output tiles.
     const TR: usize = 16;
@@ -1113,30 +1140,16 @@ mod amx {
                     s = in(reg) ldc, options(nostack));
             }
         }
-        let (m0, m1) = (lanes(t.cols), lanes(t.cols.saturating_sub(16)));
-        let (bias0, bias1) = match t.bias {
-            // SAFETY: masked loads read only the first `cols` values.
-            Some(bias) => unsafe {
-                (
-                    _mm512_maskz_loadu_ps(m0, bias.as_ptr()),
-                    _mm512_maskz_loadu_ps(m1, bias.as_ptr().wrapping_add(16)),
-                )
-            },
-            None => (_mm512_setzero_ps(), _mm512_setzero_ps()),
-        };
+        let bias = avx512::bias_of(t);
         for (r, acc) in acc.iter().enumerate().take(upper + lower) {
-            // SAFETY: row `r0 + r < rows`, masked to the first `cols` columns:
-            // the cells the tile may read and write.
+            // SAFETY: row `r0 + r < rows`: a row the tile may read and write;
+            // `acc`'s row holds 32 values.
             unsafe {
-                let row = t.c.add((r0 + r) * t.ldc);
-                let mut v0 = _mm512_add_ps(_mm512_loadu_ps(acc.as_ptr()), bias0);
-                let mut v1 = _mm512_add_ps(_mm512_loadu_ps(acc.as_ptr().add(16)), bias1);
-                if t.add {
-                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
-                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)));
-                }
-                _mm512_mask_storeu_ps(row, m0, v0);
-                _mm512_mask_storeu_ps(row.wrapping_add(16), m1, v1);
+                let sums = (
+                    _mm512_loadu_ps(acc.as_ptr()),
+                    _mm512_loadu_ps(acc.as_ptr().add(16)),
+                );
+                avx512::put_row(t, t.c.add((r0 + r) * t.ldc), sums, bias);
             }
         }
     }
@@ -1187,12 +1200,6 @@ mod amx {
                 );
             }
         }
-    }
-
-    /// A mask of the first `n` (at most 16) lanes.
-    #[inline(always)]
-    fn lanes(n: usize) -> __mmask16 {
-        if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
     }
 }
 
