@@ -627,7 +627,7 @@ fn chunk_rows(inputs: usize, kernel: Bf16Unit) -> usize {
 ///
 /// `out` must be valid for reads and writes of `m` rows of
 /// `w.outputs()` at `out_stride`, and nothing else may access the columns of
-/// a (chunk, panel) this worker takes from `next` during the call. `vector`
+/// a (chunk, panel) this worker takes from `next` during the call;
 /// `kernel` only where the CPU has that unit, and [`Bf16Unit::Amx`] only
 /// once Linux granted the tile data.
 #[allow(clippy::too_many_arguments)]
