@@ -76,8 +76,8 @@ pub struct Cli {
 impl Cli {
     /// The process's arguments parsed. A negative number after a flag that
     /// takes a value is that value, so the flag's own check says what it
-    /// wants (`--concurrency -2`: "invalid value '-2' for '--concurrency
-    /// <N>'"), where clap alone reads it as an unknown flag.
+    /// wants (`--concurrency -2`: `invalid value '-2' for '--concurrency
+    /// <N>'`), where clap alone reads it as an unknown flag.
     pub fn parse_args() -> Result<Cli, clap::Error> {
         Cli::parse_from_args(std::env::args_os())
     }

@@ -9,7 +9,7 @@
 //!
 //! A cap holds for the job, not for each run: what the command's own file
 //! records as spent (each result line's cost and usage, each run row's, each
-//! recording's) is [`carry`]-ed into the budget before anything is sent, so a
+//! recording's) is [`carry`](toolnexus_stack::carry)-ed into the budget before anything is sent, so a
 //! resume spends only what the cap has left. A `--max-cost` over a model no
 //! price table lists is refused before anything starts: it could not be
 //! enforced.

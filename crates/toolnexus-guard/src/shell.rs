@@ -9,7 +9,7 @@
 //! `sudo`, `xargs`, `find -exec`…). What cannot be read statically (a
 //! command word built from an expansion, decoded text fed to a shell,
 //! interpreter code, a parse error) is an [`Unread`] naming it, never a
-//! harmless command. [`effects`] classes each command into [`Capability`]
+//! harmless command. [`effects`](fn@effects) classes each command into [`Capability`]
 //! values by the tables documented there.
 //!
 //! ```

@@ -178,7 +178,7 @@ impl Embedder {
     }
 
     /// [`load`](Embedder::load) with the encoder's matrix products in
-    /// `precision` ([`resolve_precision`](crate::resolve_precision) says
+    /// `precision` ([`resolve_precision`] says
     /// what it runs in here; `bf16` on a CPU without a bf16 unit is an
     /// error, [`LocalError::is_bad_spec`]). In bf16 the linear layers are
     /// converted once at load and kept in bf16 only; embeddings stay within
@@ -492,7 +492,7 @@ impl Embedder {
     }
 
     /// The SHA-256 of the weights file as loaded, lower-case hex: what pins a
-    /// student or a cache to this exact model ([`MODEL_SHA256`] for the real one).
+    /// student or a cache to this exact model ([`MODEL_SHA256`](crate::MODEL_SHA256) for the real one).
     ///
     /// ```
     /// # fn main() -> Result<(), toolnexus_local::LocalError> {

@@ -325,7 +325,7 @@ impl Laya {
     /// give, no more; usage counts the real tokens over the rows.
     ///
     /// Errors: the question limits of
-    /// [`validate_questions`](toolnexus::classifier::validate_questions); a box
+    /// [`validate_questions`]; a box
     /// question (`Unsupported`, naming its key); a question whose options do
     /// not fit in `max_len`; a model failure (a custom error whose source is
     /// the [`LocalError`]).

@@ -42,7 +42,7 @@
 //!
 //! # Zero-shot: a heuristic
 //!
-//! [`zero_shot`] builds a [`Classifier`](toolnexus::classifier::Classifier)
+//! [`zero_shot`](fn@zero_shot) builds a [`Classifier`](toolnexus::classifier::Classifier)
 //! that answers choice, noul and score questions by comparing the state's
 //! embedding with embeddings of the question's own words ([`ZeroShot`] is the
 //! evaluator inside). It is **a heuristic, good for topical choices only** —

@@ -17,7 +17,7 @@ use crate::student::{LocalStudent, STUDENT_ENGINE, Student, student};
 use crate::zero_shot::{ZERO_SHOT_ENGINE, zero_shot};
 
 /// What an engine is built from: the model directory given (for an
-/// [`Embedded`](ModelDir::Embedded) engine, `None` means the default
+/// [`Embedded`](crate::ModelDir::Embedded) engine, `None` means the default
 /// directory, see [`model_dir`]), the student file's content for an engine
 /// that needs one, and where environment variables are read.
 ///

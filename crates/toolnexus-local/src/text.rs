@@ -16,7 +16,7 @@ use crate::error::{LocalError, msg};
 /// model reads.
 #[derive(Debug, Clone, Copy)]
 struct CutRule {
-    /// The first window tried, in bytes: [`MAX_TOKENS`] × (the longest token of
+    /// The first window tried, in bytes: [`MAX_TOKENS`](crate::MAX_TOKENS) × (the longest token of
     /// the vocabulary in bytes + 1). A token covers at most that many bytes of
     /// ordinary text, separator included (18 + 1 for all-MiniLM-L6-v2's
     /// "telecommunications", so 4,864 bytes), so the window usually holds every

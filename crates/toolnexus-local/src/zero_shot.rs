@@ -185,10 +185,10 @@ impl ZeroShot {
     /// model reads is written out and tokenised ([`state_text_for`]).
     ///
     /// Errors: the question limits of
-    /// [`validate_questions`](toolnexus::classifier::validate_questions); a box
+    /// [`validate_questions`]; a box
     /// question ([`ErrorKind::Unsupported`](toolnexus::classifier::ErrorKind),
     /// naming its key); a failure of the model (a custom error whose source is
-    /// the [`LocalError`](crate::LocalError)).
+    /// the [`LocalError`]).
     ///
     /// ```
     /// use serde_json::json;
@@ -391,7 +391,7 @@ impl Evaluator for ZeroShot {
 /// student distilled from one, for anything that matters.
 ///
 /// How each kind is answered, with `sim` the cosine similarity to the state
-/// text ([`state_text`]) and `softmax` at [`ZERO_SHOT_TEMPERATURE`]:
+/// text ([`state_text`](fn@crate::state_text)) and `softmax` at [`ZERO_SHOT_TEMPERATURE`]:
 ///
 /// | kind | compared texts | answer |
 /// | --- | --- | --- |

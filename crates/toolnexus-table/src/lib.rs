@@ -7,7 +7,7 @@
 //!   [`Input::survey`] reads it once for a run's fingerprint and line count,
 //!   [`Input::reader`] hands out [`Chunk`]s of at most [`CHUNK_ROWS`] rows.
 //!   Nothing reads a whole file into memory.
-//! - [`fields`] and [`columns`] build the flat result columns per question
+//! - [`fields`] and [`columns`](fn@columns) build the flat result columns per question
 //!   (what Python's `evaluate_table` returns and `batch` writes).
 //! - [`write_table`] writes a run's result table from its JSONL journal
 //!   ([`journal_path`]) and its input, read again in chunks: every input

@@ -9,7 +9,7 @@
 //!   request (questions), the canonical state, the extra wire fields and the
 //!   assets' bytes: two requests share a key only when a backend would see the
 //!   same thing. [`cache_key_for`] adds the stack's
-//!   [`Fingerprint`](crate::classifier::Fingerprint): **a cache key covers the
+//!   [`Fingerprint`]: **a cache key covers the
 //!   stack's fingerprint** — calibration, cascade and student, fallback,
 //!   tape, model directory, engine parameters — so an answer made under one
 //!   stack is never served to another; a plain stack keeps the key it always

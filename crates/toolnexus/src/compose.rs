@@ -5,7 +5,7 @@
 //!
 //! # Fallback
 //!
-//! [`fallback`] (or the [`Fallback`] builder, for options) asks the backends in
+//! [`fallback`](fn@fallback) (or the [`Fallback`] builder, for options) asks the backends in
 //! order and returns the first decision. It moves on to the next backend only
 //! when one is *unavailable* ([`is_unavailable`]); every other failure is an
 //! answer about the request itself and is returned as it is:
@@ -72,7 +72,7 @@
 //!
 //! # Shadow
 //!
-//! [`shadow`] answers every call with the primary and, on a sample of the calls
+//! [`shadow`](fn@shadow) answers every call with the primary and, on a sample of the calls
 //! the primary answered, asks a candidate the same request off the caller's
 //! path (a Tokio task), then compares the two decisions key by key: |Δ noul|,
 //! a choice mismatch with both choices, |Δ score|, keys one side did not

@@ -13,7 +13,7 @@
 //! - [`Pricing`] and [`pricing`]: a layer that settles each call's cost where
 //!   its usage is recorded, without touching any backend (or
 //!   `ClassifierOptions::pricing` on a classifier of your own): the decision's
-//!   usage stays as the backend sent it, [`Evaluated::cost`] and the
+//!   usage stays as the backend sent it, [`Evaluated::cost`](crate::classifier::Evaluated::cost) and the
 //!   [`MetricEvent`](crate::classifier::MetricEvent) say what it cost and why.
 //! - [`Estimator`], [`Shape`] and [`fit`]: input tokens from a request's shape,
 //!   with coefficients fitted by least squares on real runs' recorded usage.
@@ -49,7 +49,7 @@ pub use estimate::{
     Coefficients, ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimate, EstimateTally, Estimator,
     EstimatorError, FitError, FitTally, Fitter, PricedEstimate, Sample, Shape, fit,
 };
-/// `inner` with every call's cost settled by `pricing` (see [`Evaluated::price_with`]):
+/// `inner` with every call's cost settled by `pricing` (see [`Evaluated::price_with`](crate::classifier::Evaluated::price_with)):
 /// the layer that makes a cost known without changing any backend. Put it
 /// outside a cache ([`crate::cache::caching`]) so hits stay 0.
 ///

@@ -6,7 +6,7 @@
 //!   (a repeated name is an error); [`state`] labels whose words a state holds.
 //! - **Bands** ([`Bands`], default 0.30 / 0.70) turn numbers into readings that are
 //!   either sure or uncertain; [`ask`] evaluates **once** and bands every answer.
-//! - **Gates** ([`gate`], [`Rule`]) and **policies** ([`Policy`]) turn banded
+//! - **Gates** ([`gate`](fn@gate), [`Rule`]) and **policies** ([`Policy`]) turn banded
 //!   answers into a caller-named outcome, first match wins — or, when an answer
 //!   is missing, uncertain or does not fit its rule, into a request for input
 //!   ([`Ruling::NeedsInput`]) instead of a guess.

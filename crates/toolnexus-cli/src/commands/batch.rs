@@ -12,7 +12,7 @@
 //! out file kept beside it as `FILE.jsonl` (its journal, in row order): a
 //! crash loses no finished row, and resume and reruns work as for JSONL.
 //! Ctrl-C and SIGTERM stop starting states, what finished is written (exit
-//! 130); a cap ([`caps`](super::caps)) stops them too (exit 6).
+//! 130); a cap ([`caps`](crate::caps)) stops them too (exit 6).
 
 mod shadow;
 

@@ -134,7 +134,7 @@ impl CommandRead {
 /// A tool call read for the rules.
 #[derive(Debug, Clone)]
 pub struct Reading {
-    /// The working directory paths resolve against ([`NO_CWD`] when the call has none).
+    /// The working directory paths resolve against (`/<no cwd>` when the call has none).
     pub cwd: String,
     /// The home directory, when known.
     pub home: Option<String>,

@@ -1,5 +1,5 @@
 //! The capability tables: what each command and argument form does. The
-//! table itself is documented on [`super::effects`].
+//! table itself is documented on [`super::effects`](fn@super::effects).
 
 mod files;
 mod git;
@@ -178,7 +178,7 @@ fn installs(name: &str, args: &[String]) -> bool {
     }
 }
 
-/// The effects of a command: see [`super::effects`] for the table.
+/// The effects of a command: see [`super::effects`](fn@super::effects) for the table.
 pub(crate) fn of(cmd: &Command) -> Vec<Effect> {
     let mut out = Out(Vec::new());
     let args = &cmd.args;

@@ -20,7 +20,7 @@
 //! the kernel broadcasts to every lane. Each row is converted once per
 //! product, before the panels are shared out, and every worker reads it.
 //!
-//! Which path runs is decided once per process ([`unit`]): AVX-512 BF16
+//! Which path runs is decided once per process ([`unit`](fn@unit)): AVX-512 BF16
 //! where the CPU has it, a portable path (the same packing, plain loops, the
 //! same rounding) elsewhere; the portable path is also the reference the
 //! tests hold the vector path to. The tile kernel ([`amx`]) runs the same
@@ -432,7 +432,7 @@ unsafe impl Sync for OutPtr {}
 /// A linear layer in bf16 on `x`'s rows: `out[i] (=|+=) x[i] · W + bias`,
 /// `out` holding `x.rows` rows of `w.outputs()` at `out_stride`. Each row of
 /// `x` is rounded to bf16 on the way in; products accumulate in f32. Runs on
-/// the path [`unit`] found, the output panels split over [`threads`] when
+/// the path [`unit`](fn@unit) found, the output panels split over [`threads`] when
 /// the product is large enough. Panics (a bug in the caller, never an
 /// input) if a slice is too short for its dimensions.
 pub(crate) fn matmul_bf16(

@@ -166,7 +166,7 @@ pub struct Student {
     /// Heads by question key.
     pub questions: BTreeMap<String, Head>,
     /// How a state is written for the embedding model: as the rows the heads
-    /// trained on were ([`TrainOptions::state_text`]). Left out of the file
+    /// trained on were ([`TrainOptions::state_text`](crate::student::TrainOptions::state_text)). Left out of the file
     /// when it is the default, JSON.
     #[serde(default, skip_serializing_if = "StateText::is_json")]
     pub state_text: StateText,

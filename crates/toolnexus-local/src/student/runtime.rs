@@ -25,7 +25,7 @@ pub const STUDENT_ENGINE: EngineInfo = EngineInfo {
 };
 
 /// A student with the embedder it was trained on: the `student` style's
-/// evaluator, and the local half of a [`cascade`].
+/// evaluator, and the local half of a [`cascade`](fn@crate::student::cascade).
 #[derive(Clone)]
 pub struct LocalStudent {
     embedder: Embedder,

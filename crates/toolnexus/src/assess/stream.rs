@@ -2,7 +2,7 @@
 //! million examples holds a million small figures, never a million rows.
 //!
 //! - [`RunReader`]: a run file's rows one at a time, with the errors
-//!   [`Run::parse`] gives.
+//!   [`Run::parse`](super::Run::parse) gives.
 //! - [`summarize_file`]: [`summarize`](super::summarize)'s figures of a run
 //!   file in bounded memory: counts and sums a row at a time, and the
 //!   figures that need an order sorted through temporary files.

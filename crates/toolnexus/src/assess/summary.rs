@@ -267,7 +267,7 @@ pub struct QuestionSummary {
     pub log_loss: f64,
     /// Brier score.
     pub brier: f64,
-    /// ECE over [`ECE_BINS`] equal-width bins ([`EceRows::ece`], the one every
+    /// ECE over [`ECE_BINS`] equal-width bins ([`EceRows::ece`](crate::assess::metrics::EceRows::ece), the one every
     /// `assess` command prints: noul of P(yes), else of the top probability).
     pub ece: f64,
     /// ECE of the same confidences over equal-count bins.
@@ -428,7 +428,7 @@ impl std::str::FromStr for SliceBy {
     }
 }
 
-/// What [`summarize`] computes besides the per-question figures.
+/// What [`summarize`](crate::assess::summarize) computes besides the per-question figures.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct SummaryOptions {

@@ -1,6 +1,6 @@
 //! [`Estimator`]: a request's input tokens from its own shape — a constant per
 //! request, so many per question, per described choice option, per score
-//! level, and per character of the state's canonical JSON — and [`fit`], the
+//! level, and per character of the state's canonical JSON — and [`fit`](fn@fit), the
 //! least-squares fit of those coefficients on real runs' recorded usage.
 //!
 //! The defaults are the published third-party measurement of Jev's billing
@@ -309,7 +309,7 @@ pub struct Estimator {
     pub output_per_question: f64,
     /// How the fit did, when the coefficients were fitted.
     pub fit: Option<FitError>,
-    /// The coefficients [`fit`] could not determine from the requests it was
+    /// The coefficients [`fit`](fn@fit) could not determine from the requests it was
     /// given (their shape feature never varied apart from the others', or
     /// never occurred), by their file key (`per_question`, …): they stay
     /// near the published defaults. Empty for an estimator read from a file.

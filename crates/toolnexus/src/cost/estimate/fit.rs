@@ -98,7 +98,8 @@ impl Fitter {
     }
 
     /// Whether a request fitted on has what coefficient `key` counts
-    /// ([`Coefficients::KEYS`]).
+    /// (`per_request`, `per_question`, `per_described_option`,
+    /// `per_score_level` or `per_state_char`).
     pub fn occurs(&self, key: &str) -> bool {
         Coefficients::KEYS
             .iter()

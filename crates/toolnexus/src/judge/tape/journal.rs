@@ -128,7 +128,7 @@ pub struct Folded {
     pub torn: usize,
 }
 
-/// The open, locked journal of one tape. See the [module docs](self).
+/// The open, locked journal of one tape. See the module's docs.
 ///
 /// ```
 /// use std::sync::Arc;

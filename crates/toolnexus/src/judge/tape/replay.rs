@@ -81,7 +81,7 @@ impl TapeMatch {
     pub const ALL: [TapeMatch; 3] = [TapeMatch::Exact, TapeMatch::Questions, TapeMatch::Sequence];
 
     /// The mode's name: `exact`, `questions` or `sequence` (what
-    /// [`FromStr`](std::str::FromStr) reads).
+    /// [`FromStr`] reads).
     ///
     /// ```
     /// assert_eq!(toolnexus::judge::TapeMatch::Exact.as_str(), "exact");
