@@ -358,7 +358,8 @@ pub enum Precision {
     /// bf16 products with f32 accumulation; an error on a CPU without a bf16
     /// unit (see [`resolve_precision`](crate::resolve_precision)).
     Bf16,
-    /// bf16 where the CPU has a bf16 unit, f32 elsewhere.
+    /// bf16 where its products outrun f32's on this CPU (AMX, or AVX-512
+    /// BF16 on a CPU not Intel's), f32 elsewhere.
     Auto,
 }
 

@@ -180,7 +180,7 @@ def test_local_judges_on_the_embedded_model(model_dir):
 
 
 def test_precision_is_a_keyword_of_the_local_engines(model_dir):
-    # auto: bf16 where the CPU has a bf16 unit, f32 elsewhere; same answer.
+    # auto: bf16 where it outruns f32 on this CPU, f32 elsewhere; same answer.
     plain = tn.create_classifier(style="local", model_dir=model_dir)
     auto = tn.create_classifier(style="local", model_dir=model_dir, precision="auto")
     state = "my parcel is late"

@@ -63,7 +63,7 @@ pub struct StackSpec {
     pub model_dir: Option<PathBuf>,
     /// What a local engine's encoder (and a cascade's student's embedded
     /// model) runs its matrix products in: f32 by default, bf16, or auto
-    /// (bf16 where the CPU has a bf16 unit). Refused by name for a style
+    /// (bf16 where its products outrun f32's on this CPU). Refused by name for a style
     /// that runs no encoder here.
     pub precision: toolnexus_local::Precision,
     /// The student of `--style student` or of a cascade.

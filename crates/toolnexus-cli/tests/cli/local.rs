@@ -286,7 +286,7 @@ fn a_question_with_nothing_to_read_is_refused_by_its_key() {
     assert_eq!(out.code, 0, "{out:?}");
 }
 
-/// `--precision`: auto answers as f32 does (bf16 where the CPU has a unit);
+/// `--precision`: auto answers as f32 does (bf16 where it outruns f32 here);
 /// bf16 answers, or exits 2 saying the CPU has no bf16 unit; a style with no
 /// encoder here, or a bad value, is bad usage (exit 2) naming the flag.
 #[test]

@@ -116,7 +116,7 @@ fn the_fingerprint_names_bf16_and_leaves_f32_as_it_was() {
     if !unit().in_hardware() {
         return;
     }
-    let bf16 = Embedder::load_with(dir.path(), Precision::Auto).unwrap();
+    let bf16 = Embedder::load_with(dir.path(), Precision::Bf16).unwrap();
     assert_eq!(bf16.precision(), Precision::Bf16);
     assert_eq!(
         part(&bf16),

@@ -113,10 +113,48 @@ impl Bf16Unit {
         }
     }
 
-    /// Whether the hardware multiplies bf16 itself (what `auto` asks for).
+    /// Whether the hardware multiplies bf16 itself (what `bf16` needs).
     pub(crate) fn in_hardware(self) -> bool {
         self != Bf16Unit::Portable
     }
+
+    /// Whether products on this unit outrun f32's on a CPU of `vendor`'s
+    /// (what `auto` asks for). The tiles do everywhere. AVX-512 BF16 does on
+    /// AMD's cores (1.6–2.3× a MiniLM batch on Zen 4), not on Intel's: on a
+    /// Xeon (Emerald Rapids) its products ran at 0.51–0.97× f32's and a MiniLM
+    /// batch at 0.63× (BENCHMARKS.md), so `auto` keeps f32 there.
+    pub(crate) fn outruns_f32(self, vendor: Vendor) -> bool {
+        match self {
+            Bf16Unit::Amx => true,
+            Bf16Unit::Avx512 => vendor != Vendor::Intel,
+            Bf16Unit::Portable => false,
+        }
+    }
+}
+
+/// Whose CPU this is, as far as `auto` cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Vendor {
+    /// `GenuineIntel`.
+    Intel,
+    /// Any other (AMD's `AuthenticAMD` among them).
+    Other,
+}
+
+/// This CPU's vendor, read once from CPUID leaf 0.
+pub(crate) fn vendor() -> Vendor {
+    static VENDOR: OnceLock<Vendor> = OnceLock::new();
+    *VENDOR.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let id = std::arch::x86_64::__cpuid(0);
+            // "Genu" "ineI" "ntel", in EBX, EDX, ECX.
+            if (id.ebx, id.edx, id.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e) {
+                return Vendor::Intel;
+            }
+        }
+        Vendor::Other
+    })
 }
 
 /// The bf16 unit of this machine, detected once per process.
@@ -127,8 +165,9 @@ pub(crate) fn unit() -> Bf16Unit {
 
 /// The precision an encoder asked for `asked` runs in on this machine:
 /// `f32` as asked; `bf16` where the CPU has a bf16 unit, else an error that
-/// says so; `auto` as `bf16` where there is a unit, else `f32` (one debug
-/// line, no more: falling back is what `auto` is for). Never `Auto`.
+/// says so; `auto` as `bf16` where bf16 products outrun f32's here (AMX, or
+/// AVX-512 BF16 on a CPU not Intel's), else `f32` (one debug line, no more:
+/// falling back is what `auto` is for). Never `Auto`.
 ///
 /// ```
 /// use toolnexus_local::{Precision, resolve_precision};
@@ -139,18 +178,25 @@ pub(crate) fn unit() -> Bf16Unit {
 /// # Ok::<(), toolnexus_local::LocalError>(())
 /// ```
 pub fn resolve_precision(asked: Precision) -> Result<Precision, LocalError> {
-    resolve_on(unit(), asked)
+    resolve_on(unit(), vendor(), asked)
 }
 
-/// [`resolve_precision`] for a given unit (the tests try each).
-pub(crate) fn resolve_on(unit: Bf16Unit, asked: Precision) -> Result<Precision, LocalError> {
+/// [`resolve_precision`] for a given unit and vendor (the tests try each).
+pub(crate) fn resolve_on(
+    unit: Bf16Unit,
+    vendor: Vendor,
+    asked: Precision,
+) -> Result<Precision, LocalError> {
     match asked {
         Precision::F32 => Ok(Precision::F32),
         Precision::Bf16 if unit.in_hardware() => Ok(Precision::Bf16),
         Precision::Bf16 => Err(msg::no_bf16_unit()),
-        Precision::Auto if unit.in_hardware() => Ok(Precision::Bf16),
+        Precision::Auto if unit.outruns_f32(vendor) => Ok(Precision::Bf16),
         Precision::Auto => {
-            tracing::debug!("precision auto: no bf16 unit, running f32");
+            tracing::debug!(
+                "precision auto: running f32 (bf16 unit: {}, not faster here)",
+                unit.name()
+            );
             Ok(Precision::F32)
         }
     }
