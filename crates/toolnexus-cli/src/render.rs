@@ -246,29 +246,11 @@ pub fn verdicts_table(
 mod tests {
     use super::*;
     use toolnexus::cost::CostSource;
-
-    fn demo_decision(cost: Option<f64>) -> Decision {
-        let mut v = serde_json::json!({
-            "model": "jev-1.13-20260917",
-            "answers": {
-                "desk": {"type": "choice", "choice": "billing", "confidence": 0.41,
-                         "probabilities": {"billing": 0.41, "shipping": 0.26, "technical": 0.33}},
-                "refund": {"type": "noul", "noul": 0.09},
-                "urgency": {"type": "score", "score": 0.34, "confidence": 0.71,
-                            "legend": {"0": "low: can wait", "1": "normal", "2": "high", "3": "critical"},
-                            "probabilities": {"0": 0.71, "1": 0.25, "2": 0.03, "3": 0.01}}
-            },
-            "usage": {"input_tokens": 412, "output_tokens": 38}
-        });
-        if let Some(c) = cost {
-            v["usage"]["cost"] = c.into();
-        }
-        Decision::from_value(&v).unwrap()
-    }
+    use toolnexus::testing::three_answers;
 
     #[test]
     fn the_table_shows_every_field() {
-        let t = decision_table(&demo_decision(Some(0.0000564)));
+        let t = decision_table(&three_answers(Some(0.0000564)));
         let want = "\
 KEY      TYPE    ANSWER      CONFIDENCE  NEAR-UNIFORM  PROBABILITIES
 desk     choice  billing     0.41        no            billing=0.41 shipping=0.26 technical=0.33
@@ -285,7 +267,7 @@ cost        $0.0000564
 
     #[test]
     fn an_unreported_cost_is_never_zero() {
-        let t = decision_table(&demo_decision(None));
+        let t = decision_table(&three_answers(None));
         assert!(t.contains("cost        not reported\n"), "{t}");
         assert!(!t.contains('$'));
         assert_eq!(cost(Some(1.5)), "$1.50");
@@ -301,14 +283,14 @@ cost        $0.0000564
                 checked: "2026-12-05".into(),
             },
         );
-        let t = decision_table_costed(&demo_decision(None), &priced);
+        let t = decision_table_costed(&three_answers(None), &priced);
         assert!(
             t.contains("cost        $0.0000173, priced (toolnexus, checked 2026-12-05)\n"),
             "{t}"
         );
-        let local = decision_table_costed(&demo_decision(None), &Cost::new(0.0, CostSource::Local));
+        let local = decision_table_costed(&three_answers(None), &Cost::new(0.0, CostSource::Local));
         assert!(local.contains("cost        $0, local\n"), "{local}");
-        let unknown = decision_table_costed(&demo_decision(None), &Cost::UNKNOWN);
+        let unknown = decision_table_costed(&three_answers(None), &Cost::UNKNOWN);
         assert!(
             unknown.contains("cost        not reported, and no price for jev-1.13-20260917"),
             "{unknown}"

@@ -382,6 +382,7 @@ pub fn read_questions(v: &Value) -> Result<Questions, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolnexus::testing::three_answers;
 
     #[test]
     fn a_settled_cost_goes_into_the_usage_bytes_and_nothing_else_moves() {
@@ -430,25 +431,6 @@ mod tests {
         }
     }
 
-    fn demo_decision(cost: Option<f64>) -> Decision {
-        let mut v = serde_json::json!({
-            "model": "jev-1.13-20260917",
-            "answers": {
-                "desk": {"type": "choice", "choice": "billing", "confidence": 0.41,
-                         "probabilities": {"billing": 0.41, "shipping": 0.26, "technical": 0.33}},
-                "refund": {"type": "noul", "noul": 0.09},
-                "urgency": {"type": "score", "score": 0.34, "confidence": 0.71,
-                            "legend": {"0": "low: can wait", "1": "normal", "2": "high", "3": "critical"},
-                            "probabilities": {"0": 0.71, "1": 0.25, "2": 0.03, "3": 0.01}}
-            },
-            "usage": {"input_tokens": 412, "output_tokens": 38}
-        });
-        if let Some(c) = cost {
-            v["usage"]["cost"] = c.into();
-        }
-        Decision::from_value(&v).unwrap()
-    }
-
     #[test]
     fn a_settled_cost_goes_beside_the_usage_it_priced() {
         let priced = Cost::new(
@@ -458,18 +440,18 @@ mod tests {
                 checked: "2026-12-05".into(),
             },
         );
-        let mut v = demo_decision(None).to_value();
+        let mut v = three_answers(None).to_value();
         with_cost(&mut v, &priced);
         assert_eq!(
             v["usage"],
             serde_json::json!({"input_tokens": 412, "output_tokens": 38, "cost": 0.0000173,
                 "cost_source": "priced", "cost_table": "toolnexus", "cost_checked": "2026-12-05"})
         );
-        let before = demo_decision(None).to_value();
+        let before = three_answers(None).to_value();
         let mut v = before.clone();
         with_cost(&mut v, &Cost::UNKNOWN);
         assert_eq!(v, before, "an unknown cost adds nothing, never 0");
-        let reported = demo_decision(Some(0.25)).to_value();
+        let reported = three_answers(Some(0.25)).to_value();
         let mut v = reported.clone();
         with_cost(&mut v, &Cost::new(0.25, CostSource::Reported));
         assert_eq!(v, reported, "a reported cost is the backend's own, as sent");

@@ -69,15 +69,20 @@
 //! [`Builder::start_on_thread`]: the server then brings its own runtime on a
 //! thread of its own.
 //!
+//! [`three_questions`] and [`three_answers`] are questions and a decision
+//! of every answer type, for a test that needs some.
+//!
 //! This is test code: plain HTTP, no TLS, no limits beyond a cap on the request
 //! head. Do not expose it.
 
 mod conn;
+mod fixtures;
 mod observed;
 mod reply;
 mod request;
 mod server;
 
+pub use fixtures::{three_answers, three_questions};
 pub use observed::Observed;
 pub use reply::{Reply, anthropic_message_body, closed_base_url, openai_chat_body};
 pub use request::Request;

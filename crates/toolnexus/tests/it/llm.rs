@@ -7,49 +7,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolnexus::classifier::{
     Classifier, ClassifierError, ClassifierOptions, ClassifierStyle, EvalContext, MetricEvent,
-    NoulCriteria, NoulQuestion, Questions, ScoreQuestion, choice_over, create_classifier,
+    NoulQuestion, Questions, create_classifier,
 };
 use toolnexus::client::{ChatMessage, Client, ClientOptions, Style, create_client};
+use toolnexus::testing::three_questions;
 
 use crate::support::{Reply, Request, Server, suite_env};
 
 /// Every test here finishes in milliseconds; this only bounds a hang.
 const HANG_GUARD: Duration = Duration::from_secs(20);
-
-fn three_questions() -> Questions {
-    Questions::from([
-        (
-            "refund".to_string(),
-            NoulQuestion {
-                instructions: "Does the customer ask for money back?".into(),
-                criteria: Some(NoulCriteria {
-                    when_true: "they want a refund or a chargeback".into(),
-                    when_false: "anything else".into(),
-                }),
-            }
-            .into(),
-        ),
-        (
-            "desk".to_string(),
-            choice_over(
-                "Which team should handle this ticket?",
-                [
-                    ("billing", "money moved or should move"),
-                    ("shipping", "a parcel is late, lost or damaged"),
-                ],
-            )
-            .into(),
-        ),
-        (
-            "urgency".to_string(),
-            ScoreQuestion {
-                instructions: "How urgent is it?".into(),
-                criteria: vec!["can wait".into(), "today".into(), "now".into()],
-            }
-            .into(),
-        ),
-    ])
-}
 
 fn state() -> Value {
     json!({"message": "I was charged twice, please refund one", "tier": "gold"})

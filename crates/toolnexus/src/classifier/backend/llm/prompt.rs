@@ -218,43 +218,9 @@ pub(crate) fn decode_reply_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classifier::{NoulCriteria, NoulQuestion, ScoreQuestion, choice_over};
+    use crate::classifier::choice_over;
+    use crate::testing::three_questions;
     use serde_json::json;
-
-    pub(crate) fn three_questions() -> Questions {
-        Questions::from([
-            (
-                "refund".to_string(),
-                NoulQuestion {
-                    instructions: "Does the customer ask for money back?".into(),
-                    criteria: Some(NoulCriteria {
-                        when_true: "they want a refund or a chargeback".into(),
-                        when_false: "anything else".into(),
-                    }),
-                }
-                .into(),
-            ),
-            (
-                "desk".to_string(),
-                choice_over(
-                    "Which team should handle this ticket?",
-                    [
-                        ("billing", "money moved or should move"),
-                        ("shipping", "a parcel is late, lost or damaged"),
-                    ],
-                )
-                .into(),
-            ),
-            (
-                "urgency".to_string(),
-                ScoreQuestion {
-                    instructions: "How urgent is it?".into(),
-                    criteria: vec!["can wait".into(), "today".into(), "now".into()],
-                }
-                .into(),
-            ),
-        ])
-    }
 
     /// SPEC §16: the prompt lists a choice's options in the caller's order.
     #[test]
