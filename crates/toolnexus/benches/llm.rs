@@ -7,43 +7,25 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use toolnexus::classifier::{NoulCriteria, NoulQuestion, Questions, ScoreQuestion, choice_over};
+use toolnexus::classifier::{Questions, choice_over};
 use toolnexus::classifier::{decode_reply, render_prompt};
 
+/// The support desk's three questions, its desk choosing among three teams.
 fn questions() -> Questions {
-    Questions::from([
-        (
-            "refund".to_string(),
-            NoulQuestion {
-                instructions: "Does the customer ask for money back?".into(),
-                criteria: Some(NoulCriteria {
-                    when_true: "they want a refund or a chargeback".into(),
-                    when_false: "anything else".into(),
-                }),
-            }
-            .into(),
-        ),
-        (
-            "desk".to_string(),
-            choice_over(
-                "Which team should handle this ticket?",
-                [
-                    ("billing", "money moved or should move"),
-                    ("shipping", "a parcel is late, lost or damaged"),
-                    ("account", "logins, passwords, profile settings"),
-                ],
-            )
-            .into(),
-        ),
-        (
-            "urgency".to_string(),
-            ScoreQuestion {
-                instructions: "How urgent is it?".into(),
-                criteria: vec!["can wait".into(), "today".into(), "now".into()],
-            }
-            .into(),
-        ),
-    ])
+    let mut qs = toolnexus::testing::three_questions();
+    qs.insert(
+        "desk".into(),
+        choice_over(
+            "Which team should handle this ticket?",
+            [
+                ("billing", "money moved or should move"),
+                ("shipping", "a parcel is late, lost or damaged"),
+                ("account", "logins, passwords, profile settings"),
+            ],
+        )
+        .into(),
+    );
+    qs
 }
 
 const REPLY: &str = r#"Here is my judgment:
